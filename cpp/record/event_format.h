@@ -1,0 +1,92 @@
+// Binary layout of recorded events, shared by the training-thread encoder and the writer's formatter.
+//
+// An event is a fixed 40-byte header followed by an optional payload of tagged values (arguments,
+// return values, exception text). Events are 8-byte aligned and never span two chunks of a stream.
+// Strings that repeat (API names, type names, dtype names, meta-var snapshots) are interned ids.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace traincheck {
+
+enum class EventKind : uint8_t {
+  kCallPre = 1,
+  kCallPost = 2,
+  kCallException = 3,
+};
+
+enum EventFlags : uint8_t {
+  kHasObjId = 1 << 0,     // bound method: obj_id = id(self)
+  kBoundMethod = 1 << 1,  // is_bound_method in the record
+  kHasArgs = 1 << 2,      // payload starts with an args section (pre)
+  kHasReturn = 1 << 3,    // payload holds return_values (post)
+};
+
+struct EventHeader {
+  uint32_t size;     // whole event in bytes, header included, multiple of 8
+  EventKind kind;
+  uint8_t flags;
+  uint16_t reserved;
+  uint32_t api_id;   // interned API name
+  uint32_t meta_id;  // interned meta_vars snapshot (JSON object text)
+  uint64_t time_ns;  // when this event happened
+  uint64_t call_ns;  // the call's pre time: with the thread's uuid it forms func_call_id
+  uint64_t obj_id;   // id(self) for bound methods
+};
+static_assert(sizeof(EventHeader) == 40);
+
+inline constexpr uint32_t align8(uint32_t n) { return (n + 7u) & ~7u; }
+
+// Payload value tags. A value is a tag byte followed by its data (unaligned, read with memcpy).
+enum class ValueTag : uint8_t {
+  kNone = 1,
+  kFalse = 2,
+  kTrue = 3,
+  kInt = 4,         // int64
+  kFloat = 5,       // double
+  kStr = 6,         // u32 length + bytes; written as {"str": "..."}
+  kBigInt = 7,      // u32 length + decimal digits (Python ints beyond int64)
+  kTensor = 8,      // TensorSummary + ndim x int64 dims
+  kObject = 9,      // u32 type-name id: {"<type>": {}}
+  kNamedValue = 10, // u32 type-name id + u32 text id: {"<type>": "<text>"} (torch.dtype, torch.device)
+  kList = 11,       // u32 count + values
+  kTuple = 12,      // u32 count + values
+  kDict = 13,       // u32 count + (kStr-less key: u32 length + bytes, value) pairs
+  kTruncated = 14,  // stands for elements left out of a long container
+};
+
+enum TensorFlags : uint16_t {
+  kTensorRequiresGrad = 1 << 0,
+  kTensorIsLeaf = 1 << 1,
+  kTensorRetainsGrad = 1 << 2,
+  kTensorIsParameter = 1 << 3,
+  kTensorHasGrad = 1 << 4,
+  kTensorHasGradFn = 1 << 5,
+  kTensorIsCuda = 1 << 6,
+  kTensorIsCpu = 1 << 7,
+  kTensorIsMeta = 1 << 8,
+  kTensorIsSparse = 1 << 9,
+  kTensorIsQuantized = 1 << 10,
+};
+
+struct TensorSummary {
+  uint32_t dtype_name_id;  // "torch.float32"
+  uint16_t flags;          // TensorFlags
+  uint16_t ndim;
+  uint32_t itemsize;
+  uint32_t reserved;
+  uint64_t data_id;        // id(tensor)
+  uint64_t grad_id;        // id(tensor.grad) when kTensorHasGrad
+};
+static_assert(sizeof(TensorSummary) == 32);
+
+// Sections of a call payload, in this order when present.
+enum class SectionTag : uint8_t {
+  kArgs = 0x40,       // u32 positional count + values, u32 keyword count + (u32 len + name, value)
+  kReturn = 0x41,     // one value
+  kException = 0x42,  // u32 len + type name, u32 len + message
+};
+
+}  // namespace traincheck

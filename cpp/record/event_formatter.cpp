@@ -1,0 +1,309 @@
+#include "record/event_formatter.h"
+
+#include <cstring>
+
+#include "record/event_format.h"
+#include "trace/json_writer.h"
+
+namespace traincheck {
+
+namespace {
+
+// Sequential reader over a payload; the encoder guarantees well-formed input, so bounds are asserted
+// by construction rather than checked per byte.
+class PayloadReader {
+ public:
+  PayloadReader(const std::byte* p, const std::byte* end) : p_(p), end_(end) {}
+  bool at_end() const { return p_ >= end_; }
+  uint8_t u8() { return static_cast<uint8_t>(*p_++); }
+  template <class T>
+  T read() {
+    T v;
+    std::memcpy(&v, p_, sizeof v);
+    p_ += sizeof v;
+    return v;
+  }
+  std::string_view bytes() {
+    const uint32_t n = read<uint32_t>();
+    std::string_view s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+
+ private:
+  const std::byte* p_;
+  const std::byte* end_;
+};
+
+struct DtypeNames {
+  std::string_view dtype;
+  std::string_view tensor;
+};
+constexpr DtypeNames kTensorNames[] = {
+    {"torch.float32", "FloatTensor"},   {"torch.float64", "DoubleTensor"},
+    {"torch.float16", "HalfTensor"},    {"torch.bfloat16", "BFloat16Tensor"},
+    {"torch.int64", "LongTensor"},      {"torch.int32", "IntTensor"},
+    {"torch.int16", "ShortTensor"},     {"torch.int8", "CharTensor"},
+    {"torch.uint8", "ByteTensor"},      {"torch.bool", "BoolTensor"},
+    {"torch.complex64", "ComplexFloatTensor"}, {"torch.complex128", "ComplexDoubleTensor"},
+};
+
+void format_value(std::string& out, PayloadReader& in, const FormatContext& ctx);
+
+// The JSON-native form of a value inside a container (json.dumps would have accepted it), or the typed
+// {"<type>": payload} form for everything else.
+void format_element(std::string& out, PayloadReader& in, const FormatContext& ctx);
+
+void format_tensor_body(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  const auto t = in.read<TensorSummary>();
+  const std::string_view dtype = ctx.names.get(t.dtype_name_id);
+  const bool is_cuda = t.flags & kTensorIsCuda;
+  out += '{';
+  append_json_string(out, (t.flags & kTensorIsParameter) ? std::string("torch.nn.Parameter")
+                                                         : tensor_type_name(dtype, is_cuda));
+  out += ":{\"_TRAINCHECK_data_ID\":";
+  append_json_uint(out, t.data_id);
+  if (t.flags & kTensorHasGrad) {
+    out += ",\"_TRAINCHECK_grad_ID\":";
+    append_json_uint(out, t.grad_id);
+  }
+  out += ",\"dtype\":";
+  append_json_string(out, dtype);
+  // The original's one-level dump keeps None as null and drops other objects (a grad tensor appears
+  // through its _TRAINCHECK_grad_ID, a grad_fn node not at all).
+  if (!(t.flags & kTensorHasGrad)) out += ",\"grad\":null";
+  if (!(t.flags & kTensorHasGradFn)) out += ",\"grad_fn\":null";
+  out += ",\"is_cpu\":";
+  append_json_bool(out, t.flags & kTensorIsCpu);
+  out += ",\"is_cuda\":";
+  append_json_bool(out, is_cuda);
+  out += ",\"is_leaf\":";
+  append_json_bool(out, t.flags & kTensorIsLeaf);
+  out += ",\"is_meta\":";
+  append_json_bool(out, t.flags & kTensorIsMeta);
+  out += ",\"is_quantized\":";
+  append_json_bool(out, t.flags & kTensorIsQuantized);
+  out += ",\"is_sparse\":";
+  append_json_bool(out, t.flags & kTensorIsSparse);
+  out += ",\"itemsize\":";
+  append_json_uint(out, t.itemsize);
+  uint64_t numel = 1;
+  std::string shape = "[";
+  for (uint16_t i = 0; i < t.ndim; ++i) {
+    const int64_t d = in.read<int64_t>();
+    numel *= static_cast<uint64_t>(d < 0 ? 0 : d);
+    if (i) shape += ',';
+    append_json_int(shape, d);
+  }
+  shape += ']';
+  out += ",\"name\":null,\"nbytes\":";
+  append_json_uint(out, numel * t.itemsize);
+  out += ",\"ndim\":";
+  append_json_uint(out, t.ndim);
+  out += ",\"requires_grad\":";
+  append_json_bool(out, t.flags & kTensorRequiresGrad);
+  out += ",\"retains_grad\":";
+  append_json_bool(out, t.flags & kTensorRetainsGrad);
+  out += ",\"shape\":";
+  out += shape;
+  out += "}}";
+}
+
+void format_container(std::string& out, PayloadReader& in, const FormatContext& ctx, ValueTag tag) {
+  const uint32_t n = in.read<uint32_t>();
+  out += '[';
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    format_element(out, in, ctx);
+  }
+  out += ']';
+}
+
+void format_dict(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  const uint32_t n = in.read<uint32_t>();
+  out += '{';
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    append_json_string(out, in.bytes());
+    out += ':';
+    format_element(out, in, ctx);
+  }
+  out += '}';
+}
+
+void format_element(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  const auto tag = static_cast<ValueTag>(in.u8());
+  switch (tag) {
+    case ValueTag::kNone: out += "null"; return;
+    case ValueTag::kFalse: out += "false"; return;
+    case ValueTag::kTrue: out += "true"; return;
+    case ValueTag::kInt: append_json_int(out, in.read<int64_t>()); return;
+    case ValueTag::kFloat: append_json_double(out, in.read<double>()); return;
+    case ValueTag::kStr: append_json_string(out, in.bytes()); return;
+    case ValueTag::kBigInt: out += in.bytes(); return;
+    case ValueTag::kList:
+    case ValueTag::kTuple: format_container(out, in, ctx, tag); return;
+    case ValueTag::kDict: format_dict(out, in, ctx); return;
+    case ValueTag::kTruncated: out += "\"...\""; return;
+    default: break;
+  }
+  // Non-JSON values keep their typed form inside containers.
+  switch (tag) {
+    case ValueTag::kTensor: format_tensor_body(out, in, ctx); return;
+    case ValueTag::kObject:
+      out += '{';
+      append_json_string(out, ctx.names.get(in.read<uint32_t>()));
+      out += ":{}}";
+      return;
+    case ValueTag::kNamedValue: {
+      out += '{';
+      append_json_string(out, ctx.names.get(in.read<uint32_t>()));
+      out += ':';
+      append_json_string(out, ctx.names.get(in.read<uint32_t>()));
+      out += '}';
+      return;
+    }
+    default: out += "null"; return;
+  }
+}
+
+const char* json_type_name(ValueTag tag) {
+  switch (tag) {
+    case ValueTag::kNone: return "NoneType";
+    case ValueTag::kFalse:
+    case ValueTag::kTrue: return "bool";
+    case ValueTag::kInt:
+    case ValueTag::kBigInt: return "int";
+    case ValueTag::kFloat: return "float";
+    case ValueTag::kStr: return "str";
+    case ValueTag::kList: return "list";
+    case ValueTag::kTuple: return "tuple";
+    case ValueTag::kDict: return "dict";
+    default: return nullptr;
+  }
+}
+
+// A top-level argument or return value: always {"<type>": payload} (compat §4.7).
+void format_value(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  PayloadReader peek = in;
+  const auto tag = static_cast<ValueTag>(peek.u8());
+  if (const char* type = json_type_name(tag)) {
+    out += "{\"";
+    out += type;
+    out += "\":";
+    format_element(out, in, ctx);
+    out += '}';
+  } else {
+    format_element(out, in, ctx);
+  }
+}
+
+void format_args(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  const uint32_t npos = in.read<uint32_t>();
+  out += ",\"args\":{";
+  for (uint32_t i = 0; i < npos; ++i) {
+    if (i) out += ',';
+    out += '"';
+    append_json_uint(out, i);
+    out += "\":";
+    format_value(out, in, ctx);
+  }
+  const uint32_t nkw = in.read<uint32_t>();
+  out += "},\"kwargs\":{";
+  for (uint32_t i = 0; i < nkw; ++i) {
+    if (i) out += ',';
+    append_json_string(out, in.bytes());
+    out += ':';
+    format_value(out, in, ctx);
+  }
+  out += '}';
+}
+
+void format_return(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  out += ",\"return_values\":";
+  PayloadReader peek = in;
+  if (static_cast<ValueTag>(peek.u8()) == ValueTag::kTuple) {
+    // A tuple result is a list of separately typed items (compat §4.3, step 9).
+    in.u8();
+    const uint32_t n = in.read<uint32_t>();
+    out += '[';
+    for (uint32_t i = 0; i < n; ++i) {
+      if (i) out += ',';
+      format_value(out, in, ctx);
+    }
+    out += ']';
+  } else {
+    format_value(out, in, ctx);
+  }
+}
+
+const char* type_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::kCallPre: return "function_call (pre)";
+    case EventKind::kCallPost: return "function_call (post)";
+    case EventKind::kCallException: return "function_call (post) (exception)";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string tensor_type_name(std::string_view dtype_name, bool is_cuda) {
+  std::string name = is_cuda ? "torch.cuda." : "torch.";
+  for (const auto& entry : kTensorNames) {
+    if (entry.dtype == dtype_name) {
+      name += entry.tensor;
+      return name;
+    }
+  }
+  name += "Tensor";
+  return name;
+}
+
+void format_event(std::string& out, const std::byte* event, const FormatContext& ctx) {
+  EventHeader h;
+  std::memcpy(&h, event, sizeof h);
+  out += "{\"func_call_id\":\"";
+  out += ctx.call_uuid;
+  out += '_';
+  append_json_uint(out, h.call_ns);
+  out += "\",\"thread_id\":";
+  append_json_uint(out, ctx.thread_id);
+  out += ",\"process_id\":";
+  append_json_uint(out, ctx.process_id);
+  out += ",\"meta_vars\":";
+  out += ctx.metas.get(h.meta_id);
+  out += ",\"type\":\"";
+  out += type_string(h.kind);
+  out += "\",\"function\":";
+  append_json_string(out, ctx.names.get(h.api_id));
+  out += ",\"is_bound_method\":";
+  append_json_bool(out, h.flags & kBoundMethod);
+  out += ",\"obj_id\":";
+  if (h.flags & kHasObjId) {
+    append_json_uint(out, h.obj_id);
+  } else {
+    out += "null";
+  }
+  PayloadReader in(event + sizeof h, event + h.size);
+  while (!in.at_end()) {
+    const auto section = static_cast<SectionTag>(in.u8());
+    if (section == SectionTag::kArgs) {
+      format_args(out, in, ctx);
+    } else if (section == SectionTag::kReturn) {
+      format_return(out, in, ctx);
+    } else if (section == SectionTag::kException) {
+      out += ",\"exception\":";
+      append_json_string(out, in.bytes());
+      out += ",\"exception_msg\":";
+      append_json_string(out, in.bytes());
+    } else {
+      break;  // padding
+    }
+  }
+  out += ",\"time\":";
+  append_json_uint(out, h.time_ns);
+  out += "}\n";
+}
+
+}  // namespace traincheck

@@ -1,0 +1,82 @@
+#include "record/event_stream.h"
+
+#include <cstring>
+#include <new>
+
+namespace traincheck {
+
+ChunkPool::~ChunkPool() {
+  for (Chunk* c : free_) delete c;
+}
+
+Chunk* ChunkPool::fresh_chunk() {
+  Chunk* c = new (std::nothrow) Chunk();
+  if (c != nullptr) std::memset(c->data, 0, sizeof c->data);  // fault the pages in now, not mid-step
+  return c;
+}
+
+Chunk* ChunkPool::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      Chunk* c = free_.back();
+      free_.pop_back();
+      return c;
+    }
+  }
+  if (allocated_.load(std::memory_order_relaxed) >= max_chunks_) return nullptr;
+  Chunk* c = fresh_chunk();
+  if (c != nullptr) allocated_.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+void ChunkPool::release(Chunk* chunk) {
+  chunk->committed.store(0, std::memory_order_relaxed);
+  chunk->sealed.store(false, std::memory_order_relaxed);
+  chunk->next = nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(chunk);
+}
+
+void ChunkPool::prefill(size_t spare) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (free_.size() >= spare) return;
+    }
+    if (allocated_.load(std::memory_order_relaxed) >= max_chunks_) return;
+    Chunk* c = fresh_chunk();
+    if (c == nullptr) return;
+    allocated_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(c);
+  }
+}
+
+void ChunkPool::fork_child() {
+  // Locked by fork_prepare in the thread that forked, the only thread of the child: a fresh mutex.
+  // Chunks referenced by the parent's streams are abandoned (the parent writes those events itself).
+  new (&mutex_) std::mutex();
+}
+
+EventStream::EventStream(ChunkPool& pool, uint64_t thread_id, const std::string& call_uuid)
+    : pool_(pool), thread_id_(thread_id), call_uuid_(call_uuid) {}
+
+std::byte* EventStream::reserve_slow(uint32_t bytes) {
+  if (bytes > Chunk::kBytes) return nullptr;
+  Chunk* fresh = pool_.acquire();
+  if (fresh == nullptr) return nullptr;
+  if (head_ == nullptr) {
+    head_ = fresh;
+    head_pos_ = 0;
+    first_.store(fresh, std::memory_order_release);
+  } else {
+    head_->next = fresh;
+    head_->sealed.store(true, std::memory_order_release);
+    head_ = fresh;
+    head_pos_ = 0;
+  }
+  return head_->data;
+}
+
+}  // namespace traincheck

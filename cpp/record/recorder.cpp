@@ -1,0 +1,332 @@
+#include "record/recorder.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "record/event_formatter.h"
+
+namespace traincheck {
+
+std::atomic<bool> g_recording_enabled{false};
+
+namespace {
+
+constexpr size_t kMaxChunks = 256;       // 256 MiB of unwritten events at most, then drop and count
+constexpr size_t kSpareChunks = 2;       // kept resident so a thread never faults pages in mid-step
+constexpr size_t kWriteThreshold = 1 << 20;
+
+struct ThreadSlot {
+  EventStream* stream = nullptr;
+  uint64_t generation = 0;
+  uint64_t last_call_ns = 0;
+};
+// initial-exec: one TLS load on the hot path instead of a __tls_get_addr call.
+thread_local ThreadSlot tls_slot __attribute__((tls_model("initial-exec")));
+
+// Marks the thread's stream as finished when the thread exits so the writer can close its file.
+struct ThreadExitNotifier {
+  EventStream* stream = nullptr;
+  ~ThreadExitNotifier() {
+    if (stream == nullptr) return;
+    // A late event on this thread (another TLS destructor calling torch) starts a fresh stream rather
+    // than writing into one the writer may already have retired.
+    if (tls_slot.stream == stream) tls_slot.stream = nullptr;
+    stream->mark_thread_exited();
+  }
+};
+thread_local ThreadExitNotifier tls_exit_notifier;
+
+std::string random_hex32() {
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(getpid()) << 32);
+    for (size_t i = 0; i < sizeof bytes; ++i) bytes[i] = static_cast<unsigned char>(seed >> ((i % 8) * 8));
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (size_t i = 0; i < 16; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 0xF];
+  }
+  return out;
+}
+
+bool make_dirs(const std::string& path) {
+  std::string partial;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || (path[i] == '/' && i > 0)) {
+      partial = path.substr(0, i);
+      if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+struct StreamFile {
+  int fd = -1;
+  std::string pending;
+};
+
+// Writer-thread-only state: the open file of each stream. A pointer, so that a fork child can drop a
+// map the writer may have been updating at the moment of the fork.
+static std::unordered_map<EventStream*, StreamFile>* g_writer_files =
+    new std::unordered_map<EventStream*, StreamFile>();
+static std::unordered_map<EventStream*, StreamFile>& writer_files() { return *g_writer_files; }
+
+Recorder& Recorder::instance() {
+  // Leaked on purpose: wrappers may still run during interpreter teardown, after static destructors.
+  static Recorder* recorder = new Recorder();
+  return *recorder;
+}
+
+Recorder::Recorder() : pool_(kMaxChunks) {
+  pid_ = static_cast<uint64_t>(getpid());
+  current_meta_.store(metas_.add("{\"step\":0}"), std::memory_order_relaxed);
+  pthread_atfork(&Recorder::at_fork_prepare, &Recorder::at_fork_parent, &Recorder::at_fork_child);
+}
+
+void Recorder::start(const std::string& output_dir, uint32_t writer_period_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  output_dir_ = output_dir;
+  writer_period_ms_ = writer_period_ms == 0 ? 20 : writer_period_ms;
+  stop_ = false;
+  make_dirs(output_dir_);
+  ensure_writer_locked();
+  g_recording_enabled.store(true, std::memory_order_relaxed);
+}
+
+void Recorder::ensure_writer_locked() {
+  if (writer_ != nullptr || stop_ || output_dir_.empty()) return;
+  writer_ = new std::thread([this] { writer_loop(); });
+}
+
+uint32_t Recorder::publish_meta(std::string_view json_object) {
+  const uint32_t id = metas_.add(json_object);
+  current_meta_.store(id, std::memory_order_release);
+  return id;
+}
+
+EventStream* Recorder::stream() {
+  ThreadSlot& slot = tls_slot;
+  if (slot.stream != nullptr && slot.generation == generation_.load(std::memory_order_relaxed)) {
+    return slot.stream;
+  }
+  return register_thread();
+}
+
+EventStream* Recorder::register_thread() {
+  auto stream = std::make_unique<EventStream>(pool_, static_cast<uint64_t>(pthread_self()), random_hex32());
+  EventStream* raw = stream.get();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_.push_back(std::move(stream));
+    ensure_writer_locked();
+  }
+  tls_slot.stream = raw;
+  tls_slot.generation = generation_.load(std::memory_order_relaxed);
+  tls_exit_notifier.stream = raw;
+  return raw;
+}
+
+uint64_t Recorder::next_call_ns() {
+  uint64_t now = monotonic_ns();
+  ThreadSlot& slot = tls_slot;
+  if (now <= slot.last_call_ns) now = slot.last_call_ns + 1;
+  slot.last_call_ns = now;
+  return now;
+}
+
+void Recorder::emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t time_ns, uint64_t call_ns,
+                    uint64_t obj_id, const std::byte* payload, uint32_t payload_size) {
+  EventStream* s = stream();
+  const uint32_t size = align8(static_cast<uint32_t>(sizeof(EventHeader)) + payload_size);
+  std::byte* at = s->reserve(size);
+  if (at == nullptr) {
+    s->count_dropped();
+    return;
+  }
+  EventHeader h{size, kind, flags, 0, api_id, current_meta_.load(std::memory_order_relaxed),
+                time_ns, call_ns, obj_id};
+  std::memcpy(at, &h, sizeof h);
+  if (payload_size) std::memcpy(at + sizeof h, payload, payload_size);
+  const uint32_t used = static_cast<uint32_t>(sizeof h) + payload_size;
+  if (size > used) std::memset(at + used, 0, size - used);
+  s->commit(size);
+}
+
+void Recorder::write_stream(EventStream& stream, StreamFile& file) {
+  if (file.pending.empty()) return;
+  if (file.fd < 0) {
+    const std::string path = output_dir_ + "/trace_API_" + std::to_string(pid_) + "_" +
+                             std::to_string(stream.thread_id()) + ".log";
+    file.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (file.fd < 0) {
+      write_errors_.fetch_add(1, std::memory_order_relaxed);
+      file.pending.clear();
+      return;
+    }
+  }
+  size_t done = 0;
+  while (done < file.pending.size()) {
+    const ssize_t n = ::write(file.fd, file.pending.data() + done, file.pending.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      write_errors_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  file.pending.clear();
+}
+
+size_t Recorder::drain_all() {
+  std::vector<EventStream*> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshot.reserve(streams_.size());
+    for (auto& s : streams_) snapshot.push_back(s.get());
+  }
+  size_t total = 0;
+  std::vector<EventStream*> finished;
+  for (EventStream* s : snapshot) {
+    StreamFile& file = writer_files()[s];
+    const bool exited = s->thread_exited();  // read before draining: no event can follow an exit
+    const FormatContext ctx{names_, metas_, pid_, s->thread_id(), s->call_uuid()};
+    const size_t n = s->drain([&](const std::byte* event) {
+      format_event(file.pending, event, ctx);
+      if (file.pending.size() >= kWriteThreshold) write_stream(*s, file);
+    });
+    write_stream(*s, file);
+    total += n;
+    if (exited) finished.push_back(s);
+  }
+  events_written_.fetch_add(total, std::memory_order_relaxed);
+  if (!finished.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (EventStream* s : finished) {
+      auto it = writer_files().find(s);
+      if (it != writer_files().end()) {
+        if (it->second.fd >= 0) ::close(it->second.fd);
+        writer_files().erase(it);
+      }
+      for (auto i = streams_.begin(); i != streams_.end(); ++i) {
+        if (i->get() == s) {
+          streams_.erase(i);
+          break;
+        }
+      }
+    }
+  }
+  return total;
+}
+
+void Recorder::writer_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    const uint64_t flush_target = flush_requested_;
+    const bool stopping = stop_;
+    lock.unlock();
+    pool_.prefill(kSpareChunks);
+    drain_all();
+    lock.lock();
+    flush_completed_ = flush_target;
+    flushed_.notify_all();
+    if (stopping) break;
+    if (flush_requested_ == flush_completed_ && !stop_) {
+      wake_writer_.wait_for(lock, std::chrono::milliseconds(writer_period_ms_));
+    }
+  }
+}
+
+void Recorder::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (writer_ == nullptr) return;
+  const uint64_t target = ++flush_requested_;
+  wake_writer_.notify_all();
+  flushed_.wait(lock, [&] { return flush_completed_ >= target || writer_ == nullptr; });
+}
+
+void Recorder::shutdown() {
+  std::thread* writer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    g_recording_enabled.store(false, std::memory_order_relaxed);
+    stop_ = true;
+    writer = writer_;
+    wake_writer_.notify_all();
+  }
+  if (writer != nullptr) {
+    writer->join();  // its last pass drains everything published before stop_
+    delete writer;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  writer_ = nullptr;
+  for (auto& [stream, file] : writer_files()) {
+    if (file.fd >= 0) ::close(file.fd);
+    file.fd = -1;
+  }
+  const RecorderStats s = [&] {
+    RecorderStats st;
+    for (auto& stream : streams_) st.events_dropped += stream->dropped();
+    st.write_errors = write_errors_.load();
+    return st;
+  }();
+  if ((s.events_dropped || s.write_errors) && !output_dir_.empty()) {
+    const std::string path = output_dir_ + "/traincheck_recorder_" + std::to_string(pid_) + ".log";
+    if (FILE* f = std::fopen(path.c_str(), "a")) {
+      std::fprintf(f, "events_dropped: %llu\nwrite_errors: %llu\n",
+                   static_cast<unsigned long long>(s.events_dropped),
+                   static_cast<unsigned long long>(s.write_errors));
+      std::fclose(f);
+    }
+  }
+}
+
+RecorderStats Recorder::stats() const {
+  RecorderStats s;
+  s.events_written = events_written_.load(std::memory_order_relaxed);
+  s.write_errors = write_errors_.load(std::memory_order_relaxed);
+  auto& self = const_cast<Recorder&>(*this);
+  std::lock_guard<std::mutex> lock(self.mutex_);
+  s.threads = streams_.size();
+  for (auto& stream : streams_) s.events_dropped += stream->dropped();
+  return s;
+}
+
+// fork(): the prepare handler takes the lock so the child never inherits it held by the writer; the
+// child then forgets the parent's threads, streams and files and re-registers lazily.
+void Recorder::at_fork_prepare() {
+  instance().mutex_.lock();
+  instance().pool_.fork_prepare();
+}
+void Recorder::at_fork_parent() {
+  instance().pool_.fork_parent();
+  instance().mutex_.unlock();
+}
+void Recorder::at_fork_child() {
+  Recorder& r = instance();
+  r.pool_.fork_child();
+  new (&r.mutex_) std::mutex();
+  new (&r.wake_writer_) std::condition_variable();
+  new (&r.flushed_) std::condition_variable();
+  r.writer_ = nullptr;  // that thread does not exist here
+  for (auto& s : r.streams_) (void)s.release();  // the parent's memory: abandoned, never freed twice
+  r.streams_.clear();
+  // The parent's open trace files stay open in the child but are never written (their fds leak, once).
+  g_writer_files = new std::unordered_map<EventStream*, StreamFile>();
+  r.flush_requested_ = r.flush_completed_ = 0;
+  r.pid_ = static_cast<uint64_t>(getpid());
+  r.generation_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace traincheck

@@ -1,0 +1,102 @@
+// The process-wide recorder: per-thread event streams, the interned tables and the writer thread that
+// turns events into trace_API_<pid>_<tid>.log files.
+//
+// It never throws into or exits the traced program: failures to open or write a file are counted and
+// reported in traincheck_recorder_<pid>.log; events that find no memory are dropped and counted.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "record/clock.h"
+#include "record/event_format.h"
+#include "record/event_stream.h"
+#include "record/string_table.h"
+
+namespace traincheck {
+
+// Read on every wrapped call: one relaxed load decides between "record" and "just call the original".
+extern std::atomic<bool> g_recording_enabled;
+
+struct RecorderStats {
+  uint64_t events_written = 0;
+  uint64_t events_dropped = 0;
+  uint64_t write_errors = 0;
+  uint64_t threads = 0;
+};
+
+class Recorder {
+ public:
+  static Recorder& instance();
+
+  // Starts recording into `output_dir` (created if needed). Idempotent for the same directory.
+  void start(const std::string& output_dir, uint32_t writer_period_ms = 20);
+  // Drains every published event to the files and returns once they are written.
+  void flush();
+  // Flushes, stops the writer and disables recording; later events are ignored.
+  void shutdown();
+
+  uint32_t intern_name(std::string_view name) { return names_.add(name); }
+  // Publishes a new meta_vars snapshot (a JSON object text) that later events refer to.
+  uint32_t publish_meta(std::string_view json_object);
+  uint32_t current_meta() const { return current_meta_.load(std::memory_order_relaxed); }
+
+  // The calling thread's stream (registers the thread on first use, and again after fork).
+  EventStream* stream();
+
+  // Appends one call event; the payload (may be empty) is copied after the header.
+  void emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t time_ns, uint64_t call_ns,
+            uint64_t obj_id, const std::byte* payload, uint32_t payload_size);
+
+  // A call_ns unique on this thread (monotonic ns, bumped past the previous one): func_call_id's suffix.
+  static uint64_t next_call_ns();
+
+  RecorderStats stats() const;
+  const std::string& output_dir() const { return output_dir_; }
+  uint64_t process_id() const { return pid_; }
+
+  const StringTable& names() const { return names_; }
+  const StringTable& metas() const { return metas_; }
+
+ private:
+  Recorder();
+  EventStream* register_thread();
+  void ensure_writer_locked();
+  void writer_loop();
+  size_t drain_all();
+  void write_stream(EventStream& stream, struct StreamFile& file);
+  static void at_fork_prepare();
+  static void at_fork_parent();
+  static void at_fork_child();
+
+  StringTable names_;
+  StringTable metas_;
+  std::atomic<uint32_t> current_meta_{0};
+  ChunkPool pool_;
+
+  std::mutex mutex_;  // guards streams_, writer state and the flush handshake
+  std::condition_variable wake_writer_;
+  std::condition_variable flushed_;
+  std::vector<std::unique_ptr<EventStream>> streams_;
+  std::thread* writer_ = nullptr;  // a pointer: the child of a fork must forget it without joining
+  bool stop_ = false;
+  uint64_t flush_requested_ = 0;
+  uint64_t flush_completed_ = 0;
+  uint32_t writer_period_ms_ = 20;
+  std::string output_dir_;
+  uint64_t pid_ = 0;
+  std::atomic<uint64_t> generation_{1};  // bumped in a fork child: threads re-register
+
+  std::atomic<uint64_t> events_written_{0};
+  std::atomic<uint64_t> write_errors_{0};
+};
+
+}  // namespace traincheck

@@ -1,0 +1,42 @@
+// Interned field names.
+//
+// Trace records repeat the same few hundred keys ("meta_vars.step", "attributes.data", "dtype", ...)
+// millions of times, so records store a 32-bit KeyId instead of the text. The table is process-wide and
+// append-only: ids are stable for the life of the process and lookups by id take no lock.
+//
+// Both historical spellings of the tool's private attribute prefix are folded into one key: a name
+// containing "_ML_DAIKON_" is interned as the same id as its "_TRAINCHECK_" spelling (compat §5.6), so
+// old traces, new traces and invariant files of either era match each other field for field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace traincheck {
+
+using KeyId = uint32_t;
+inline constexpr KeyId kNoKey = 0xFFFFFFFFu;
+
+// Returns the id of `name` (after legacy-prefix folding), adding it if new. Thread-safe.
+KeyId intern_key(std::string_view name);
+
+// The id of `name` if it was ever interned; never adds. Thread-safe.
+std::optional<KeyId> find_key(std::string_view name);
+
+// The canonical text of a key (with the "_TRAINCHECK_" spelling). Lock-free; the view lives forever.
+std::string_view key_name(KeyId id);
+
+// "_ML_DAIKON_x" -> "_TRAINCHECK_x"; other names unchanged.
+std::string canonical_key_name(std::string_view name);
+
+// Keys the analyzer looks up on every record, interned once.
+struct WellKnownKeys {
+  KeyId func_call_id, thread_id, process_id, meta_vars_step, meta_vars_stage, type, function,
+      is_bound_method, obj_id, args, kwargs, return_values, exception, exception_msg, time, var_name,
+      var_type, mode, dump_loc, proxy_obj_names, stack_trace;
+};
+const WellKnownKeys& keys();
+
+}  // namespace traincheck

@@ -1,0 +1,101 @@
+#include "trace/record.h"
+
+#include <algorithm>
+
+namespace traincheck {
+
+std::string_view record_type_name(RecordType t) {
+  switch (t) {
+    case RecordType::FunctionPre: return "function_call (pre)";
+    case RecordType::FunctionPost: return "function_call (post)";
+    case RecordType::FunctionException: return "function_call (post) (exception)";
+    case RecordType::StateChange: return "state_change";
+  }
+  return "";
+}
+
+std::optional<RecordType> parse_record_type(std::string_view s) {
+  if (s == "function_call (pre)") return RecordType::FunctionPre;
+  if (s == "function_call (post)") return RecordType::FunctionPost;
+  if (s == "function_call (post) (exception)") return RecordType::FunctionException;
+  if (s == "state_change") return RecordType::StateChange;
+  return std::nullopt;
+}
+
+const Value* Record::get(KeyId key) const {
+  auto it = std::lower_bound(fields.begin(), fields.end(), key,
+                             [](const Field& f, KeyId k) { return f.key < k; });
+  return it != fields.end() && it->key == key ? &it->value : nullptr;
+}
+
+const Value* Record::get(std::string_view flat_key) const {
+  auto id = find_key(flat_key);
+  return id ? get(*id) : nullptr;
+}
+
+void Record::set(KeyId key, Value value) {
+  auto it = std::lower_bound(fields.begin(), fields.end(), key,
+                             [](const Field& f, KeyId k) { return f.key < k; });
+  if (it != fields.end() && it->key == key)
+    it->value = std::move(value);
+  else
+    fields.insert(it, Field{key, std::move(value)});
+}
+
+static std::string_view string_view_of(const Value* v) {
+  return v != nullptr && v->is_string() ? std::string_view(v->as_string()) : std::string_view();
+}
+
+void Record::refresh_cached() {
+  const WellKnownKeys& k = keys();
+  auto int_of = [&](KeyId key) -> int64_t {
+    const Value* v = get(key);
+    return v != nullptr && v->is_number() ? v->as_int() : 0;
+  };
+  process_id = int_of(k.process_id);
+  thread_id = int_of(k.thread_id);
+  time = int_of(k.time);
+  const Value* step_value = get(k.meta_vars_step);
+  has_step = step_value != nullptr && step_value->is_number() && !step_value->is_nan();
+  step = has_step ? step_value->as_int() : 0;
+  function = string_view_of(get(k.function));
+  func_call_id = string_view_of(get(k.func_call_id));
+  var_name = string_view_of(get(k.var_name));
+  var_type = string_view_of(get(k.var_type));
+  stage = string_view_of(get(k.meta_vars_stage));
+}
+
+Value Record::to_value() const {
+  Object o;
+  o.reserve(fields.size());
+  for (const Field& f : fields) o.push_back({f.key, f.value});
+  return Value::object(std::move(o));
+}
+
+static bool keep_nested(KeyId key) {
+  const WellKnownKeys& k = keys();
+  return key == k.args || key == k.kwargs || key == k.return_values;
+}
+
+static void flatten_into(const Object& obj, const std::string& prefix, std::vector<Field>& out) {
+  for (const Member& m : obj) {
+    const bool top = prefix.empty();
+    if (m.value.is_object() && !m.value.as_object().empty() && !(top && keep_nested(m.key))) {
+      std::string child_prefix = prefix;
+      child_prefix += key_name(m.key);
+      child_prefix += '.';
+      flatten_into(m.value.as_object(), child_prefix, out);
+    } else {
+      out.push_back({top ? m.key : intern_key(prefix + std::string(key_name(m.key))), m.value});
+    }
+  }
+}
+
+void flatten_record_object(const Value& object, std::vector<Field>& out) {
+  out.clear();
+  if (!object.is_object()) return;
+  flatten_into(object.as_object(), std::string(), out);
+  std::stable_sort(out.begin(), out.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
+}
+
+}  // namespace traincheck
