@@ -1,0 +1,14 @@
+// traincheck._core: the one native module loaded into the training process. Thin: each area binds its
+// functions in its own bind_* file; no logic lives here.
+#include <nanobind/nanobind.h>
+
+namespace nb = nanobind;
+
+namespace traincheck {
+void bind_recorder(nb::module_& m);
+}
+
+NB_MODULE(_core, m) {
+  m.doc() = "TrainCheck C++ engine: recorder (call wrappers, event streams, trace writer)";
+  traincheck::bind_recorder(m);
+}

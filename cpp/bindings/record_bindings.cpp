@@ -1,0 +1,80 @@
+// Python entry points of the recorder (cpp/record): start/flush/shutdown, meta-var snapshots, sampling
+// switch, and the wrapper factory used by traincheck.instrument.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "record/python/call_wrapper.h"
+#include "record/python/value_capture.h"
+#include "record/recorder.h"
+
+namespace nb = nanobind;
+
+namespace traincheck {
+
+void bind_recorder(nb::module_& m) {
+  if (!add_wrapper_types(m.ptr())) throw nb::python_error();
+
+  m.def(
+      "start",
+      [](const std::string& output_dir, uint32_t writer_period_ms) {
+        Recorder::instance().start(output_dir, writer_period_ms);
+      },
+      nb::arg("output_dir"), nb::arg("writer_period_ms") = 20,
+      "Start recording: events go to trace_API_<pid>_<tid>.log files in output_dir.");
+  m.def(
+      "flush", [] { Recorder::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>(),
+      "Write every event recorded so far and return when it is on disk.");
+  m.def(
+      "shutdown", [] { Recorder::instance().shutdown(); }, nb::call_guard<nb::gil_scoped_release>(),
+      "Flush, stop the writer thread and disable recording.");
+  m.def(
+      "set_recording", [](bool on) { g_recording_enabled.store(on, std::memory_order_relaxed); },
+      "Sampling switch: when off, wrappers only call the original.");
+  m.def("is_recording", [] { return g_recording_enabled.load(std::memory_order_relaxed); });
+  m.def(
+      "publish_meta_vars", [](const std::string& json_object) { return Recorder::instance().publish_meta(json_object); },
+      "Make json_object (the serialised meta_vars dict) the snapshot that later events carry.");
+  m.def("stats", [] {
+    const RecorderStats s = Recorder::instance().stats();
+    nb::dict d;
+    d["events_written"] = s.events_written;
+    d["events_dropped"] = s.events_dropped;
+    d["write_errors"] = s.write_errors;
+    d["threads"] = s.threads;
+    return d;
+  });
+  m.def(
+      "set_torch_types",
+      [](nb::handle tensor, nb::handle parameter, nb::handle dtype, nb::handle device) {
+        set_torch_types({reinterpret_cast<PyTypeObject*>(tensor.ptr()), reinterpret_cast<PyTypeObject*>(parameter.ptr()),
+                         reinterpret_cast<PyTypeObject*>(dtype.ptr()), reinterpret_cast<PyTypeObject*>(device.ptr())});
+        // The types are kept for the process's life.
+        tensor.inc_ref();
+        parameter.inc_ref();
+        dtype.inc_ref();
+        device.inc_ref();
+      },
+      "Tell the argument capture which classes are torch.Tensor, Parameter, dtype and device.");
+  m.def(
+      "wrap",
+      [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
+         bool dump_return, bool is_bound_method) {
+        uint8_t options = 0;
+        if (record) options |= kRecordCalls;
+        if (dump_args) options |= kDumpArgs;
+        if (dump_return) options |= kDumpReturn;
+        if (is_bound_method) options |= kIsBoundMethod;
+        PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options);
+        if (w == nullptr) throw nb::python_error();
+        return nb::steal(w);
+      },
+      nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
+      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false,
+      "A C-level wrapper of `original` that records calls under `api_name`.");
+  m.def("is_wrapper", [](nb::handle obj) { return is_wrapper(obj.ptr()); });
+  m.def("unwrap", [](nb::handle obj) {
+    return is_wrapper(obj.ptr()) ? nb::borrow(wrapped_of(obj.ptr())) : nb::borrow(obj);
+  });
+}
+
+}  // namespace traincheck

@@ -1,0 +1,311 @@
+#include "record/python/call_wrapper.h"
+
+#include <structmember.h>
+
+#include <string>
+
+#include "record/python/value_capture.h"
+#include "record/recorder.h"
+
+namespace traincheck {
+
+namespace {
+
+struct CallWrapper {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* wrapped;
+  PyObject* dict;
+  PyObject* weakrefs;
+  uint32_t api_id;
+  uint8_t options;
+};
+
+PyTypeObject* g_function_wrapper_type = nullptr;
+PyTypeObject* g_builtin_wrapper_type = nullptr;
+
+// Set while the wrapper itself inspects Python objects: a wrapped function reached from there (a tensor
+// subclass's __torch_function__, say) runs unrecorded instead of recursing into the recorder.
+thread_local bool tls_inside_recorder = false;
+thread_local PayloadEncoder tls_payload;
+
+struct InsideRecorder {
+  InsideRecorder() { tls_inside_recorder = true; }
+  ~InsideRecorder() { tls_inside_recorder = false; }
+};
+
+std::string qualified_type_name(PyTypeObject* type) {
+  std::string name;
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
+  if (module && PyUnicode_Check(module)) {
+    const char* m = PyUnicode_AsUTF8(module);
+    if (m && std::string_view(m) != "builtins") {
+      name = m;
+      name += '.';
+    }
+  }
+  Py_XDECREF(module);
+  PyErr_Clear();
+  PyObject* qualname = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__qualname__");
+  const char* q = qualname && PyUnicode_Check(qualname) ? PyUnicode_AsUTF8(qualname) : nullptr;
+  name += q ? q : type->tp_name;
+  Py_XDECREF(qualname);
+  PyErr_Clear();
+  return name;
+}
+
+// Records the exception in flight without disturbing it: it is re-raised unchanged to the caller.
+void record_exception(const CallWrapper* self, uint64_t call_ns, uint8_t flags, uint64_t obj_id) {
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PayloadEncoder& payload = tls_payload;
+  payload.clear();
+  payload.section(SectionTag::kException);
+  {
+    InsideRecorder guard;
+    payload.text(type ? qualified_type_name(reinterpret_cast<PyTypeObject*>(type)) : std::string("Exception"));
+    std::string message;
+    if (value != nullptr) {
+      if (PyObject* s = PyObject_Str(value)) {
+        if (const char* m = PyUnicode_AsUTF8(s)) message = m;
+        Py_DECREF(s);
+      }
+      PyErr_Clear();
+    }
+    payload.text(message);
+  }
+  PyErr_Restore(type, value, traceback);
+  Recorder::instance().emit(EventKind::kCallException, flags, self->api_id, monotonic_ns(), call_ns, obj_id,
+                            payload.data(), payload.size());
+}
+
+PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  Recorder& recorder = Recorder::instance();
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  const uint64_t call_ns = Recorder::next_call_ns();
+  uint8_t flags = 0;
+  uint64_t obj_id = 0;
+  if ((self->options & kIsBoundMethod) && nargs > 0) {
+    flags |= kBoundMethod | kHasObjId;
+    obj_id = reinterpret_cast<uint64_t>(args[0]);
+  } else if (self->options & kIsBoundMethod) {
+    flags |= kBoundMethod;
+  }
+  if (self->options & kDumpArgs) {
+    PayloadEncoder& payload = tls_payload;
+    payload.clear();
+    {
+      InsideRecorder guard;
+      capture_arguments(payload, args, nargs, kwnames);
+    }
+    recorder.emit(EventKind::kCallPre, flags | kHasArgs, self->api_id, call_ns, call_ns, obj_id, payload.data(),
+                  payload.size());
+  } else {
+    recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, nullptr, 0);
+  }
+
+  PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+
+  if (result == nullptr) {
+    record_exception(self, call_ns, flags, obj_id);
+  } else if (self->options & kDumpReturn) {
+    PayloadEncoder& payload = tls_payload;
+    payload.clear();
+    payload.section(SectionTag::kReturn);
+    {
+      InsideRecorder guard;
+      capture_value(payload, result);
+    }
+    recorder.emit(EventKind::kCallPost, flags | kHasReturn, self->api_id, monotonic_ns(), call_ns, obj_id,
+                  payload.data(), payload.size());
+  } else {
+    recorder.emit(EventKind::kCallPost, flags, self->api_id, monotonic_ns(), call_ns, obj_id, nullptr, 0);
+  }
+  return result;
+}
+
+PyObject* wrapper_vectorcall(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  // The one branch a sampled-out or pass-through call pays before the original runs.
+  if (!g_recording_enabled.load(std::memory_order_relaxed) || !(self->options & kRecordCalls) ||
+      tls_inside_recorder) {
+    return PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+  }
+  return recorded_call(self, args, nargsf, kwnames);
+}
+
+PyObject* wrapper_descr_get(PyObject* self, PyObject* obj, PyObject* /*type*/) {
+  if (obj == nullptr || obj == Py_None) {
+    Py_INCREF(self);
+    return self;
+  }
+  return PyMethod_New(self, obj);
+}
+
+// Attributes that describe the function: always the original's, never the wrapper type's.
+bool delegated_name(PyObject* name) {
+  static const char* const kNames[] = {
+      "__name__",     "__qualname__", "__doc__",     "__module__",   "__defaults__",     "__kwdefaults__",
+      "__code__",     "__globals__",  "__closure__", "__self__",     "__annotations__",  "__text_signature__",
+      "__signature__", "__class__",   "__func__",    "__type_params__",
+  };
+  const char* s = PyUnicode_AsUTF8(name);
+  if (s == nullptr || s[0] != '_' || s[1] != '_') {
+    PyErr_Clear();
+    return false;
+  }
+  for (const char* n : kNames) {
+    if (std::strcmp(s, n) == 0) return true;
+  }
+  return false;
+}
+
+PyObject* wrapper_getattro(PyObject* obj, PyObject* name) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  if (delegated_name(name)) return PyObject_GetAttr(self->wrapped, name);
+  PyObject* found = PyObject_GenericGetAttr(obj, name);
+  if (found != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
+  PyErr_Clear();
+  return PyObject_GetAttr(self->wrapped, name);
+}
+
+int wrapper_setattro(PyObject* obj, PyObject* name, PyObject* value) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  if (delegated_name(name)) return PyObject_SetAttr(self->wrapped, name, value);
+  return PyObject_GenericSetAttr(obj, name, value);
+}
+
+PyObject* wrapper_repr(PyObject* obj) { return PyObject_Repr(reinterpret_cast<CallWrapper*>(obj)->wrapped); }
+
+Py_hash_t wrapper_hash(PyObject* obj) { return PyObject_Hash(reinterpret_cast<CallWrapper*>(obj)->wrapped); }
+
+// A wrapper equals its original, so torch's tables keyed by functions (torch.overrides) still match.
+PyObject* wrapper_richcompare(PyObject* a, PyObject* b, int op) {
+  if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+  PyObject* left = is_wrapper(a) ? wrapped_of(a) : a;
+  PyObject* right = is_wrapper(b) ? wrapped_of(b) : b;
+  const bool same = left == right;
+  return PyBool_FromLong(op == Py_EQ ? same : !same);
+}
+
+// pickle and copy reduce a wrapper as its original would be: a builtin by its own __reduce__ (which
+// names its owner), a Python function by its qualified name, which pickle resolves back to this wrapper.
+PyObject* wrapper_reduce(PyObject* obj, PyObject*) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  if (PyCFunction_Check(self->wrapped)) return PyObject_CallMethod(self->wrapped, "__reduce__", nullptr);
+  return PyObject_GetAttrString(self->wrapped, "__qualname__");
+}
+
+PyObject* wrapper_get_wrapped(PyObject* obj, void*) {
+  PyObject* w = reinterpret_cast<CallWrapper*>(obj)->wrapped;
+  Py_INCREF(w);
+  return w;
+}
+
+int wrapper_traverse(PyObject* obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  Py_VISIT(Py_TYPE(obj));
+  Py_VISIT(self->wrapped);
+  Py_VISIT(self->dict);
+  return 0;
+}
+
+int wrapper_clear(PyObject* obj) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  Py_CLEAR(self->wrapped);
+  Py_CLEAR(self->dict);
+  return 0;
+}
+
+void wrapper_dealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<CallWrapper*>(obj);
+  PyTypeObject* type = Py_TYPE(obj);
+  PyObject_GC_UnTrack(obj);
+  if (self->weakrefs != nullptr) PyObject_ClearWeakRefs(obj);
+  wrapper_clear(obj);
+  type->tp_free(obj);
+  Py_DECREF(type);
+}
+
+PyMethodDef kMethods[] = {
+    {"__reduce__", wrapper_reduce, METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef kGetSet[] = {
+    {"__wrapped__", wrapper_get_wrapped, nullptr, nullptr, nullptr},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMemberDef kMembers[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(CallWrapper, vectorcall), READONLY, nullptr},
+    {"__dictoffset__", T_PYSSIZET, offsetof(CallWrapper, dict), READONLY, nullptr},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(CallWrapper, weakrefs), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyTypeObject* make_type(const char* name, bool binds) {
+  static PyType_Slot function_slots[] = {
+      {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+      {Py_tp_descr_get, reinterpret_cast<void*>(wrapper_descr_get)},
+      {Py_tp_getattro, reinterpret_cast<void*>(wrapper_getattro)},
+      {Py_tp_setattro, reinterpret_cast<void*>(wrapper_setattro)},
+      {Py_tp_repr, reinterpret_cast<void*>(wrapper_repr)},
+      {Py_tp_hash, reinterpret_cast<void*>(wrapper_hash)},
+      {Py_tp_richcompare, reinterpret_cast<void*>(wrapper_richcompare)},
+      {Py_tp_traverse, reinterpret_cast<void*>(wrapper_traverse)},
+      {Py_tp_clear, reinterpret_cast<void*>(wrapper_clear)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(wrapper_dealloc)},
+      {Py_tp_methods, kMethods},
+      {Py_tp_getset, kGetSet},
+      {Py_tp_members, kMembers},
+      {0, nullptr},
+  };
+  // Same slots minus tp_descr_get: a builtin stored on a class must not start binding self.
+  static PyType_Slot builtin_slots[sizeof function_slots / sizeof function_slots[0]];
+  size_t j = 0;
+  for (const PyType_Slot& s : function_slots) {
+    if (s.slot != Py_tp_descr_get) builtin_slots[j++] = s;
+  }
+  unsigned long flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  if (binds) flags |= Py_TPFLAGS_METHOD_DESCRIPTOR;
+  PyType_Spec spec = {name, sizeof(CallWrapper), 0, static_cast<unsigned int>(flags),
+                      binds ? function_slots : builtin_slots};
+  return reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+}
+
+}  // namespace
+
+bool add_wrapper_types(PyObject* module) {
+  g_function_wrapper_type = make_type("traincheck._core.FunctionWrapper", true);
+  g_builtin_wrapper_type = make_type("traincheck._core.BuiltinWrapper", false);
+  if (g_function_wrapper_type == nullptr || g_builtin_wrapper_type == nullptr) return false;
+  Py_INCREF(g_function_wrapper_type);
+  Py_INCREF(g_builtin_wrapper_type);
+  return PyModule_AddObject(module, "FunctionWrapper", reinterpret_cast<PyObject*>(g_function_wrapper_type)) == 0 &&
+         PyModule_AddObject(module, "BuiltinWrapper", reinterpret_cast<PyObject*>(g_builtin_wrapper_type)) == 0;
+}
+
+PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uint8_t options) {
+  PyTypeObject* type = binds ? g_function_wrapper_type : g_builtin_wrapper_type;
+  auto* self = PyObject_GC_New(CallWrapper, type);
+  if (self == nullptr) return nullptr;
+  self->vectorcall = wrapper_vectorcall;
+  Py_INCREF(original);
+  self->wrapped = original;
+  self->dict = nullptr;
+  self->weakrefs = nullptr;
+  self->api_id = Recorder::instance().intern_name(api_name);
+  self->options = options;
+  PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
+  return reinterpret_cast<PyObject*>(self);
+}
+
+bool is_wrapper(PyObject* obj) {
+  return Py_IS_TYPE(obj, g_function_wrapper_type) || Py_IS_TYPE(obj, g_builtin_wrapper_type);
+}
+
+PyObject* wrapped_of(PyObject* wrapper) { return reinterpret_cast<CallWrapper*>(wrapper)->wrapped; }
+
+}  // namespace traincheck

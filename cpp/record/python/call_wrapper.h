@@ -1,0 +1,34 @@
+// The C-level callable that replaces a torch function or method (DESIGN.md, The recorder).
+//
+// Two Python types share one implementation:
+//  - FunctionWrapper binds like a Python function (tp_descr_get, Py_TPFLAGS_METHOD_DESCRIPTOR), for
+//    functions stored in class dicts, so `x.method()` passes self and avoids a bound method per call;
+//  - BuiltinWrapper does not bind, for builtins and functions stored in module dicts or wrapped in
+//    staticmethod.
+// Both delegate __name__, __qualname__, __doc__, __module__, ... to the original, expose __wrapped__,
+// support weak references and a __dict__, compare and hash like the original, and pickle by name.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace traincheck {
+
+enum WrapperOptions : uint8_t {
+  kRecordCalls = 1 << 0,    // emit pre/post events (else a pure pass-through)
+  kDumpArgs = 1 << 1,       // capture arguments into the pre event
+  kDumpReturn = 1 << 2,     // capture the return value into the post event
+  kIsBoundMethod = 1 << 3,  // first parameter is self: obj_id = id(args[0])
+};
+
+// Registers both types on `module`. Returns false with a Python error set on failure.
+bool add_wrapper_types(PyObject* module);
+
+// New reference to a wrapper of `original`. `binds` selects FunctionWrapper over BuiltinWrapper.
+PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uint8_t options);
+
+bool is_wrapper(PyObject* obj);
+PyObject* wrapped_of(PyObject* wrapper);  // borrowed
+
+}  // namespace traincheck

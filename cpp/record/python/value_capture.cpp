@@ -1,0 +1,284 @@
+#include "record/python/value_capture.h"
+
+#include <string>
+#include <unordered_map>
+
+#include "record/recorder.h"
+
+namespace traincheck {
+
+namespace {
+
+constexpr int kMaxDepth = 3;
+constexpr Py_ssize_t kMaxElements = 64;  // longer containers end with a "..." marker
+constexpr Py_ssize_t kMaxStringBytes = 4096;
+constexpr int kMaxDims = 16;
+
+TorchTypes g_types;
+
+// Caches keyed by objects that live as long as the process (types, dtype singletons). Only touched with
+// the GIL held, so no lock.
+std::unordered_map<PyTypeObject*, uint32_t>& type_names() {
+  static auto* m = new std::unordered_map<PyTypeObject*, uint32_t>();
+  return *m;
+}
+struct DtypeInfo {
+  uint32_t name_id;
+  uint32_t itemsize;
+};
+std::unordered_map<PyObject*, DtypeInfo>& dtype_infos() {
+  static auto* m = new std::unordered_map<PyObject*, DtypeInfo>();
+  return *m;
+}
+std::unordered_map<std::string, uint32_t>& text_ids() {
+  static auto* m = new std::unordered_map<std::string, uint32_t>();
+  return *m;
+}
+
+struct Names {
+  PyObject* dtype;
+  PyObject* shape;
+  PyObject* is_cuda;
+  PyObject* is_cpu;
+  PyObject* is_meta;
+  PyObject* is_sparse;
+  PyObject* is_quantized;
+  PyObject* requires_grad;
+  PyObject* is_leaf;
+  PyObject* retains_grad;
+  PyObject* grad;
+  PyObject* grad_fn;
+  PyObject* itemsize;
+};
+const Names& names() {
+  static const Names n = {
+      PyUnicode_InternFromString("dtype"),        PyUnicode_InternFromString("shape"),
+      PyUnicode_InternFromString("is_cuda"),      PyUnicode_InternFromString("is_cpu"),
+      PyUnicode_InternFromString("is_meta"),      PyUnicode_InternFromString("is_sparse"),
+      PyUnicode_InternFromString("is_quantized"), PyUnicode_InternFromString("requires_grad"),
+      PyUnicode_InternFromString("is_leaf"),      PyUnicode_InternFromString("retains_grad"),
+      PyUnicode_InternFromString("grad"),         PyUnicode_InternFromString("grad_fn"),
+      PyUnicode_InternFromString("itemsize"),
+  };
+  return n;
+}
+
+uint32_t text_id(std::string_view text) {
+  auto& m = text_ids();
+  auto it = m.find(std::string(text));
+  if (it != m.end()) return it->second;
+  const uint32_t id = Recorder::instance().intern_name(text);
+  m.emplace(std::string(text), id);
+  return id;
+}
+
+std::string_view utf8(PyObject* str) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(str, &n);
+  if (p == nullptr) {
+    PyErr_Clear();
+    return {};
+  }
+  return {p, static_cast<size_t>(n)};
+}
+
+// str(obj) as an interned id (dtype and device values).
+uint32_t str_id(PyObject* obj) {
+  PyObject* s = PyObject_Str(obj);
+  if (s == nullptr) {
+    PyErr_Clear();
+    return StringTable::kInvalid;
+  }
+  const uint32_t id = text_id(utf8(s));
+  Py_DECREF(s);
+  return id;
+}
+
+// Returns the attribute's truth value; a missing attribute reads as false.
+bool flag_attr(PyObject* obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj, name);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool result = v == Py_True;
+  Py_DECREF(v);
+  return result;
+}
+
+const DtypeInfo* dtype_info(PyObject* dtype) {
+  auto& m = dtype_infos();
+  auto it = m.find(dtype);
+  if (it != m.end()) return &it->second;
+  DtypeInfo info{str_id(dtype), 0};
+  if (PyObject* size = PyObject_GetAttr(dtype, names().itemsize)) {
+    info.itemsize = static_cast<uint32_t>(PyLong_AsLong(size));
+    Py_DECREF(size);
+  }
+  PyErr_Clear();
+  Py_INCREF(dtype);  // dtypes are singletons; keep the key alive for the cache's life
+  return &m.emplace(dtype, info).first->second;
+}
+
+void capture_tensor(PayloadEncoder& out, PyObject* t) {
+  const Names& n = names();
+  TensorSummary s{};
+  s.data_id = reinterpret_cast<uint64_t>(t);
+  if (PyObject* dtype = PyObject_GetAttr(t, n.dtype)) {
+    if (const DtypeInfo* info = dtype_info(dtype)) {
+      s.dtype_name_id = info->name_id;
+      s.itemsize = info->itemsize;
+    }
+    Py_DECREF(dtype);
+  } else {
+    PyErr_Clear();
+  }
+  int64_t dims[kMaxDims];
+  if (PyObject* shape = PyObject_GetAttr(t, n.shape)) {
+    if (PyTuple_Check(shape)) {
+      const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+      s.ndim = static_cast<uint16_t>(nd < kMaxDims ? nd : kMaxDims);
+      for (uint16_t i = 0; i < s.ndim; ++i) dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    }
+    Py_DECREF(shape);
+  }
+  PyErr_Clear();
+  uint16_t f = 0;
+  if (Py_IS_TYPE(t, g_types.parameter) || (g_types.parameter && PyObject_TypeCheck(t, g_types.parameter))) {
+    f |= kTensorIsParameter;
+  }
+  if (flag_attr(t, n.is_cuda)) f |= kTensorIsCuda;
+  if (flag_attr(t, n.is_cpu)) f |= kTensorIsCpu;
+  if (flag_attr(t, n.is_meta)) f |= kTensorIsMeta;
+  if (flag_attr(t, n.is_sparse)) f |= kTensorIsSparse;
+  if (flag_attr(t, n.is_quantized)) f |= kTensorIsQuantized;
+  if (flag_attr(t, n.requires_grad)) f |= kTensorRequiresGrad;
+  if (flag_attr(t, n.is_leaf)) f |= kTensorIsLeaf;
+  if (flag_attr(t, n.retains_grad)) f |= kTensorRetainsGrad;
+  // Reading .grad of a non-leaf tensor makes torch warn; such a tensor has no grad to report anyway.
+  if (f & (kTensorIsLeaf | kTensorRetainsGrad)) {
+    if (PyObject* grad = PyObject_GetAttr(t, n.grad)) {
+      if (grad != Py_None) {
+        f |= kTensorHasGrad;
+        s.grad_id = reinterpret_cast<uint64_t>(grad);
+      }
+      Py_DECREF(grad);
+    } else {
+      PyErr_Clear();
+    }
+  }
+  if (PyObject* fn = PyObject_GetAttr(t, n.grad_fn)) {
+    if (fn != Py_None) f |= kTensorHasGradFn;
+    Py_DECREF(fn);
+  } else {
+    PyErr_Clear();
+  }
+  s.flags = f;
+  out.tensor(s, dims);
+}
+
+template <class GetItem>
+void capture_sequence(PayloadEncoder& out, ValueTag kind, Py_ssize_t size, GetItem item, int depth) {
+  const size_t at = out.begin_container(kind);
+  const Py_ssize_t kept = size < kMaxElements ? size : kMaxElements;
+  for (Py_ssize_t i = 0; i < kept; ++i) capture_value(out, item(i), depth + 1);
+  if (kept < size) out.truncated();
+  out.end_container(at, static_cast<uint32_t>(kept + (kept < size ? 1 : 0)));
+}
+
+void capture_dict(PayloadEncoder& out, PyObject* dict, int depth) {
+  const size_t at = out.begin_container(ValueTag::kDict);
+  Py_ssize_t pos = 0, count = 0;
+  PyObject *key, *value;
+  while (count < kMaxElements && PyDict_Next(dict, &pos, &key, &value)) {
+    if (!PyUnicode_Check(key)) continue;  // JSON object keys are strings
+    out.text(utf8(key));
+    capture_value(out, value, depth + 1);
+    ++count;
+  }
+  out.end_container(at, static_cast<uint32_t>(count));
+}
+
+}  // namespace
+
+void set_torch_types(const TorchTypes& types) { g_types = types; }
+
+uint32_t type_name_id(PyTypeObject* type) {
+  auto& m = type_names();
+  auto it = m.find(type);
+  if (it != m.end()) return it->second;
+  std::string name;
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
+  PyObject* qualname = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__qualname__");
+  if (module && PyUnicode_Check(module) && utf8(module) != "builtins") {
+    name = utf8(module);
+    name += '.';
+  }
+  name += qualname && PyUnicode_Check(qualname) ? std::string(utf8(qualname)) : std::string(type->tp_name);
+  Py_XDECREF(module);
+  Py_XDECREF(qualname);
+  PyErr_Clear();
+  const uint32_t id = Recorder::instance().intern_name(name);
+  Py_INCREF(type);  // the cache outlives any class it names
+  m.emplace(type, id);
+  return id;
+}
+
+void capture_value(PayloadEncoder& out, PyObject* v, int depth) {
+  if (v == Py_None) return out.none();
+  if (PyBool_Check(v)) return out.boolean(v == Py_True);
+  if (PyLong_CheckExact(v)) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (!overflow) return out.integer(x);
+    PyObject* s = PyObject_Str(v);
+    if (s) {
+      out.big_integer(utf8(s));
+      Py_DECREF(s);
+      return;
+    }
+    PyErr_Clear();
+    return out.object(type_name_id(Py_TYPE(v)));
+  }
+  if (PyFloat_CheckExact(v)) return out.real(PyFloat_AS_DOUBLE(v));
+  if (PyUnicode_CheckExact(v)) {
+    std::string_view s = utf8(v);
+    return out.str(s.size() > kMaxStringBytes ? s.substr(0, kMaxStringBytes) : s);
+  }
+  if (g_types.tensor && PyObject_TypeCheck(v, g_types.tensor)) return capture_tensor(out, v);
+  if (depth < kMaxDepth) {
+    if (PyList_CheckExact(v)) {
+      return capture_sequence(out, ValueTag::kList, PyList_GET_SIZE(v),
+                              [v](Py_ssize_t i) { return PyList_GET_ITEM(v, i); }, depth);
+    }
+    if (PyTuple_CheckExact(v)) {
+      return capture_sequence(out, ValueTag::kTuple, PyTuple_GET_SIZE(v),
+                              [v](Py_ssize_t i) { return PyTuple_GET_ITEM(v, i); }, depth);
+    }
+    if (PyDict_CheckExact(v)) return capture_dict(out, v, depth);
+  }
+  if ((g_types.dtype && Py_IS_TYPE(v, g_types.dtype))) {
+    const DtypeInfo* info = dtype_info(v);
+    return out.named_value(type_name_id(Py_TYPE(v)), info ? info->name_id : StringTable::kInvalid);
+  }
+  if (g_types.device && Py_IS_TYPE(v, g_types.device)) {
+    return out.named_value(type_name_id(Py_TYPE(v)), str_id(v));
+  }
+  out.object(type_name_id(Py_TYPE(v)));
+}
+
+void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  out.section(SectionTag::kArgs);
+  const size_t npos = out.begin_count();
+  for (Py_ssize_t i = 0; i < nargs; ++i) capture_value(out, args[i]);
+  out.end_container(npos, static_cast<uint32_t>(nargs));
+  const size_t nkw_at = out.begin_count();
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; ++i) {
+    out.text(utf8(PyTuple_GET_ITEM(kwnames, i)));
+    capture_value(out, args[nargs + i]);
+  }
+  out.end_container(nkw_at, static_cast<uint32_t>(nkw));
+}
+
+}  // namespace traincheck

@@ -1,0 +1,30 @@
+// Summarises Python arguments and return values into the event payload (compat §4.7), in C++.
+// Runs on the training thread only for APIs whose invariants need values (or in full mode).
+#pragma once
+
+#include <Python.h>
+
+#include "record/payload_encoder.h"
+
+namespace traincheck {
+
+// Types recognised without importing torch from C++: set once by the Python layer.
+struct TorchTypes {
+  PyTypeObject* tensor = nullptr;     // torch.Tensor
+  PyTypeObject* parameter = nullptr;  // torch.nn.Parameter
+  PyTypeObject* dtype = nullptr;      // torch.dtype
+  PyTypeObject* device = nullptr;     // torch.device
+};
+void set_torch_types(const TorchTypes& types);
+
+// Appends one value. Never raises: a value that cannot be summarised is recorded as {"<type>": {}}
+// and any Python error raised while inspecting it is cleared.
+void capture_value(PayloadEncoder& out, PyObject* value, int depth = 0);
+
+// Appends the args section for a vectorcall argument list.
+void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+
+// "<module>.<qualname>" of a type, the original's typename() (builtins. dropped), as an interned id.
+uint32_t type_name_id(PyTypeObject* type);
+
+}  // namespace traincheck

@@ -1,0 +1,1 @@
+"""TrainCheck with a C++ engine."""
