@@ -1,0 +1,185 @@
+"""traincheck-collect: run a training script under instrumentation and write its traces (compat §3.1).
+
+    traincheck-collect -p train.py [--output-dir DIR] [-i invariants.json ...] [-- script args...]
+    traincheck-collect --use-config --config md-config.yml [-- script args...]
+    python -m traincheck.collect_trace ...
+
+Arguments after `--` are passed to the script (ours; the original passes arguments through -s only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import sys
+
+from traincheck import launcher
+
+STYLES = ("proxy", "subclass", "sampler")
+
+
+def _parser(config_mode: bool) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="traincheck-collect", description="Run a PyTorch training script with TrainCheck instrumentation."
+    )
+    p.add_argument("--use-config", action="store_true", help="Load arguments from the YAML file given by --config.")
+    p.add_argument("--config", required=config_mode, help="YAML config whose keys are this command's argument names.")
+    p.add_argument("-p", "--pyscript", required=not config_mode, help="Training script to instrument.")
+    p.add_argument("-s", "--shscript", help="Launcher shell script that runs the pyscript (its name is substituted).")
+    p.add_argument("-a", "--copy-all-files", action="store_true", help="Copy the script's directory into the output dir.")
+    p.add_argument("--output-dir", help="Output directory (default: traincheck_run_<script>_<versions>_<time>).")
+    p.add_argument("--only-instr", action="store_true", help="Write the launcher files but do not run them.")
+    p.add_argument("--instr-descriptors", action="store_true", help="Accepted for compatibility; C method descriptors are not wrapped.")
+    p.add_argument("--profiling", action="store_true", help="Accepted for compatibility; no effect.")
+    p.add_argument("-d", "--debug-mode", action="store_true", help="Verbose messages from the collector.")
+    p.add_argument("-t", "--modules-to-instr", nargs="*", default=["torch"], help="Root modules to instrument.")
+    p.add_argument("--disable-scan-proxy-in-args", action="store_true", help="Accepted for compatibility.")
+    p.add_argument("--API-dump-stack-trace", action="store_true", help="Accepted; stack traces are not recorded yet.")
+    p.add_argument("-i", "--invariants", nargs="*", help="Invariant files: selective instrumentation.")
+    p.add_argument("--use-full-instr", action="store_true", help="Also record the APIs the original wraps without dumping.")
+    p.add_argument("--models-to-track", nargs="*", help="Names of model variables to track.")
+    p.add_argument("--model-tracker-style", choices=STYLES, default="proxy", help="Model tracker style.")
+    p.add_argument("--tensor-dump-format", choices=("hash", "stats", "full"), default="hash")
+    p.add_argument("--no-auto-var-instr", action="store_true", help="Accepted for compatibility.")
+    p.add_argument("--use-torch-compile", action="store_true", help="Accepted for compatibility.")
+    p.add_argument("--sampling-interval", type=int, default=None, help="Record every N-th step (default 1; 10 with -i).")
+    p.add_argument("--warm-up-steps", type=int, default=None, help="Steps always recorded (default 1; 10 with -i).")
+    return p
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    script_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1 :]
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--use-config", action="store_true")
+    first.add_argument("--config")
+    pre, _ = first.parse_known_args(argv)
+    if pre.config and not pre.use_config:
+        raise SystemExit("traincheck-collect: error: --config requires --use-config")
+    parser = _parser(config_mode=pre.use_config)
+    args = parser.parse_args(argv)
+    if args.use_config:
+        _apply_config(args, parser)
+    if not args.pyscript:
+        parser.error("the pyscript is required (-p/--pyscript or `pyscript:` in the config)")
+    selective = bool(args.invariants)
+    if args.sampling_interval is None:
+        args.sampling_interval = 10 if selective else 1
+    if args.warm_up_steps is None:
+        args.warm_up_steps = 10 if selective else 1
+    return args, script_args
+
+
+def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """YAML keys are argument dest names; values override the command line, as in the original."""
+    import yaml
+
+    with open(args.config) as f:
+        config = yaml.safe_load(f) or {}
+    if not isinstance(config, dict):
+        raise SystemExit(f"traincheck-collect: error: {args.config}: expected a mapping of argument names")
+    known = {a.dest for a in parser._actions}
+    base = os.path.dirname(os.path.abspath(args.config))
+    for key, value in config.items():
+        if key not in known:
+            raise SystemExit(f"traincheck-collect: error: {args.config}: unknown key {key!r}")
+        if key in ("pyscript", "shscript") and value:
+            value = os.path.join(base, value)
+        setattr(args, key, value)
+
+
+def default_output_dir(args: argparse.Namespace) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [os.path.splitext(os.path.basename(args.pyscript))[0]]
+    for mod in args.modules_to_instr:
+        try:
+            parts += [mod, version(mod)]
+        except PackageNotFoundError:
+            parts.append(mod)
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    return "traincheck_run_" + "_".join(parts) + "_" + stamp
+
+
+def _copy_all_files(script_dir: str, output_dir: str) -> None:
+    out = os.path.abspath(output_dir)
+    for entry in os.listdir(script_dir):
+        src = os.path.join(script_dir, entry)
+        if os.path.abspath(src) == out or out.startswith(os.path.abspath(src) + os.sep):
+            continue
+        if os.path.isdir(src):
+            if any(name.startswith("trace_API_") for name in os.listdir(src)):
+                continue
+            shutil.copytree(src, os.path.join(output_dir, entry), dirs_exist_ok=True, symlinks=True)
+        else:
+            shutil.copy2(src, os.path.join(output_dir, entry))
+
+
+def write_env_dump(args: argparse.Namespace, path: str) -> None:
+    from importlib.metadata import distributions
+
+    with open(path, "w") as f:
+        f.write("Arguments:\n")
+        for key, value in sorted(vars(args).items()):
+            f.write(f"{key}: {value}\n")
+        f.write("\nEnvironment Variables:\n")
+        for key, value in sorted(os.environ.items()):
+            f.write(f"{key}: {value}\n")
+        f.write(f"\nPython Version:\n{sys.version}\n")
+        f.write("\nLibrary Versions:\n")
+        for dist in sorted(distributions(), key=lambda d: (d.metadata["Name"] or "").lower()):
+            f.write(f"{dist.metadata['Name']} {dist.version}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    args.pyscript = os.path.abspath(args.pyscript)
+    if not os.path.isfile(args.pyscript):
+        print(f"traincheck-collect: error: no such script: {args.pyscript}", file=sys.stderr)
+        return 2
+    output_dir = os.path.abspath(args.output_dir or default_output_dir(args))
+    os.makedirs(output_dir, exist_ok=True)
+
+    instr_opts = None
+    if args.invariants:
+        from traincheck.instrument import selective
+
+        try:
+            plan = selective.build_plan(args.invariants)
+        except selective.InvariantFileError as e:
+            print(f"traincheck-collect: error: {e}", file=sys.stderr)
+            return 2
+        instr_opts = os.path.join(output_dir, "instr_opts.json")
+        style = args.model_tracker_style if args.models_to_track else None
+        selective.write_instr_opts(plan, instr_opts, style)
+
+    if args.copy_all_files:
+        _copy_all_files(os.path.dirname(args.pyscript), output_dir)
+    write_env_dump(args, os.path.join(output_dir, "env_dump.txt"))
+
+    runtime_config = {
+        "output_dir": output_dir,
+        "pyscript": args.pyscript,
+        "modules_to_instr": list(args.modules_to_instr),
+        "use_full_instr": bool(args.use_full_instr),
+        "instr_opts": instr_opts,
+        "sampling_interval": args.sampling_interval,
+        "warm_up_steps": args.warm_up_steps,
+        "models_to_track": args.models_to_track or [],
+        "model_tracker_style": args.model_tracker_style,
+        "tensor_dump_format": args.tensor_dump_format,
+    }
+    command = launcher.prepare(runtime_config, args.shscript, script_args)
+    if args.only_instr:
+        print("traincheck-collect: launcher written: " + " ".join(command))
+        return 0
+    return launcher.run(command, output_dir, os.path.dirname(args.pyscript))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

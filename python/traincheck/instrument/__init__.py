@@ -1,0 +1,1 @@
+"""Installing C-level wrappers on torch (the only instrumentation work done in Python)."""

@@ -1,0 +1,78 @@
+"""Replaces targets with C-level wrappers (traincheck._core) and can undo it.
+
+A wrapper records calls only when asked: in selective mode every function not named by an invariant is
+left untouched (not wrapped at all), and the named ones record exactly what their invariants need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from traincheck import _core
+from traincheck.instrument.walker import Target
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    dump_args: bool = False
+    dump_return: bool = False
+
+
+@dataclass
+class InstallReport:
+    wrapped_targets: int = 0
+    failed_targets: int = 0
+    api_names: set = field(default_factory=set)
+    _undo: list = field(default_factory=list, repr=False)
+
+    def uninstall(self) -> None:
+        """Restore every replaced attribute (tests; a collect run keeps the wrappers to the end)."""
+        for owner, attr, previous, owned in reversed(self._undo):
+            try:
+                if owned:
+                    setattr(owner, attr, previous)
+                else:
+                    delattr(owner, attr)  # the attribute was inherited (e.g. from a C base class)
+            except (AttributeError, TypeError):
+                pass
+        self._undo.clear()
+
+
+def install(targets: list[Target], options_for) -> InstallReport:
+    """Wrap every target; `options_for(api_name)` gives its CallOptions, or None to leave it alone."""
+    report = InstallReport()
+    wrappers: dict[tuple[int, bool], object] = {}
+    for t in targets:
+        opts = options_for(t.api_name)
+        if opts is None:
+            continue
+        binds = t.container == "method"
+        key = (id(t.original), binds)
+        wrapper = wrappers.get(key)
+        if wrapper is None:
+            wrapper = _core.wrap(
+                t.original,
+                t.api_name,
+                binds=binds,
+                record=True,
+                dump_args=opts.dump_args,
+                dump_return=opts.dump_return,
+                is_bound_method=t.is_bound_method,
+            )
+            wrappers[key] = wrapper
+        if t.container == "staticmethod":
+            replacement = staticmethod(wrapper)
+        elif t.container == "classmethod":
+            replacement = classmethod(wrapper)
+        else:
+            replacement = wrapper
+        previous = vars(t.owner).get(t.attr)
+        try:
+            setattr(t.owner, t.attr, replacement)
+        except (AttributeError, TypeError):
+            report.failed_targets += 1
+            continue
+        report._undo.append((t.owner, t.attr, previous, previous is not None))
+        report.wrapped_targets += 1
+        report.api_names.add(t.api_name)
+    return report

@@ -1,0 +1,67 @@
+"""Which attributes of the instrumented modules are wrapped (compat §4.3, skip rules).
+
+Names are the original's, so invariant files written by either tool select the same functions.
+"""
+
+from __future__ import annotations
+
+# Prefixes never walked (the original's INSTR_MODULES_TO_SKIP).
+MODULES_TO_SKIP = ("torch.fx", "torch._dynamo", "torch._sources", "torchtitan.trainer.Trainer.train_step")
+
+# The original wraps these "without dump" (a pass-through that only unproxies arguments). Ours records
+# nothing there, so it does not wrap them at all, unless --use-full-instr asks to record them.
+WRAP_WITHOUT_DUMP = (
+    "torch._C",
+    "torch._jit",
+    "torch.jit",
+    "torch._tensor_str",
+    "torch.overrides.handle_torch_function",
+    "torch._ops.OpOverloadPacket",
+    "torch._ops._OpNamespace",
+    "torch.nn.modules.module.Module._apply",
+    "torch.autograd",
+    "torch.cuda._is_compiled",
+    "torch.cuda.is_available",
+    "torch.overrides",
+    "torch._ops.OpOverload",
+    "torch.utils.data._utils",
+    "torch.get_default_dtype",
+)
+
+# Never wrapped: the module call machinery (the original's SKIP_INSTR_APIS).
+SKIP_APIS = frozenset(
+    {
+        "torch.nn.modules.module.Module._call_impl",
+        "torch.nn.modules.module.Module._wrapped_impl",
+        "torch.nn.modules.module.Module._wrapped_call_impl",
+    }
+)
+
+# Modules whose code must keep running unwrapped even under --use-full-instr: wrapping them breaks
+# torch itself (the JIT frontend inspects function objects; import machinery runs during the walk).
+NEVER_WRAP = ("torch._C", "torch.jit", "torch._jit_internal", "torch._dynamo", "torch.fx", "torch._sources")
+
+ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__enter__", "__exit__"})
+
+
+def skip_attribute_name(attr: str) -> bool:
+    """Rules 4 and 5: getfile helpers and dunders other than the four call-related ones."""
+    if "getfile" in attr:
+        return True
+    return attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS
+
+
+def skip_api(full_name: str, root: str, use_full_instr: bool) -> bool:
+    """Rules 7 to 9 plus the dump decision, for a function's full API name."""
+    if not (full_name == root or full_name.startswith(root + ".")):
+        return True
+    if full_name in SKIP_APIS or _startswith_any(full_name, MODULES_TO_SKIP) or _startswith_any(full_name, NEVER_WRAP):
+        return True
+    if not use_full_instr and _startswith_any(full_name, WRAP_WITHOUT_DUMP):
+        return True
+    return False
+
+
+def _startswith_any(name: str, prefixes) -> bool:
+    # Plain string prefixes, as the original matches them: "torch._jit" also covers "torch._jit_internal".
+    return name.startswith(tuple(prefixes))

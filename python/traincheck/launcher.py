@@ -1,0 +1,132 @@
+"""Writes the launcher files of a collect run and runs the training program (compat §4.2).
+
+`_traincheck_<script>.py` in the output directory starts the recorder and runs the user's script
+unmodified on disk; a shell launcher (-s) is copied as `_traincheck_<run.sh>` with the script's path
+replaced by that file's. The program runs with the output directory as its working directory; its merged
+stdout and stderr are echoed and saved to program_output.txt, and its exit code is returned.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+_STUB = '''# Written by traincheck-collect: runs {script} under TrainCheck instrumentation.
+import traincheck.runtime
+traincheck.runtime.main({config})
+'''
+
+
+def prepare(config: dict, shscript: str | None, script_args: list[str]) -> list[str]:
+    """Writes the launcher(s) and returns the command that runs the program."""
+    out = config["output_dir"]
+    script = config["pyscript"]
+    stub = os.path.join(out, "_traincheck_" + os.path.basename(script))
+    with open(stub, "w") as f:
+        f.write(_STUB.format(script=script, config=repr(config)))
+    if not shscript:
+        return [sys.executable, "-u", stub, *script_args]
+    shscript = os.path.abspath(shscript)
+    with open(shscript) as f:
+        text = f.read()
+    base = os.path.basename(script)
+    # The token naming the script (bare, relative or absolute) becomes the launcher's absolute path.
+    pattern = re.compile(r"(?<![\w./-])[\w./-]*" + re.escape(base) + r"(?![\w.-])")
+    if not pattern.search(text):
+        raise SystemExit(f"traincheck-collect: error: {shscript} does not mention the pyscript {base!r}")
+    launcher = os.path.join(out, "_traincheck_" + os.path.basename(shscript))
+    with open(launcher, "w") as f:
+        f.write(pattern.sub(lambda m: stub, text))
+    return ["bash", launcher, *script_args]
+
+
+def _child_env(output_dir: str, script_dir: str) -> dict:
+    env = dict(os.environ)
+    env["TRAINCHECK_OUTPUT_DIR"] = output_dir
+    env.setdefault("PYTORCH_JIT", "0")  # torch.jit.script cannot compile wrapped functions
+    env["PYTHONUNBUFFERED"] = "1"
+    # The script's own directory first (as `python script.py` would), keeping the caller's path.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (script_dir, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _report_instrumentation(output_dir: str, reported: set) -> None:
+    from traincheck.instrument.selective import summary_line
+
+    for path in sorted(glob.glob(os.path.join(output_dir, "instrumentation_summary_*.json"))):
+        if path in reported:
+            continue
+        try:
+            with open(path) as f:
+                summary = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            continue  # still being written
+        reported.add(path)
+        if len(reported) > 1 or summary.get("mode") != "selective":
+            continue  # one line per run: every rank reports the same resolution
+        print(f"traincheck-collect: {summary_line(summary)}", file=sys.stderr, flush=True)
+        for api in summary.get("missing_apis", []):
+            print(f"traincheck-collect: warning: API not found in this library version: {api}", file=sys.stderr)
+
+
+def run(command: list[str], output_dir: str, script_dir: str) -> int:
+    with open(os.path.join(output_dir, "program_output.txt"), "wb") as log:
+        proc = subprocess.Popen(
+            command,
+            cwd=output_dir,
+            env=_child_env(output_dir, script_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        forwarded = _forward_signals(proc)
+        reported: set = set()
+        stop = threading.Event()
+        watcher = threading.Thread(target=_watch_summary, args=(output_dir, reported, stop), daemon=True)
+        watcher.start()
+        try:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.buffer.flush()
+                log.write(chunk)
+            code = proc.wait()
+        finally:
+            stop.set()
+            watcher.join()
+            for sig, previous in forwarded:
+                signal.signal(sig, previous)
+        _report_instrumentation(output_dir, reported)
+        # A process killed by signal N reads as exit code 128+N, as in a shell.
+        exit_code = code if code >= 0 else 128 - code
+        log.write(f"Program exited with code {exit_code}\n".encode())
+    return exit_code
+
+
+def _watch_summary(output_dir: str, reported: set, stop: threading.Event) -> None:
+    while not stop.wait(0.2):
+        _report_instrumentation(output_dir, reported)
+        if reported:
+            return
+
+
+def _forward_signals(proc: subprocess.Popen) -> list:
+    """SIGINT and SIGTERM go to the program's whole process group (it runs in its own session)."""
+    previous = []
+
+    def forward(signum, frame):
+        try:
+            os.killpg(proc.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous.append((sig, signal.getsignal(sig)))
+            signal.signal(sig, forward)
+    return previous

@@ -1,0 +1,95 @@
+"""Meta-vars (step, stage, user keys) and step sampling (compat §4.5).
+
+Every trace record carries the meta-vars that held when its event happened. Rather than serialising a dict
+per call, each *change* publishes one JSON snapshot to the C++ recorder, and events carry its id.
+Changes happen a few times per iteration at most.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+VALID_STAGES = (
+    "init",
+    "training",
+    "evaluation",
+    "inference",
+    "testing",
+    "checkpointing",
+    "preprocessing",
+    "postprocessing",
+)
+
+_meta: dict[str, Any] = {"step": 0}
+_policy = {"interval": 1, "warm_up": 1}
+_recorder = None  # traincheck._core once recording has started
+
+
+def attach_recorder(core, sampling_interval: int, warm_up_steps: int) -> None:
+    """Called by the runtime when recording starts: later changes reach the recorder."""
+    global _recorder
+    _recorder = core
+    _policy["interval"] = max(1, int(sampling_interval))
+    _policy["warm_up"] = max(0, int(warm_up_steps))
+    _publish()
+
+
+def _publish() -> None:
+    if _recorder is not None:
+        _recorder.publish_meta_vars(json.dumps(_meta, separators=(",", ":"), default=str))
+
+
+def _set_recording(on: bool) -> None:
+    if _recorder is not None:
+        _recorder.set_recording(on)
+
+
+def is_step_sampled(step: int) -> bool:
+    """The original's rule: always trace warm-up steps, then every `interval`-th step."""
+    warm_up, interval = _policy["warm_up"], _policy["interval"]
+    return step < warm_up or (step - warm_up) % interval == 0
+
+
+def get_meta_vars() -> dict[str, Any]:
+    """A copy of the current meta-vars."""
+    return dict(_meta)
+
+
+def set_meta_var(key: str, value: Any) -> None:
+    """Set a user key (for example ``_DATA_PARALLEL_RANK``) that appears in every later record."""
+    if key in ("step", "stage", "eval_step"):
+        raise ValueError(f"meta var {key!r} is managed by start_step/annotate_stage/start_eval_step")
+    if _meta.get(key, _MISSING) is value:
+        return
+    _meta[key] = value
+    _publish()
+
+
+_MISSING = object()
+
+
+def annotate_stage(stage: str) -> None:
+    """Mark the stage of the training program; a stage change turns recording back on."""
+    if stage not in VALID_STAGES:
+        raise ValueError(f"invalid stage {stage!r}; expected one of {', '.join(VALID_STAGES)}")
+    if _meta.get("stage") == stage:
+        return
+    _meta["stage"] = stage
+    _publish()
+    _set_recording(True)
+
+
+def start_step() -> None:
+    """Begin a training iteration: step 1 is the first; sampling decides whether it is recorded."""
+    _meta["stage"] = "training"
+    _meta["step"] = _meta.get("step", 0) + 1
+    _publish()
+    _set_recording(is_step_sampled(_meta["step"]))
+
+
+def start_eval_step() -> None:
+    """Begin an evaluation iteration (meta var ``eval_step``), sampled like training steps."""
+    _meta["eval_step"] = _meta.get("eval_step", 0) + 1
+    _publish()
+    _set_recording(is_step_sampled(_meta["eval_step"]))

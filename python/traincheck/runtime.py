@@ -1,0 +1,105 @@
+"""Inside the traced process: start the recorder, wrap the instrumented modules, run the user's script.
+
+The collector writes a small launcher `_traincheck_<script>.py` into the output directory that calls
+`main(config)`; `python <launcher> args...` (or a shell launcher / torchrun running it) then behaves like
+`python <script> args...`: same argv, same sys.path[0], same __main__, same exceptions and exit code.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import signal
+import sys
+import types
+
+from traincheck import meta_vars
+
+
+def _start_recorder(config: dict):
+    from traincheck import _core
+
+    _core.start(config["output_dir"])
+    meta_vars.attach_recorder(_core, config["sampling_interval"], config["warm_up_steps"])
+    atexit.register(_core.shutdown)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    _install_sigterm_flush(_core)
+    return _core
+
+
+def _after_fork_in_child() -> None:
+    # The C++ side already dropped the parent's buffers; make sure a multiprocessing child (which leaves
+    # through os._exit, skipping atexit) still writes its tail.
+    try:
+        from multiprocessing import util
+        from traincheck import _core
+
+        util.Finalize(None, _core.shutdown, exitpriority=-100)
+    except Exception:  # noqa: BLE001 - never break the user's child process
+        pass
+
+
+def _install_sigterm_flush(core) -> None:
+    """SIGTERM normally kills without atexit: flush first, then die of the signal as before."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum, frame):
+        core.shutdown()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread
+        pass
+
+
+def _instrument(config: dict, core) -> dict:
+    from traincheck.instrument import selective
+    from traincheck.instrument.installer import CallOptions, install
+    from traincheck.instrument.walker import find_targets
+
+    roots = config["modules_to_instr"]
+    for root in roots:
+        importlib.import_module(root)
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device)
+
+    plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None
+    targets = find_targets(roots, config["use_full_instr"], core.is_wrapper)
+    if plan is None:
+        full = CallOptions(dump_args=True, dump_return=True)
+        report = install(targets, lambda name: full)
+        return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
+    report = install(targets, plan.options_for)
+    return selective.resolution_summary(plan, report.api_names, roots)
+
+
+def _run_script(path: str, argv: list[str], annotate: bool) -> None:
+    from traincheck import source_rewrite
+
+    with open(path, "rb") as f:
+        source = f.read().decode("utf-8")
+    code = compile(source_rewrite.annotate_source(source, path) if annotate else source, path, "exec")
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__traincheck__": meta_vars})
+    sys.modules["__main__"] = main
+    sys.argv = [path, *argv]
+    sys.path[0] = os.path.dirname(path)
+    exec(code, main.__dict__)
+
+
+def main(config: dict) -> None:
+    """Entry point of the launcher file; `config` is what traincheck-collect decided."""
+    os.environ.setdefault("TRAINCHECK_OUTPUT_DIR", config["output_dir"])
+    core = _start_recorder(config)
+    summary = _instrument(config, core)
+    # One file per process: DDP ranks and workers each report what they resolved.
+    summary_path = os.path.join(config["output_dir"], f"instrumentation_summary_{os.getpid()}.json")
+    with open(summary_path, "w") as f:
+        json.dump(summary, f, indent=2)
+    _run_script(config["pyscript"], sys.argv[1:], config.get("annotate", True))

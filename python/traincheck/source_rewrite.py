@@ -1,0 +1,210 @@
+"""Adds step and stage annotations to the user's script, in memory (compat §4.1, passes 2 and 3).
+
+The script file itself is never modified: the launcher compiles the annotated syntax tree, keeping the
+original file name and line numbers, so tracebacks point at the user's code. A script that already calls
+``start_step``/``start_eval_step`` (or ``annotate_stage(<stage>)``) is left to do so itself.
+
+Differences from the original: the rewrite works on the syntax tree rather than tokens, keeps comments and
+formatting of the file on disk (it is never rewritten), and classifies only the innermost loop that shows a
+training signal, so nested epoch/batch loops count one step per batch.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_TRAIN_ATTRS = {"step", "backward"}
+_TRAIN_STAGE_ATTRS = ("train", "step")
+_TEST_STAGE_ATTRS = ("eval", "no_grad")
+_CHECKPOINT_ATTRS = ("save",)
+
+
+def _iter_name(loop: ast.AST) -> list[str]:
+    """Names in a loop's iterator (`train_loader`, or `enumerate(train_loader)` arguments)."""
+    if not isinstance(loop, ast.For):
+        return []
+    it = loop.iter
+    names = []
+    if isinstance(it, ast.Name):
+        names.append(it.id)
+    elif isinstance(it, ast.Attribute):
+        names.append(it.attr)
+    elif isinstance(it, ast.Call):
+        for arg in it.args:
+            if isinstance(arg, ast.Name):
+                names.append(arg.id)
+            elif isinstance(arg, ast.Attribute):
+                names.append(arg.attr)
+    return [n.lower() for n in names]
+
+
+def _own_nodes(body: list[ast.stmt]):
+    """Nodes of a loop body, not descending into nested loops or function definitions."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            stack.append(child)
+
+
+def _called_names(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
+    """(attribute names called as methods, plain function names called) in a loop's own body."""
+    attrs, funcs = set(), set()
+    for node in _own_nodes(body):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                attrs.add(node.func.attr)
+            elif isinstance(node.func, ast.Name):
+                funcs.add(node.func.id)
+    return attrs, funcs
+
+
+def _has_no_grad(body: list[ast.stmt]) -> bool:
+    for node in _own_nodes(body):
+        if isinstance(node, ast.With):
+            for item in node.items:
+                expr = item.context_expr
+                if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "no_grad":
+                    return True
+    return False
+
+
+def classify_loop(loop: ast.AST) -> str | None:
+    """'training', 'eval' or None, by the original's heuristics."""
+    names = _iter_name(loop)
+    attrs, funcs = _called_names(loop.body)
+    if any("train" in n for n in names):
+        return "training"
+    if attrs & _TRAIN_ATTRS:
+        return "training"
+    if any(part in ("iter", "train") for f in funcs for part in f.lower().split("_")):
+        return "training"
+    if any(k in n for n in names for k in ("val", "eval", "test")):
+        return "eval"
+    if "eval" in attrs or _has_no_grad(loop.body):
+        return "eval"
+    if len(loop.body) >= 3:
+        return "eval"
+    return None
+
+
+def _contains_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.For, ast.While, ast.AsyncFor)) for stmt in body for n in ast.walk(stmt))
+
+
+def _call_stmt(func: str, *args: str) -> ast.stmt:
+    call = ast.Call(
+        func=ast.Attribute(value=ast.Name(id="__traincheck__", ctx=ast.Load()), attr=func, ctx=ast.Load()),
+        args=[ast.Constant(a) for a in args],
+        keywords=[],
+    )
+    return ast.Expr(value=call)
+
+
+def _user_calls(tree: ast.AST) -> set[str]:
+    """Annotation functions the script already calls itself (any spelling: traincheck.x or x)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in ("start_step", "start_eval_step"):
+                found.add(name)
+            if name == "annotate_stage" and node.args and isinstance(node.args[0], ast.Constant):
+                found.add(f"annotate_stage:{node.args[0].value}")
+    return found
+
+
+class _Annotator(ast.NodeTransformer):
+    def __init__(self, user_calls: set[str], source: str):
+        self.user_calls = user_calls
+        self.source = source
+        self.annotate_steps = not ({"start_step", "start_eval_step"} & user_calls)
+
+    def _stage_of(self, stmt: ast.stmt) -> str | None:
+        if isinstance(stmt, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.Try)):
+            return None  # compound statements: their inner statements are annotated instead
+        attrs = set()
+        nodes = [stmt] if not isinstance(stmt, ast.With) else [item.context_expr for item in stmt.items]
+        for root in nodes:
+            for node in ast.walk(root):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    attrs.add(node.func.attr)
+        for stage, keys in (("training", _TRAIN_STAGE_ATTRS), ("testing", _TEST_STAGE_ATTRS), ("checkpointing", _CHECKPOINT_ATTRS)):
+            if attrs & set(keys):
+                return None if f"annotate_stage:{stage}" in self.user_calls else stage
+        return None
+
+    def _annotate_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        previous = None
+        for stmt in body:
+            stage = self._stage_of(stmt)
+            if stage is not None and stage != previous:
+                out.append(ast.copy_location(_call_stmt("annotate_stage", stage), stmt))
+                previous = stage
+            out.append(self.visit(stmt))
+        return out
+
+    def generic_visit(self, node):
+        for field in ("body", "orelse", "finalbody"):
+            value = getattr(node, field, None)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                setattr(node, field, self._annotate_body(value))
+        for field, value in ast.iter_fields(node):
+            if field in ("body", "orelse", "finalbody"):
+                continue
+            if isinstance(value, list):
+                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
+            elif isinstance(value, ast.AST):
+                setattr(node, field, self.visit(value))
+        return node
+
+    def _visit_loop(self, node):
+        node = self.generic_visit(node)
+        if not self.annotate_steps or _contains_loop(node.body):
+            return node
+        kind = classify_loop(node)
+        if kind == "training":
+            node.body.insert(0, ast.copy_location(_call_stmt("start_step"), node.body[0]))
+        elif kind == "eval":
+            node.body.insert(0, ast.copy_location(_call_stmt("start_eval_step"), node.body[0]))
+        return node
+
+    visit_For = visit_While = visit_AsyncFor = _visit_loop
+
+
+def annotate_source(source: str, filename: str) -> ast.Module:
+    """The script's syntax tree with annotations added; names `__traincheck__` for the runtime module."""
+    tree = ast.parse(source, filename=filename)
+    user_calls = _user_calls(tree)
+    tree = _Annotator(user_calls, source).visit(tree)
+    if "annotate_stage:init" not in user_calls:
+        _insert_init_stage(tree)
+    ast.fix_missing_locations(tree)
+    return tree
+
+
+def _insert_init_stage(tree: ast.Module) -> None:
+    """annotate_stage("init") at the top of main() when the script has a __main__ guard, else after imports."""
+    has_guard = any(
+        isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) and "__name__" in ast.unparse(n.test) for n in tree.body
+    )
+    for node in tree.body:
+        if has_guard and isinstance(node, ast.FunctionDef) and node.name == "main":
+            node.body.insert(0, ast.copy_location(_call_stmt("annotate_stage", "init"), node.body[0]))
+            return
+    index = 0
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or (
+            i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        ):
+            index = i + 1
+    anchor = tree.body[index] if index < len(tree.body) else (tree.body[-1] if tree.body else None)
+    stmt = _call_stmt("annotate_stage", "init")
+    if anchor is not None:
+        ast.copy_location(stmt, anchor)
+    tree.body.insert(index, stmt)

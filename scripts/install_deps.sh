@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what building and testing need, idempotently: Debian packages for the C++ side, PyPI packages
+# for the Python side (torch 2.13.0 is the CPU build that lies on disk on these machines).
+set -euo pipefail
+need_apt=()
+dpkg -s libgtest-dev >/dev/null 2>&1 || need_apt+=(libgtest-dev)
+dpkg -s libsimdjson-dev >/dev/null 2>&1 || need_apt+=(libsimdjson-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y "${need_apt[@]}" || { $SUDO apt-get update && $SUDO apt-get install -y "${need_apt[@]}"; }
+fi
+python3 -m pip install -q "torch==2.13.0" nanobind scikit-build-core pyyaml pytest matplotlib ninja cmake
