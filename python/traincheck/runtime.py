@@ -21,7 +21,8 @@ from traincheck import meta_vars
 def _start_recorder(config: dict):
     from traincheck import _core
 
-    _core.start(config["output_dir"])
+    # The writer's period bounds what a SIGKILL can lose; tests shorten or lengthen it.
+    _core.start(config["output_dir"], int(os.environ.get("TRAINCHECK_WRITER_PERIOD_MS", "20")))
     meta_vars.attach_recorder(_core, config["sampling_interval"], config["warm_up_steps"])
     atexit.register(_core.shutdown)
     os.register_at_fork(after_in_child=_after_fork_in_child)
