@@ -58,18 +58,19 @@ void bind_recorder(nb::module_& m) {
   m.def(
       "wrap",
       [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
-         bool dump_return, bool is_bound_method) {
+         bool dump_return, bool is_bound_method, bool dump_stack) {
         uint8_t options = 0;
         if (record) options |= kRecordCalls;
         if (dump_args) options |= kDumpArgs;
         if (dump_return) options |= kDumpReturn;
         if (is_bound_method) options |= kIsBoundMethod;
+        if (dump_stack) options |= kDumpStack;
         PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options);
         if (w == nullptr) throw nb::python_error();
         return nb::steal(w);
       },
       nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
-      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false,
+      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false, nb::arg("dump_stack") = false,
       "A C-level wrapper of `original` that records calls under `api_name`.");
   m.def("is_wrapper", [](nb::handle obj) { return is_wrapper(obj.ptr()); });
   m.def("unwrap", [](nb::handle obj) {

@@ -20,9 +20,8 @@ enum class EventKind : uint8_t {
 enum EventFlags : uint8_t {
   kHasObjId = 1 << 0,     // bound method: obj_id = id(self)
   kBoundMethod = 1 << 1,  // is_bound_method in the record
-  kHasArgs = 1 << 2,      // payload starts with an args section (pre)
-  kHasReturn = 1 << 3,    // payload holds return_values (post)
 };
+// The payload describes itself (SectionTag), so no flag says what it holds.
 
 struct EventHeader {
   uint32_t size;     // whole event in bytes, header included, multiple of 8
@@ -87,6 +86,7 @@ enum class SectionTag : uint8_t {
   kArgs = 0x40,       // u32 positional count + values, u32 keyword count + (u32 len + name, value)
   kReturn = 0x41,     // one value
   kException = 0x42,  // u32 len + type name, u32 len + message
+  kStack = 0x43,      // u32 count + (u32 len + frame text), outermost frame first
 };
 
 }  // namespace traincheck

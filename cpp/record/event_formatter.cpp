@@ -292,6 +292,14 @@ void format_event(std::string& out, const std::byte* event, const FormatContext&
       format_args(out, in, ctx);
     } else if (section == SectionTag::kReturn) {
       format_return(out, in, ctx);
+    } else if (section == SectionTag::kStack) {
+      const uint32_t n = in.read<uint32_t>();
+      out += ",\"stack_trace\":[";
+      for (uint32_t i = 0; i < n; ++i) {
+        if (i) out += ',';
+        append_json_string(out, in.bytes());
+      }
+      out += ']';
     } else if (section == SectionTag::kException) {
       out += ",\"exception\":";
       append_json_string(out, in.bytes());

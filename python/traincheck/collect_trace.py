@@ -37,7 +37,7 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("-d", "--debug-mode", action="store_true", help="Verbose messages from the collector.")
     p.add_argument("-t", "--modules-to-instr", nargs="*", default=["torch"], help="Root modules to instrument.")
     p.add_argument("--disable-scan-proxy-in-args", action="store_true", help="Accepted for compatibility.")
-    p.add_argument("--API-dump-stack-trace", action="store_true", help="Accepted; stack traces are not recorded yet.")
+    p.add_argument("--API-dump-stack-trace", action="store_true", help="Add the Python call stack to pre-records.")
     p.add_argument("-i", "--invariants", nargs="*", help="Invariant files: selective instrumentation.")
     p.add_argument("--use-full-instr", action="store_true", help="Also record the APIs the original wraps without dumping.")
     p.add_argument("--models-to-track", nargs="*", help="Names of model variables to track.")
@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "models_to_track": args.models_to_track or [],
         "model_tracker_style": args.model_tracker_style,
         "tensor_dump_format": args.tensor_dump_format,
+        "api_dump_stack_trace": bool(args.API_dump_stack_trace),
     }
     command = launcher.prepare(runtime_config, args.shscript, script_args)
     if args.only_instr:

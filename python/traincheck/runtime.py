@@ -70,13 +70,19 @@ def _instrument(config: dict, core) -> dict:
         torch = sys.modules["torch"]
         core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device)
 
+    stack = bool(config.get("api_dump_stack_trace"))
     plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None
     targets = find_targets(roots, config["use_full_instr"], core.is_wrapper)
     if plan is None:
-        full = CallOptions(dump_args=True, dump_return=True)
+        full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
         report = install(targets, lambda name: full)
         return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
-    report = install(targets, plan.options_for)
+
+    def selected(name):
+        opts = plan.options_for(name)
+        return opts if opts is None or not stack else CallOptions(opts.dump_args, opts.dump_return, True)
+
+    report = install(targets, selected)
     return selective.resolution_summary(plan, report.api_names, roots)
 
 

@@ -115,3 +115,23 @@ def test_script_calling_start_step_itself_is_not_annotated_twice(tmp_path):
     assert result.returncode == 0, result.stdout
     steps = [r["meta_vars"]["step"] for r in all_records(tmp_path / "out") if r["function"] == "torch.optim.sgd.SGD.step" and r["type"] == "function_call (pre)"]
     assert steps == [1, 2, 3]
+
+
+def test_api_dump_stack_trace_adds_the_callers_frames_to_pre_records(tmp_path):
+    write_script(tmp_path, "st.py", "import torch\ndef helper():\n    return torch.relu(torch.ones(2))\nhelper()\n")
+    result = collect(tmp_path, "-p", "st.py", "--output-dir", "out", "--API-dump-stack-trace")
+    assert result.returncode == 0, result.stdout
+    relu = next(r for r in all_records(tmp_path / "out") if r["function"] == "torch._VariableFunctionsClass.relu")
+    stack = relu["stack_trace"]
+    assert stack[-1].endswith("line 3, in helper\n") and "st.py" in stack[-1]
+    assert any(frame.endswith("line 4, in <module>\n") for frame in stack)
+
+
+def test_use_full_instr_also_records_what_the_original_wraps_without_dump(tmp_path):
+    write_script(tmp_path, "ad.py", "import torch\nx = torch.ones(2, requires_grad=True)\nx.sum().backward()\nprint(x.grad)\n")
+    result = collect(tmp_path, "-p", "ad.py", "--output-dir", "out", "--use-full-instr")
+    assert result.returncode == 0, result.stdout
+    functions = {r["function"] for r in all_records(tmp_path / "out")}
+    assert "torch.autograd.backward" in functions
+    result = collect(tmp_path, "-p", "ad.py", "--output-dir", "out2")
+    assert "torch.autograd.backward" not in {r["function"] for r in all_records(tmp_path / "out2")}

@@ -1,6 +1,7 @@
 """The overhead runner: commands, skipping unavailable methods, time limits, and one end-to-end run on a
 tiny fake workload (no torch in it) that stops making progress under the settrace baseline."""
 import csv
+import importlib.util
 import sys
 import textwrap
 from pathlib import Path
@@ -142,13 +143,6 @@ def test_end_to_end_settrace_stopped_by_its_limit_still_counts(tmp_path, fake_wo
     assert [(r.task, r.method) for r in rows] == [("sleepy", "settrace")]
     assert rows[0].overhead == pytest.approx(1.0)
     assert "sleepy" in printed and "settrace" in printed
-    if "matplotlib" in sys.modules or _has_matplotlib():
+    if importlib.util.find_spec("matplotlib") is not None:
         assert (out / "performance.png").stat().st_size > 0 and (out / "performance.pdf").stat().st_size > 0
 
-
-def _has_matplotlib():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -79,6 +79,39 @@ void record_exception(const CallWrapper* self, uint64_t call_ns, uint8_t flags, 
                             payload.data(), payload.size());
 }
 
+// The Python stack as traceback.format_stack() lists it, outermost first, without source lines (those
+// would need linecache, i.e. Python code, on the training thread).
+void capture_stack(PayloadEncoder& out) {
+  constexpr int kMaxFrames = 64;
+  PyFrameObject* frames[kMaxFrames];
+  int n = 0;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  while (frame != nullptr && n < kMaxFrames) {
+    frames[n++] = frame;
+    frame = PyFrame_GetBack(frame);  // new reference
+  }
+  Py_XDECREF(frame);
+  out.section(SectionTag::kStack);
+  const size_t count = out.begin_count();
+  std::string text;
+  for (int i = n - 1; i >= 0; --i) {
+    PyCodeObject* code = PyFrame_GetCode(frames[i]);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const char* name = PyUnicode_AsUTF8(code->co_name);
+    text = "  File \"";
+    text += file ? file : "?";
+    text += "\", line " + std::to_string(PyFrame_GetLineNumber(frames[i])) + ", in ";
+    text += name ? name : "?";
+    text += '\n';
+    out.text(text);
+    Py_DECREF(code);
+    Py_DECREF(frames[i]);
+  }
+  PyErr_Clear();
+  out.end_container(count, static_cast<uint32_t>(n));
+}
+
 PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   Recorder& recorder = Recorder::instance();
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -91,14 +124,15 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
   } else if (self->options & kIsBoundMethod) {
     flags |= kBoundMethod;
   }
-  if (self->options & kDumpArgs) {
+  if (self->options & (kDumpArgs | kDumpStack)) {
     PayloadEncoder& payload = tls_payload;
     payload.clear();
     {
       InsideRecorder guard;
-      capture_arguments(payload, args, nargs, kwnames);
+      if (self->options & kDumpArgs) capture_arguments(payload, args, nargs, kwnames);
+      if (self->options & kDumpStack) capture_stack(payload);
     }
-    recorder.emit(EventKind::kCallPre, flags | kHasArgs, self->api_id, call_ns, call_ns, obj_id, payload.data(),
+    recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, payload.data(),
                   payload.size());
   } else {
     recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, nullptr, 0);
@@ -116,7 +150,7 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
       InsideRecorder guard;
       capture_value(payload, result);
     }
-    recorder.emit(EventKind::kCallPost, flags | kHasReturn, self->api_id, monotonic_ns(), call_ns, obj_id,
+    recorder.emit(EventKind::kCallPost, flags, self->api_id, monotonic_ns(), call_ns, obj_id,
                   payload.data(), payload.size());
   } else {
     recorder.emit(EventKind::kCallPost, flags, self->api_id, monotonic_ns(), call_ns, obj_id, nullptr, 0);

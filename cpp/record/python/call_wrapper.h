@@ -20,6 +20,7 @@ enum WrapperOptions : uint8_t {
   kDumpArgs = 1 << 1,       // capture arguments into the pre event
   kDumpReturn = 1 << 2,     // capture the return value into the post event
   kIsBoundMethod = 1 << 3,  // first parameter is self: obj_id = id(args[0])
+  kDumpStack = 1 << 4,      // add the caller's Python stack to the pre event (--API-dump-stack-trace)
 };
 
 // Registers both types on `module`. Returns false with a Python error set on failure.

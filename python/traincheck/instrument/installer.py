@@ -16,6 +16,7 @@ from traincheck.instrument.walker import Target
 class CallOptions:
     dump_args: bool = False
     dump_return: bool = False
+    dump_stack: bool = False
 
 
 @dataclass
@@ -58,6 +59,7 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 dump_args=opts.dump_args,
                 dump_return=opts.dump_return,
                 is_bound_method=t.is_bound_method,
+                dump_stack=opts.dump_stack,
             )
             wrappers[key] = wrapper
         if t.container == "staticmethod":

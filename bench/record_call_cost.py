@@ -1,0 +1,73 @@
+"""Cost per call of the recorder on the training thread (DESIGN.md budgets), side by side in one process.
+
+    python bench/record_call_cost.py [--calls 200000] [--rounds 9]
+
+Variants, interleaved round by round: the plain function; the wrapper while sampled out (recording off);
+a recorded call without argument capture (pre + post events); a recorded call capturing two tensor
+arguments and the tensor result. Reports the median over rounds of ns per call (CPU time of the calling
+thread, so the writer thread's work on the other core is not counted) and the overhead over plain.
+"""
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import torch
+
+from traincheck import _core
+
+
+def per_call_ns(fn, args, calls):
+    start = time.thread_time_ns()
+    for _ in range(calls):
+        fn(*args)
+    return (time.thread_time_ns() - start) / calls
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200000)
+    parser.add_argument("--rounds", type=int, default=9)
+    args = parser.parse_args()
+
+    _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device)
+    out = tempfile.mkdtemp(prefix="tc_bench_")
+    _core.start(out)
+    a, b = torch.ones(4), torch.ones(4)
+    cases = {
+        # name: (callable, args, recording on?)
+        "plain torch.is_grad_enabled()": (torch.is_grad_enabled, (), None),
+        "sampled-out wrapper": (_core.wrap(torch.is_grad_enabled, "torch.is_grad_enabled", binds=False), (), False),
+        "recorded, no arguments": (_core.wrap(torch.is_grad_enabled, "torch.is_grad_enabled", binds=False), (), True),
+        "plain torch.add(a, b)": (torch.add, (a, b), None),
+        "recorded, two tensor args + result": (
+            _core.wrap(torch.add, "torch._VariableFunctionsClass.add", binds=False, dump_args=True, dump_return=True),
+            (a, b),
+            True,
+        ),
+    }
+    samples = {name: [] for name in cases}
+    for _ in range(args.rounds):
+        for name, (fn, fargs, recording) in cases.items():
+            _core.set_recording(bool(recording))
+            samples[name].append(per_call_ns(fn, fargs, args.calls))
+            _core.flush()  # keep the writer's backlog out of the next measurement
+    _core.shutdown()
+    med = {name: statistics.median(v) for name, v in samples.items()}
+    base_noargs, base_add = med["plain torch.is_grad_enabled()"], med["plain torch.add(a, b)"]
+    print(f"{'variant':40s} {'ns/call':>9s} {'overhead ns':>12s} {'ratio':>7s}   budget")
+    rows = [
+        ("plain torch.is_grad_enabled()", base_noargs, ""),
+        ("sampled-out wrapper", base_noargs, "< 20 ns"),
+        ("recorded, no arguments", base_noargs, "< 150 ns"),
+        ("plain torch.add(a, b)", base_add, ""),
+        ("recorded, two tensor args + result", base_add, ""),
+    ]
+    for name, base, budget in rows:
+        print(f"{name:40s} {med[name]:9.1f} {med[name] - base:12.1f} {med[name] / base:7.2f}   {budget}")
+    print(f"(median of {args.rounds} rounds x {args.calls} calls; thread CPU time; trace files in {out})")
+
+
+if __name__ == "__main__":
+    main()
