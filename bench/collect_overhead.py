@@ -1,16 +1,21 @@
 """Per-iteration overhead of traincheck-collect (full and selective) against the plain script.
 
-    python bench/collect_overhead.py [--rounds 3] [--iters 60]
+    python bench/collect_overhead.py [--rounds 3] [--iters 60] [--peer-venv VENV]
 
 Workloads: the MLP+Adam and CNN+SGD test scripts. Each round runs plain, full and selective once, in
 alternating order, each in its own process; every run writes one time per iteration. The first
 `--skip` iterations (warm-up) are dropped; the ratio of a run is its median iteration time over the plain
 run's of the same round, and the figure is the median over rounds.
+
+With --peer-venv (a venv with the original `traincheck` from PyPI and torch), its full and selective
+modes run the same scripts in the same rounds (fewer iterations: it is hundreds of times slower), so the
+two tools are compared side by side.
 """
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,17 +60,32 @@ def write_invariants(path: Path) -> None:
             f.write(json.dumps(inv) + "\n")
 
 
-def run(method: str, script: Path, args: list, work: Path, iters: int, inv: Path) -> list:
+def peer_command(method: str, script: Path, script_args: list, work: Path, inv: Path) -> list:
+    """The original takes script arguments only through a launcher script (-s)."""
+    launcher = work / f"run_{method}.sh"
+    launcher.write_text("#!/bin/bash\npython " + " ".join([str(script), *map(str, script_args)]) + "\n")
+    cmd = ["traincheck-collect", "-p", str(script), "-s", str(launcher), "--output-dir", str(work / method)]
+    if method == "peer-selective":
+        cmd += ["-i", str(inv), "--sampling-interval", "1", "--warm-up-steps", "1"]
+    return cmd
+
+
+def run(method: str, script: Path, args: list, work: Path, iters: int, inv: Path, peer_venv=None) -> list:
     times = work / f"times_{method}.txt"
     script_args = ["--iters", str(iters), "--times", str(times), *args]
-    if method == "plain":
+    env = {**os.environ, **ENV}
+    if method.startswith("peer-"):
+        cmd = peer_command(method, script, script_args, work, inv)
+        env["PATH"] = str(Path(peer_venv) / "bin") + os.pathsep + env["PATH"]
+        shutil.rmtree(work / method, ignore_errors=True)
+    elif method == "plain":
         cmd = [sys.executable, str(script), *script_args]
     else:
         cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", str(script), "--output-dir", str(work / method)]
         if method == "selective":
             cmd += ["-i", str(inv), "--sampling-interval", "1", "--warm-up-steps", "1"]
         cmd += ["--", *script_args]
-    subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **ENV}, cwd=work)
+    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=work)
     return [float(x) for x in times.read_text().split()]
 
 
@@ -74,27 +94,29 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iters", type=int, default=60)
     parser.add_argument("--skip", type=int, default=5)
+    parser.add_argument("--peer-venv", help="venv holding the original traincheck (pip install traincheck)")
+    parser.add_argument("--peer-iters", type=int, default=15)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tc_overhead_"))
     inv = work / "invariants.json"
     write_invariants(inv)
-    print(f"{'workload':10s} {'plain ms/iter':>14s} {'full ratio':>11s} {'selective ratio':>16s}")
+    methods = ["full", "selective"] + (["peer-full", "peer-selective"] if args.peer_venv else [])
+    print(f"{'workload':10s} {'plain ms/iter':>14s} " + " ".join(f"{m + ' ratio':>20s}" for m in methods))
     for name, (script, extra) in WORKLOADS.items():
-        ratios = {"full": [], "selective": []}
+        ratios = {m: [] for m in methods}
         plain_ms = []
         for r in range(args.rounds):
-            order = ["plain", "full", "selective"] if r % 2 == 0 else ["selective", "full", "plain"]
+            order = ["plain", *methods] if r % 2 == 0 else [*reversed(methods), "plain"]
             med = {}
             for method in order:
-                t = run(method, script, extra, work, args.iters, inv)[args.skip :]
+                iters = args.peer_iters if method.startswith("peer-") else args.iters
+                skip = min(args.skip, iters // 3)
+                t = run(method, script, extra, work, iters, inv, args.peer_venv)[skip:]
                 med[method] = statistics.median(t)
             plain_ms.append(med["plain"] * 1e3)
             for m in ratios:
                 ratios[m].append(med[m] / med["plain"])
-        print(
-            f"{name:10s} {statistics.median(plain_ms):14.3f} {statistics.median(ratios['full']):11.3f}"
-            f" {statistics.median(ratios['selective']):16.3f}"
-        )
+        print(f"{name:10s} {statistics.median(plain_ms):14.3f} " + " ".join(f"{statistics.median(ratios[m]):20.3f}" for m in methods))
     print(f"(median over {args.rounds} alternated rounds of per-run median iteration time; runs in {work})")
 
 

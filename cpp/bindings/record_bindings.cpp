@@ -5,6 +5,7 @@
 
 #include "record/python/call_wrapper.h"
 #include "record/python/value_capture.h"
+#include "record/python/var_states.h"
 #include "record/recorder.h"
 
 namespace nb = nanobind;
@@ -58,20 +59,43 @@ void bind_recorder(nb::module_& m) {
   m.def(
       "wrap",
       [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
-         bool dump_return, bool is_bound_method, bool dump_stack) {
+         bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars) {
         uint8_t options = 0;
         if (record) options |= kRecordCalls;
         if (dump_args) options |= kDumpArgs;
         if (dump_return) options |= kDumpReturn;
         if (is_bound_method) options |= kIsBoundMethod;
         if (dump_stack) options |= kDumpStack;
+        if (track_vars) options |= kTrackVars;
         PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options);
         if (w == nullptr) throw nb::python_error();
         return nb::steal(w);
       },
       nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
-      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false, nb::arg("dump_stack") = false,
+      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false, nb::arg("dump_stack") = false, nb::arg("track_vars") = false,
       "A C-level wrapper of `original` that records calls under `api_name`.");
+  m.def(
+      "intern", [](const std::string& text) { return Recorder::instance().intern_name(text); },
+      "An id for a string that events refer to (variable names, modes).");
+  m.def(
+      "record_var_states",
+      [](nb::list name_ids, nb::list tensors, nb::list data_digests, nb::list grad_digests, uint32_t var_type_id,
+         uint32_t mode_id, uint32_t dump_loc_id) {
+        if (!g_recording_enabled.load(std::memory_order_relaxed)) return;
+        if (!record_var_states(name_ids.ptr(), tensors.ptr(), data_digests.ptr(), grad_digests.ptr(),
+                               {var_type_id, mode_id, dump_loc_id})) {
+          throw nb::python_error();
+        }
+      },
+      nb::arg("name_ids"), nb::arg("tensors"), nb::arg("data_digests"), nb::arg("grad_digests"),
+      nb::arg("var_type_id"), nb::arg("mode_id") = 0, nb::arg("dump_loc_id") = 0,
+      "Write one state_change record per tensor (trace_VAR file), all with the same time.");
+  m.def(
+      "set_var_hook", [](nb::handle hook) { set_var_hook(hook.ptr()); },
+      "hook(api_name, 'pre'|'post') runs around calls of wrappers made with track_vars=True.");
+  m.def(
+      "set_inside_recorder", [](bool inside) { return set_inside_recorder(inside); },
+      "Suspend (True) or resume (False) recording on this thread; returns the previous state.");
   m.def("is_wrapper", [](nb::handle obj) { return is_wrapper(obj.ptr()); });
   m.def("unwrap", [](nb::handle obj) {
     return is_wrapper(obj.ptr()) ? nb::borrow(wrapped_of(obj.ptr())) : nb::borrow(obj);

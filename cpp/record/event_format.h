@@ -15,6 +15,7 @@ enum class EventKind : uint8_t {
   kCallPre = 1,
   kCallPost = 2,
   kCallException = 3,
+  kVarState = 4,  // a state_change record: api_id names the variable, payload = kVarState section
 };
 
 enum EventFlags : uint8_t {
@@ -87,6 +88,25 @@ enum class SectionTag : uint8_t {
   kReturn = 0x41,     // one value
   kException = 0x42,  // u32 len + type name, u32 len + message
   kStack = 0x43,      // u32 count + (u32 len + frame text), outermost frame first
+  kVarState = 0x44,   // VarStateHeader + tensor dims + optional kDict of user attributes
 };
+
+enum VarStateFlags : uint32_t {
+  kVarHasDataDigest = 1 << 0,
+  kVarHasGradDigest = 1 << 1,
+  kVarHasUserAttributes = 1 << 2,  // a kDict value follows the dims
+};
+
+// A tracked variable's state (compat §5.3). Tensor attributes reuse TensorSummary.
+struct VarStateHeader {
+  uint32_t var_type_id;   // "torch.nn.Parameter"
+  uint32_t mode_id;       // 0: no "mode" key (sampler style)
+  uint32_t dump_loc_id;   // 0: no "dump_loc" key
+  uint32_t flags;         // VarStateFlags
+  int64_t data_digest;
+  int64_t grad_digest;
+  TensorSummary tensor;   // followed by tensor.ndim x int64 dims
+};
+static_assert(sizeof(VarStateHeader) == 64);
 
 }  // namespace traincheck

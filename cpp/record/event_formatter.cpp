@@ -54,29 +54,35 @@ void format_value(std::string& out, PayloadReader& in, const FormatContext& ctx)
 // {"<type>": payload} form for everything else.
 void format_element(std::string& out, PayloadReader& in, const FormatContext& ctx);
 
-void format_tensor_body(std::string& out, PayloadReader& in, const FormatContext& ctx) {
-  const auto t = in.read<TensorSummary>();
-  const std::string_view dtype = ctx.names.get(t.dtype_name_id);
-  const bool is_cuda = t.flags & kTensorIsCuda;
-  out += '{';
-  append_json_string(out, (t.flags & kTensorIsParameter) ? std::string("torch.nn.Parameter")
-                                                         : tensor_type_name(dtype, is_cuda));
-  out += ":{\"_TRAINCHECK_data_ID\":";
+// The inside of a tensor's attribute object (compat §4.7). `data_digest`/`grad_digest` are given for
+// tracked variables (compat §5.3): then "data" and "grad" hold digests instead of being absent / null.
+void append_tensor_attributes(std::string& out, const TensorSummary& t, PayloadReader& dims_in,
+                              const FormatContext& ctx, const int64_t* data_digest, const int64_t* grad_digest) {
+  out += "\"_TRAINCHECK_data_ID\":";
   append_json_uint(out, t.data_id);
+  if (data_digest) {
+    out += ",\"data\":";
+    append_json_int(out, *data_digest);
+  }
   if (t.flags & kTensorHasGrad) {
     out += ",\"_TRAINCHECK_grad_ID\":";
     append_json_uint(out, t.grad_id);
   }
   out += ",\"dtype\":";
-  append_json_string(out, dtype);
+  append_json_string(out, ctx.names.get(t.dtype_name_id));
   // The original's one-level dump keeps None as null and drops other objects (a grad tensor appears
-  // through its _TRAINCHECK_grad_ID, a grad_fn node not at all).
-  if (!(t.flags & kTensorHasGrad)) out += ",\"grad\":null";
+  // through its _TRAINCHECK_grad_ID, or its digest for tracked variables; a grad_fn node not at all).
+  if (grad_digest) {
+    out += ",\"grad\":";
+    append_json_int(out, *grad_digest);
+  } else if (!(t.flags & kTensorHasGrad)) {
+    out += ",\"grad\":null";
+  }
   if (!(t.flags & kTensorHasGradFn)) out += ",\"grad_fn\":null";
   out += ",\"is_cpu\":";
   append_json_bool(out, t.flags & kTensorIsCpu);
   out += ",\"is_cuda\":";
-  append_json_bool(out, is_cuda);
+  append_json_bool(out, t.flags & kTensorIsCuda);
   out += ",\"is_leaf\":";
   append_json_bool(out, t.flags & kTensorIsLeaf);
   out += ",\"is_meta\":";
@@ -90,7 +96,7 @@ void format_tensor_body(std::string& out, PayloadReader& in, const FormatContext
   uint64_t numel = 1;
   std::string shape = "[";
   for (uint16_t i = 0; i < t.ndim; ++i) {
-    const int64_t d = in.read<int64_t>();
+    const int64_t d = dims_in.read<int64_t>();
     numel *= static_cast<uint64_t>(d < 0 ? 0 : d);
     if (i) shape += ',';
     append_json_int(shape, d);
@@ -106,6 +112,16 @@ void format_tensor_body(std::string& out, PayloadReader& in, const FormatContext
   append_json_bool(out, t.flags & kTensorRetainsGrad);
   out += ",\"shape\":";
   out += shape;
+}
+
+void format_tensor_body(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  const auto t = in.read<TensorSummary>();
+  out += '{';
+  append_json_string(out, (t.flags & kTensorIsParameter)
+                              ? std::string("torch.nn.Parameter")
+                              : tensor_type_name(ctx.names.get(t.dtype_name_id), t.flags & kTensorIsCuda));
+  out += ":{";
+  append_tensor_attributes(out, t, in, ctx, nullptr, nullptr);
   out += "}}";
 }
 
@@ -242,8 +258,53 @@ const char* type_string(EventKind kind) {
     case EventKind::kCallPre: return "function_call (pre)";
     case EventKind::kCallPost: return "function_call (post)";
     case EventKind::kCallException: return "function_call (post) (exception)";
+    case EventKind::kVarState: return "state_change";
   }
   return "unknown";
+}
+
+void append_common_keys(std::string& out, const EventHeader& h, const FormatContext& ctx) {
+  out += ",\"process_id\":";
+  append_json_uint(out, ctx.process_id);
+  out += ",\"thread_id\":";
+  append_json_uint(out, ctx.thread_id);
+  out += ",\"meta_vars\":";
+  out += ctx.metas.get(h.meta_id);
+}
+
+// A state_change record (compat §5.3).
+void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in, const FormatContext& ctx) {
+  in.u8();  // SectionTag::kVarState
+  const auto v = in.read<VarStateHeader>();
+  out += "{\"var_name\":";
+  append_json_string(out, ctx.names.get(h.api_id));
+  out += ",\"var_type\":";
+  append_json_string(out, ctx.names.get(v.var_type_id));
+  if (v.mode_id) {
+    out += ",\"mode\":";
+    append_json_string(out, ctx.names.get(v.mode_id));
+  }
+  if (v.dump_loc_id) {
+    out += ",\"dump_loc\":";
+    append_json_string(out, ctx.names.get(v.dump_loc_id));
+  }
+  append_common_keys(out, h, ctx);
+  out += ",\"type\":\"state_change\",\"attributes\":{";
+  append_tensor_attributes(out, v.tensor, in, ctx, (v.flags & kVarHasDataDigest) ? &v.data_digest : nullptr,
+                           (v.flags & kVarHasGradDigest) ? &v.grad_digest : nullptr);
+  if (v.flags & kVarHasUserAttributes) {
+    // User attributes set on the parameter object (Megatron's tensor_model_parallel, ...), merged in.
+    std::string dict;
+    in.u8();  // ValueTag::kDict
+    format_dict(dict, in, ctx);
+    if (dict.size() > 2) {
+      out += ',';
+      out.append(dict, 1, dict.size() - 2);
+    }
+  }
+  out += "},\"time\":";
+  append_json_uint(out, h.time_ns);
+  out += "}\n";
 }
 
 }  // namespace
@@ -263,6 +324,11 @@ std::string tensor_type_name(std::string_view dtype_name, bool is_cuda) {
 void format_event(std::string& out, const std::byte* event, const FormatContext& ctx) {
   EventHeader h;
   std::memcpy(&h, event, sizeof h);
+  if (h.kind == EventKind::kVarState) {
+    PayloadReader in(event + sizeof h, event + h.size);
+    format_var_event(out, h, in, ctx);
+    return;
+  }
   out += "{\"func_call_id\":\"";
   out += ctx.call_uuid;
   out += '_';

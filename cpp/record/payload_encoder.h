@@ -57,6 +57,9 @@ class PayloadEncoder {
     append(s.data(), s.size());
   }
 
+  void raw(const void* p, size_t n) { append(p, n); }
+  void patch(size_t at, const void* p, size_t n) { std::memcpy(bytes_.data() + at, p, n); }
+
   // Rolls back to a mark (used when capturing a value fails half-way).
   size_t mark() const { return bytes_.size(); }
   void rollback(size_t mark) { bytes_.resize(mark); }

@@ -72,10 +72,24 @@ bool make_dirs(const std::string& path) {
 
 }  // namespace
 
-struct StreamFile {
+// One output file of a stream, opened on its first write.
+struct TraceFile {
   int fd = -1;
   std::string pending;
 };
+
+// A stream's API and VAR files (trace_API_<pid>_<tid>.log, trace_VAR_<pid>_<tid>.log).
+struct StreamFile {
+  TraceFile api;
+  TraceFile var;
+};
+
+static void close_files(StreamFile& file) {
+  for (TraceFile* f : {&file.api, &file.var}) {
+    if (f->fd >= 0) ::close(f->fd);
+    f->fd = -1;
+  }
+}
 
 // Writer-thread-only state: the open file of each stream. A pointer, so that a fork child can drop a
 // map the writer may have been updating at the moment of the fork.
@@ -164,10 +178,10 @@ void Recorder::emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t tim
   s->commit(size);
 }
 
-void Recorder::write_stream(EventStream& stream, StreamFile& file) {
+void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind) {
   if (file.pending.empty()) return;
   if (file.fd < 0) {
-    const std::string path = output_dir_ + "/trace_API_" + std::to_string(pid_) + "_" +
+    const std::string path = output_dir_ + "/trace_" + kind + "_" + std::to_string(pid_) + "_" +
                              std::to_string(stream.thread_id()) + ".log";
     file.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (file.fd < 0) {
@@ -203,10 +217,13 @@ size_t Recorder::drain_all() {
     const bool exited = s->thread_exited();  // read before draining: no event can follow an exit
     const FormatContext ctx{names_, metas_, pid_, s->thread_id(), s->call_uuid()};
     const size_t n = s->drain([&](const std::byte* event) {
-      format_event(file.pending, event, ctx);
-      if (file.pending.size() >= kWriteThreshold) write_stream(*s, file);
+      const bool is_var = static_cast<EventKind>(event[offsetof(EventHeader, kind)]) == EventKind::kVarState;
+      TraceFile& out = is_var ? file.var : file.api;
+      format_event(out.pending, event, ctx);
+      if (out.pending.size() >= kWriteThreshold) write_file(*s, out, is_var ? "VAR" : "API");
     });
-    write_stream(*s, file);
+    write_file(*s, file.api, "API");
+    write_file(*s, file.var, "VAR");
     total += n;
     if (exited) finished.push_back(s);
   }
@@ -216,7 +233,7 @@ size_t Recorder::drain_all() {
     for (EventStream* s : finished) {
       auto it = writer_files().find(s);
       if (it != writer_files().end()) {
-        if (it->second.fd >= 0) ::close(it->second.fd);
+        close_files(it->second);
         writer_files().erase(it);
       }
       for (auto i = streams_.begin(); i != streams_.end(); ++i) {
@@ -271,10 +288,7 @@ void Recorder::shutdown() {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   writer_ = nullptr;
-  for (auto& [stream, file] : writer_files()) {
-    if (file.fd >= 0) ::close(file.fd);
-    file.fd = -1;
-  }
+  for (auto& [stream, file] : writer_files()) close_files(file);
   const RecorderStats s = [&] {
     RecorderStats st;
     for (auto& stream : streams_) st.events_dropped += stream->dropped();

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,7 +53,8 @@ class Recorder {
   // The calling thread's stream (registers the thread on first use, and again after fork).
   EventStream* stream();
 
-  // Appends one call event; the payload (may be empty) is copied after the header.
+  // Appends one event; the payload (may be empty) is copied after the header. Call events go to the
+  // thread's trace_API file, kVarState events to its trace_VAR file.
   void emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t time_ns, uint64_t call_ns,
             uint64_t obj_id, const std::byte* payload, uint32_t payload_size);
 
@@ -72,7 +74,7 @@ class Recorder {
   void ensure_writer_locked();
   void writer_loop();
   size_t drain_all();
-  void write_stream(EventStream& stream, struct StreamFile& file);
+  void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
   static void at_fork_prepare();
   static void at_fork_parent();
   static void at_fork_child();

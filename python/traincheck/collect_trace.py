@@ -42,7 +42,11 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("--use-full-instr", action="store_true", help="Also record the APIs the original wraps without dumping.")
     p.add_argument("--models-to-track", nargs="*", help="Names of model variables to track.")
     p.add_argument("--model-tracker-style", choices=STYLES, default="proxy", help="Model tracker style.")
-    p.add_argument("--tensor-dump-format", choices=("hash", "stats", "full"), default="hash")
+    p.add_argument("--tensor-dump-format", choices=("hash",), default="hash", help="Only hashes (digests) are written.")
+    p.add_argument(
+        "--tensor-hash", choices=("full", "traincheck"), default="full",
+        help="Digest of tracked tensors: 'full' covers every element (default); 'traincheck' is the original's row-0 hash.",
+    )
     p.add_argument("--no-auto-var-instr", action="store_true", help="Accepted for compatibility.")
     p.add_argument("--use-torch-compile", action="store_true", help="Accepted for compatibility.")
     p.add_argument("--sampling-interval", type=int, default=None, help="Record every N-th step (default 1; 10 with -i).")
@@ -172,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "warm_up_steps": args.warm_up_steps,
         "models_to_track": args.models_to_track or [],
         "model_tracker_style": args.model_tracker_style,
-        "tensor_dump_format": args.tensor_dump_format,
+        "tensor_hash": args.tensor_hash,
         "api_dump_stack_trace": bool(args.API_dump_stack_trace),
     }
     command = launcher.prepare(runtime_config, args.shscript, script_args)

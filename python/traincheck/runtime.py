@@ -15,7 +15,7 @@ import signal
 import sys
 import types
 
-from traincheck import meta_vars
+from traincheck import meta_vars, script_api
 
 
 def _start_recorder(config: dict):
@@ -24,6 +24,8 @@ def _start_recorder(config: dict):
     # The writer's period bounds what a SIGKILL can lose; tests shorten or lengthen it.
     _core.start(config["output_dir"], int(os.environ.get("TRAINCHECK_WRITER_PERIOD_MS", "20")))
     meta_vars.attach_recorder(_core, config["sampling_interval"], config["warm_up_steps"])
+    if os.environ.get("RANK", "").isdigit():  # torchrun / DDP: cross-rank invariants need the rank
+        meta_vars.set_meta_var("_DATA_PARALLEL_RANK", int(os.environ["RANK"]))
     atexit.register(_core.shutdown)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _install_sigterm_flush(_core)
@@ -80,20 +82,37 @@ def _instrument(config: dict, core) -> dict:
 
     def selected(name):
         opts = plan.options_for(name)
-        return opts if opts is None or not stack else CallOptions(opts.dump_args, opts.dump_return, True)
+        return opts if opts is None or not stack else CallOptions(opts.dump_args, opts.dump_return, True, opts.track_vars)
 
     report = install(targets, selected)
     return selective.resolution_summary(plan, report.api_names, roots)
 
 
-def _run_script(path: str, argv: list[str], annotate: bool) -> None:
+def _start_tracking(config: dict, core) -> None:
+    """Model tracking (--models-to-track): the tracker gets models from the annotated script."""
+    if not config.get("models_to_track"):
+        return
+    import torch
+
+    from traincheck.tracking.tracker import ModelTracker
+
+    tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"))
+    script_api.set_tracker(tracker)
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(tracker.after_optimizer_step)
+    core.set_var_hook(tracker.around_api)
+
+
+def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: list[str]) -> None:
     from traincheck import source_rewrite
 
     with open(path, "rb") as f:
         source = f.read().decode("utf-8")
-    code = compile(source_rewrite.annotate_source(source, path) if annotate else source, path, "exec")
+    tree = source_rewrite.annotate_source(source, path, tuple(models_to_track)) if annotate else source
+    code = compile(tree, path, "exec")
     main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__traincheck__": meta_vars})
+    main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__traincheck__": script_api})
     sys.modules["__main__"] = main
     sys.argv = [path, *argv]
     sys.path[0] = os.path.dirname(path)
@@ -109,4 +128,5 @@ def main(config: dict) -> None:
     summary_path = os.path.join(config["output_dir"], f"instrumentation_summary_{os.getpid()}.json")
     with open(summary_path, "w") as f:
         json.dump(summary, f, indent=2)
-    _run_script(config["pyscript"], sys.argv[1:], config.get("annotate", True))
+    _start_tracking(config, core)
+    _run_script(config["pyscript"], sys.argv[1:], config.get("annotate", True), config.get("models_to_track", []))

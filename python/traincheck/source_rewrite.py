@@ -118,11 +118,23 @@ def _user_calls(tree: ast.AST) -> set[str]:
     return found
 
 
+def _assigned_names(stmt: ast.stmt) -> list[str]:
+    """Plain names bound by an assignment statement (`a = ...`, `a, b = ...`, `a: T = ...`)."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    names = []
+    for t in targets:
+        for node in [t] if isinstance(t, ast.Name) else t.elts if isinstance(t, (ast.Tuple, ast.List)) else []:
+            if isinstance(node, ast.Name):
+                names.append(node.id)
+    return names
+
+
 class _Annotator(ast.NodeTransformer):
-    def __init__(self, user_calls: set[str], source: str):
+    def __init__(self, user_calls: set[str], models_to_track: tuple[str, ...]):
         self.user_calls = user_calls
-        self.source = source
+        self.models_to_track = set(models_to_track)
         self.annotate_steps = not ({"start_step", "start_eval_step"} & user_calls)
+        self.loop_depth = 0
 
     def _stage_of(self, stmt: ast.stmt) -> str | None:
         if isinstance(stmt, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.Try)):
@@ -147,6 +159,13 @@ class _Annotator(ast.NodeTransformer):
                 out.append(ast.copy_location(_call_stmt("annotate_stage", stage), stmt))
                 previous = stage
             out.append(self.visit(stmt))
+            if self.loop_depth == 0:  # as the original: assignments inside loops are not tracked
+                for name in _assigned_names(stmt):
+                    if name in self.models_to_track:
+                        call = _call_stmt("track_model", name)
+                        call.value.args.insert(0, ast.Name(id=name, ctx=ast.Load()))
+                        call.value.args[1] = ast.Constant(name)
+                        out.append(ast.copy_location(call, stmt))
         return out
 
     def generic_visit(self, node):
@@ -164,7 +183,9 @@ class _Annotator(ast.NodeTransformer):
         return node
 
     def _visit_loop(self, node):
+        self.loop_depth += 1
         node = self.generic_visit(node)
+        self.loop_depth -= 1
         if not self.annotate_steps or _contains_loop(node.body):
             return node
         kind = classify_loop(node)
@@ -177,11 +198,15 @@ class _Annotator(ast.NodeTransformer):
     visit_For = visit_While = visit_AsyncFor = _visit_loop
 
 
-def annotate_source(source: str, filename: str) -> ast.Module:
-    """The script's syntax tree with annotations added; names `__traincheck__` for the runtime module."""
+def annotate_source(source: str, filename: str, models_to_track: tuple[str, ...] = ()) -> ast.Module:
+    """The script's syntax tree with annotations added; they call `__traincheck__` (traincheck.script_api).
+
+    After each assignment to a name in `models_to_track` (outside loops), the model is handed to the
+    tracker: `__traincheck__.track_model(model, "model")`.
+    """
     tree = ast.parse(source, filename=filename)
     user_calls = _user_calls(tree)
-    tree = _Annotator(user_calls, source).visit(tree)
+    tree = _Annotator(user_calls, tuple(models_to_track)).visit(tree)
     if "annotate_stage:init" not in user_calls:
         _insert_init_stage(tree)
     ast.fix_missing_locations(tree)

@@ -17,9 +17,12 @@ struct CallWrapper {
   PyObject* wrapped;
   PyObject* dict;
   PyObject* weakrefs;
+  PyObject* api_name;  // str, passed to the variable hook
   uint32_t api_id;
   uint8_t options;
 };
+
+PyObject* g_var_hook = nullptr;
 
 PyTypeObject* g_function_wrapper_type = nullptr;
 PyTypeObject* g_builtin_wrapper_type = nullptr;
@@ -112,6 +115,23 @@ void capture_stack(PayloadEncoder& out) {
   out.end_container(count, static_cast<uint32_t>(n));
 }
 
+// Runs the tracker's hook with recording suspended, preserving any exception in flight; a failing hook
+// never disturbs the traced call.
+void run_var_hook(CallWrapper* self, const char* phase) {
+  if (g_var_hook == nullptr) return;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  {
+    InsideRecorder guard;
+    PyObject* phase_str = PyUnicode_InternFromString(phase);
+    PyObject* result = PyObject_CallFunctionObjArgs(g_var_hook, self->api_name, phase_str, nullptr);
+    Py_XDECREF(phase_str);
+    Py_XDECREF(result);
+    PyErr_Clear();
+  }
+  PyErr_Restore(type, value, traceback);
+}
+
 PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   Recorder& recorder = Recorder::instance();
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -138,7 +158,9 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
     recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, nullptr, 0);
   }
 
+  if (self->options & kTrackVars) run_var_hook(self, "pre");
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+  if (self->options & kTrackVars) run_var_hook(self, "post");
 
   if (result == nullptr) {
     record_exception(self, call_ns, flags, obj_id);
@@ -241,6 +263,7 @@ int wrapper_traverse(PyObject* obj, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(obj));
   Py_VISIT(self->wrapped);
   Py_VISIT(self->dict);
+  Py_VISIT(self->api_name);
   return 0;
 }
 
@@ -248,6 +271,7 @@ int wrapper_clear(PyObject* obj) {
   auto* self = reinterpret_cast<CallWrapper*>(obj);
   Py_CLEAR(self->wrapped);
   Py_CLEAR(self->dict);
+  Py_CLEAR(self->api_name);
   return 0;
 }
 
@@ -330,10 +354,27 @@ PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uin
   self->wrapped = original;
   self->dict = nullptr;
   self->weakrefs = nullptr;
+  self->api_name = PyUnicode_FromString(api_name);
+  if (self->api_name == nullptr) {
+    Py_DECREF(self);
+    return nullptr;
+  }
   self->api_id = Recorder::instance().intern_name(api_name);
   self->options = options;
   PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
   return reinterpret_cast<PyObject*>(self);
+}
+
+void set_var_hook(PyObject* hook) {
+  PyObject* fresh = hook == Py_None ? nullptr : hook;
+  Py_XINCREF(fresh);
+  Py_XSETREF(g_var_hook, fresh);
+}
+
+bool set_inside_recorder(bool inside) {
+  const bool previous = tls_inside_recorder;
+  tls_inside_recorder = inside;
+  return previous;
 }
 
 bool is_wrapper(PyObject* obj) {

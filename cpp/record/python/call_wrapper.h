@@ -21,7 +21,15 @@ enum WrapperOptions : uint8_t {
   kDumpReturn = 1 << 2,     // capture the return value into the post event
   kIsBoundMethod = 1 << 3,  // first parameter is self: obj_id = id(args[0])
   kDumpStack = 1 << 4,      // add the caller's Python stack to the pre event (--API-dump-stack-trace)
+  kTrackVars = 1 << 5,      // call the variable hook before and after the call (selective var dumps)
 };
+
+// The tracker's hook, called as hook(api_name, "pre" | "post") around calls of kTrackVars wrappers.
+void set_var_hook(PyObject* hook);
+
+// Marks the calling thread as inside the tool, so torch calls it makes (the tracker's digests) are not
+// recorded. Returns the previous state.
+bool set_inside_recorder(bool inside);
 
 // Registers both types on `module`. Returns false with a Python error set on failure.
 bool add_wrapper_types(PyObject* module);

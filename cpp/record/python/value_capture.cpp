@@ -12,7 +12,7 @@ namespace {
 constexpr int kMaxDepth = 3;
 constexpr Py_ssize_t kMaxElements = 64;  // longer containers end with a "..." marker
 constexpr Py_ssize_t kMaxStringBytes = 4096;
-constexpr int kMaxDims = 16;
+constexpr int kMaxDims = kMaxTensorDims;
 
 TorchTypes g_types;
 
@@ -120,9 +120,11 @@ const DtypeInfo* dtype_info(PyObject* dtype) {
   return &m.emplace(dtype, info).first->second;
 }
 
-void capture_tensor(PayloadEncoder& out, PyObject* t) {
+}  // namespace
+
+void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
   const Names& n = names();
-  TensorSummary s{};
+  s = TensorSummary{};
   s.data_id = reinterpret_cast<uint64_t>(t);
   if (PyObject* dtype = PyObject_GetAttr(t, n.dtype)) {
     if (const DtypeInfo* info = dtype_info(dtype)) {
@@ -133,7 +135,6 @@ void capture_tensor(PayloadEncoder& out, PyObject* t) {
   } else {
     PyErr_Clear();
   }
-  int64_t dims[kMaxDims];
   if (PyObject* shape = PyObject_GetAttr(t, n.shape)) {
     if (PyTuple_Check(shape)) {
       const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
@@ -174,6 +175,41 @@ void capture_tensor(PayloadEncoder& out, PyObject* t) {
     PyErr_Clear();
   }
   s.flags = f;
+}
+
+bool is_tensor(PyObject* obj) { return g_types.tensor && PyObject_TypeCheck(obj, g_types.tensor); }
+
+bool capture_user_attributes(PayloadEncoder& out, PyObject* obj) {
+  PyObject** dict_ptr = _PyObject_GetDictPtr(obj);
+  PyObject* dict = dict_ptr ? *dict_ptr : nullptr;
+  if (dict == nullptr || !PyDict_Check(dict) || PyDict_GET_SIZE(dict) == 0) return false;
+  const size_t at = out.begin_container(ValueTag::kDict);
+  Py_ssize_t pos = 0;
+  uint32_t count = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(dict, &pos, &key, &value)) {
+    if (!PyUnicode_Check(key)) continue;
+    const std::string_view name = utf8(key);
+    // The original keeps public names and its own _TRAINCHECK_ ones; only primitive values.
+    if (name.empty() || (name[0] == '_' && name.rfind("_TRAINCHECK", 0) != 0)) continue;
+    if (!(value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+          PyUnicode_CheckExact(value))) {
+      continue;
+    }
+    out.text(name);
+    capture_value(out, value, 1);
+    ++count;
+  }
+  out.end_container(at, count);
+  return true;
+}
+
+namespace {
+
+void capture_tensor(PayloadEncoder& out, PyObject* t) {
+  TensorSummary s;
+  int64_t dims[kMaxDims];
+  summarize_tensor(t, s, dims);
   out.tensor(s, dims);
 }
 

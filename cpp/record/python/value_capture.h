@@ -24,6 +24,16 @@ void capture_value(PayloadEncoder& out, PyObject* value, int depth = 0);
 // Appends the args section for a vectorcall argument list.
 void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
 
+// Fills `summary` and up to kMaxTensorDims `dims` from a tensor's attributes (compat §4.7).
+constexpr int kMaxTensorDims = 16;
+void summarize_tensor(PyObject* tensor, TensorSummary& summary, int64_t* dims);
+
+// Appends a kDict of the object's own primitive attributes (user attributes on a Parameter) and returns
+// true, or appends nothing and returns false when it has none.
+bool capture_user_attributes(PayloadEncoder& out, PyObject* obj);
+
+bool is_tensor(PyObject* obj);
+
 // "<module>.<qualname>" of a type, the original's typename() (builtins. dropped), as an interned id.
 uint32_t type_name_id(PyTypeObject* type);
 

@@ -17,6 +17,7 @@ class CallOptions:
     dump_args: bool = False
     dump_return: bool = False
     dump_stack: bool = False
+    track_vars: bool = False  # run the tracker's variable hook around calls
 
 
 @dataclass
@@ -60,6 +61,7 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 dump_return=opts.dump_return,
                 is_bound_method=t.is_bound_method,
                 dump_stack=opts.dump_stack,
+                track_vars=opts.track_vars,
             )
             wrappers[key] = wrapper
         if t.container == "staticmethod":

@@ -148,7 +148,7 @@ class SelectivePlan:
         opts = self.funcs.get(api_name)
         if opts is None:
             return None
-        return CallOptions(dump_args=opts.dump_args, dump_return=opts.dump_ret)
+        return CallOptions(dump_args=opts.dump_args, dump_return=opts.dump_ret, track_vars=bool(opts.var_types_to_track))
 
     def to_instr_opts(self, model_tracker_style: str | None) -> dict:
         return {

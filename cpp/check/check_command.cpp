@@ -1,0 +1,131 @@
+#include "check/check_command.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+
+#include "check/checker.h"
+#include "check/report_html.h"
+#include "check/result_writer.h"
+#include "relations/registry.h"
+#include "trace/cli_args.h"
+
+namespace traincheck {
+
+namespace fs = std::filesystem;
+
+int run_check_command(int argc, const char* const* argv, std::ostream& err) {
+  ArgParser args("traincheck-check", "Check traces against invariants.");
+  args.list({"-t", "--traces"}, "traces", "trace files, combined into one trace", "FILE");
+  args.list({"-f", "--trace-folders"}, "trace_folders", "trace folders, each one trace", "DIR");
+  args.list({"-i", "--invariants"}, "invariants", "invariant files (JSON lines)", "FILE");
+  args.option({"-o", "--output-dir"}, "output_dir", "results folder (default traincheck_checker_results_<time>_relation_first_<bool>)", "", "DIR");
+  args.flag({"--no-html-report"}, "no_html_report", "do not write report.html");
+  args.flag({"--check-relation-first"}, "check_relation_first", "evaluate the relation before the precondition");
+  args.option({"-b", "--backend"}, "backend", "accepted for compatibility; ignored", "pandas", "NAME");
+  args.flag({"-d", "--debug"}, "debug", "verbose progress");
+  args.option({"--threads"}, "threads", "worker threads (0: one per core)", "0", "N");
+  // External reporting of the original; accepted so command lines keep working, not implemented.
+  for (const char* f : {"--report-wandb", "--report-mlflow"}) args.flag({f}, f, "not supported; ignored");
+  for (const char* o : {"--wandb-project", "--wandb-entity", "--wandb-run-name", "--wandb-group", "--wandb-run-id",
+                        "--mlflow-experiment", "--mlflow-run-name"})
+    args.option({o}, o, "not supported; ignored");
+  args.list({"--wandb-tags"}, "--wandb-tags", "not supported; ignored");
+  std::string error;
+  if (!args.parse(argc, argv, error)) {
+    err << args.usage() << "traincheck-check: error: " << error << "\n";
+    return 2;
+  }
+  if (args.help_requested()) {
+    err << args.usage();
+    return 0;
+  }
+  if (!args.has("invariants")) {
+    err << args.usage() << "traincheck-check: error: the following arguments are required: -i/--invariants\n";
+    return 2;
+  }
+  if (!args.has("traces") && !args.has("trace_folders")) {
+    err << args.usage() << "traincheck-check: error: one of -t/--traces or -f/--trace-folders is required\n";
+    return 2;
+  }
+  if (args.flag_set("--report-wandb") || args.flag_set("--report-mlflow"))
+    err << "warning: W&B and MLflow reporting are not supported; ignored\n";
+  CheckOptions options;
+  options.check_relation_first = args.flag_set("check_relation_first");
+  size_t threads = 0;
+  try {
+    threads = std::stoul(args.get("threads"));
+  } catch (const std::exception&) {
+    err << "traincheck-check: error: --threads takes a non-negative integer\n";
+    return 2;
+  }
+  std::string out_dir = args.get("output_dir");
+  if (out_dir.empty()) {
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
+    out_dir = std::string("traincheck_checker_results_") + stamp + "_relation_first_" +
+              (options.check_relation_first ? "True" : "False");
+  }
+
+  try {
+    // Invariants from every -i file, duplicates (same relation and params) kept once. The original
+    // copies only the last file to <out>/invariants.json (compat §13 item 31); we write them all.
+    std::vector<Invariant> invariants;
+    std::set<std::string> seen;
+    for (const std::string& path : args.get_list("invariants"))
+      for (Invariant& inv : read_invariant_file(path))
+        if (seen.insert(inv.identity()).second) invariants.push_back(std::move(inv));
+    fs::create_directories(out_dir);
+    write_invariant_file((fs::path(out_dir) / "invariants.json").string(), invariants);
+    std::map<std::string, size_t> unsupported;
+    for (const Invariant& inv : invariants)
+      if (!find_relation(inv.relation)) ++unsupported[inv.relation];
+    for (const auto& [rel, n] : unsupported)
+      err << "warning: " << n << " invariants of " << rel << " not checked: relation not implemented yet\n";
+
+    ReadOptions read;
+    read.warnings = &err;
+    read.threads = threads;
+    std::vector<std::pair<bool, std::string>> sources;  // (is folder, path); -t files form one trace
+    for (const std::string& f : args.get_list("trace_folders")) sources.emplace_back(true, f);
+    std::vector<TraceCheckReport> reports;
+    std::vector<std::unique_ptr<TraceStore>> traces;
+    std::set<std::string> names;
+    auto run_one = [&](std::unique_ptr<TraceStore> trace) {
+      const auto t0 = std::chrono::steady_clock::now();
+      TraceCheckReport report = check_trace(*trace, invariants, options, threads);
+      std::string name = report.name.empty() ? "trace" : report.name;
+      for (int k = 1; names.count(name); ++k) name = report.name + "_" + std::to_string(k);
+      names.insert(name);
+      report.name = name;
+      write_trace_results((fs::path(out_dir) / name).string(), report);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      err << "[check] " << name << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
+          << report.count_not_triggered() << " not triggered (" << secs << " s)\n";
+      reports.push_back(std::move(report));
+      traces.push_back(std::move(trace));
+    };
+    if (args.has("traces")) run_one(std::make_unique<TraceStore>(TraceStore::load_files(args.get_list("traces"), read)));
+    for (const auto& [is_folder, path] : sources) {
+      err << "[check] reading " << path << "\n";
+      run_one(std::make_unique<TraceStore>(TraceStore::load_folder(path, read)));
+    }
+    if (!args.flag_set("no_html_report")) {
+      std::ofstream html(fs::path(out_dir) / "report.html", std::ios::binary);
+      html << render_report_html(reports, out_dir);
+      if (!html) throw std::runtime_error((fs::path(out_dir) / "report.html").string() + ": write failed");
+    }
+    err << "[check] results in " << out_dir << "\n";
+  } catch (const std::exception& e) {
+    err << "traincheck-check: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace traincheck

@@ -1,0 +1,105 @@
+#include "check/result_writer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace traincheck {
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(path.string() + ": cannot open for writing");
+  out << text;
+  if (!out) throw std::runtime_error(path.string() + ": write failed");
+}
+
+void append_entry(std::string& out, const Value& v) {
+  append_value_json(out, v, JsonStyle::Indented, 4);
+  out += '\n';
+}
+
+}  // namespace
+
+Value build_violations_summary(const TraceCheckReport& report) {
+  struct Row {
+    std::string display, relation;
+    std::optional<int64_t> first, last;
+    size_t count;
+  };
+  std::vector<Row> rows;
+  std::optional<int64_t> first_overall;
+  for (const InvariantOutcome& o : report.outcomes) {
+    if (!o.relation || o.result.passed()) continue;
+    std::vector<int64_t> steps = violation_steps(*report.trace, o);
+    Row r{o.display_name, o.invariant->relation, std::nullopt, std::nullopt, o.result.violation_count};
+    if (!steps.empty()) {
+      r.first = steps.front();
+      r.last = steps.back();
+      if (!first_overall || *r.first < *first_overall) first_overall = r.first;
+    }
+    rows.push_back(std::move(r));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.first != b.first) return !b.first || (a.first && *a.first < *b.first);
+    return a.display < b.display;
+  });
+  auto opt = [](const std::optional<int64_t>& x) { return x ? Value::integer(*x) : Value::null(); };
+  Array list;
+  for (const Row& r : rows)
+    list.push_back(make_object({{"display_name", Value::string(r.display)},
+                                {"relation_type", Value::string(r.relation)},
+                                {"first_step", opt(r.first)},
+                                {"last_step", opt(r.last)},
+                                {"occurrences", Value::integer(static_cast<int64_t>(r.count))}}));
+  return make_object({{"first_violation_step", opt(first_overall)},
+                      {"distinct_invariants_violated", Value::integer(static_cast<int64_t>(rows.size()))},
+                      {"violations", Value::array(std::move(list))}});
+}
+
+void write_trace_results(const std::string& dir, const TraceCheckReport& report) {
+  std::filesystem::create_directories(dir);
+  const TraceStore& trace = *report.trace;
+  const double span = static_cast<double>(trace.end_time() - trace.start_time());
+  std::string failed, passed, not_triggered;
+  for (const InvariantOutcome& o : report.outcomes) {
+    if (!o.relation) continue;  // not checked: the relation is not implemented
+    if (!o.result.passed()) {
+      Array records;
+      int64_t detection = trace.start_time();
+      bool first = true;
+      for (const Violation& v : o.result.violations) {
+        for (uint32_t r : v.records) {
+          records.push_back(trace.record(r).to_value());
+          // Detection time of the first violation (the one the original reports), the latest of its records.
+          if (first) detection = std::max(detection, trace.record(r).time);
+        }
+        first = false;
+      }
+      const double pct = span > 0 ? static_cast<double>(detection - trace.start_time()) / span : 0.0;
+      append_entry(failed, make_object({{"invariant", o.invariant->to_value()},
+                                        {"check_passed", Value::boolean(false)},
+                                        {"triggered", Value::boolean(true)},
+                                        {"detection_time", Value::integer(detection)},
+                                        {"detection_time_percentage", Value::real(pct)},
+                                        {"violation_count", Value::integer(static_cast<int64_t>(o.result.violation_count))},
+                                        {"trace", Value::array(std::move(records))}}));
+    } else {
+      append_entry(o.result.triggered ? passed : not_triggered,
+                   make_object({{"invariant", o.invariant->to_value()},
+                                {"check_passed", Value::boolean(true)},
+                                {"triggered", Value::boolean(o.result.triggered)}}));
+    }
+  }
+  const std::filesystem::path base(dir);
+  write_text(base / "failed.log", failed);
+  write_text(base / "passed.log", passed);
+  write_text(base / "not_triggered.log", not_triggered);
+  std::string summary;
+  append_value_json(summary, build_violations_summary(report), JsonStyle::Indented, 4);
+  summary += '\n';
+  write_text(base / "violations_summary.json", summary);
+}
+
+}  // namespace traincheck

@@ -1,0 +1,47 @@
+// Precondition inference (compat §7.2): find a disjunction of conjunctions of clauses that every
+// positive example satisfies (at least one conjunction) and no negative example does.
+//
+// Differences from the original, deliberate (README.md at the top level lists them):
+//   - the pruned-clause set is scoped to one group of one hypothesis (the original's mutable default
+//     argument leaked pruned clauses across all hypotheses of a run, compat §13 item 16);
+//   - sampling follows the options (--disable-precond-sampling, --precond-sampling-threshold) instead
+//     of a hard-coded 5000 (compat §13 item 5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "invariant/precondition.h"
+#include "invariant/relation.h"
+
+namespace traincheck {
+
+struct PreconditionOptions {
+  bool sampling = true;
+  size_t sampling_threshold = 10000;  // per list (positives, negatives)
+  uint64_t seed = 42;
+  int max_depth = 8;
+};
+
+// One example as the learner sees it: its (enriched) records.
+using ExampleView = std::vector<RecordView>;
+
+// Learns one group. An empty result (no disjuncts) means "not found"; `inverted` is set when only the
+// swapped problem (negatives as positives) had a solution.
+PreconditionGroup learn_precondition_group(const std::vector<ExampleView>& positives,
+                                           const std::vector<ExampleView>& negatives,
+                                           const std::vector<std::string>& keys_to_skip,
+                                           const PreconditionOptions& options);
+
+// Learns every group of a hypothesis (examples enriched with context managers at depth 0). nullopt
+// when every group came back empty (the hypothesis fails).
+std::optional<GroupedPreconditions> find_precondition(const Hypothesis& hypothesis,
+                                                      const std::vector<std::string>& keys_to_skip,
+                                                      const PreconditionOptions& options);
+
+// The clauses one example supports on its own (step 4 of §7.2); exposed for tests.
+std::vector<Clause> find_local_clauses(const ExampleView& example, const std::vector<std::string>& keys_to_skip);
+
+}  // namespace traincheck

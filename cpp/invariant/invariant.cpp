@@ -1,0 +1,139 @@
+#include "invariant/invariant.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "trace/json_parse.h"
+
+namespace traincheck {
+
+const std::vector<std::string>& known_relation_names() {
+  static const std::vector<std::string> names = {
+      "APIContainRelation",           "ConsistencyRelation",   "ConsistentOutputRelation",
+      "ConsistentInputOutputRelation", "FunctionCoverRelation", "FunctionLeadRelation",
+      "DistinctArgumentRelation",     "ThresholdRelation"};
+  return names;
+}
+
+bool is_known_relation(std::string_view name) {
+  const auto& n = known_relation_names();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+std::string Invariant::identity() const {
+  std::string out = relation;
+  for (const Param& p : params) {
+    out += '|';
+    out += p.to_json();
+  }
+  return out;
+}
+
+Value Invariant::to_value() const {
+  Array ps;
+  for (const Param& p : params) ps.push_back(p.to_value());
+  auto count = [](const std::optional<int64_t>& n) { return n ? Value::integer(*n) : Value::null(); };
+  return make_object({{"text_description", Value::string(text_description)},
+                      {"relation", Value::string(relation)},
+                      {"params", Value::array(std::move(ps))},
+                      {"precondition", precondition ? precondition->to_value() : Value::string("Failed")},
+                      {"num_positive_examples", count(num_positive_examples)},
+                      {"num_negative_examples", count(num_negative_examples)}});
+}
+
+std::string Invariant::to_json_line() const { return to_json(to_value(), JsonStyle::Spaced); }
+
+InvariantFormatError::InvariantFormatError(const std::string& file_, size_t line_, const std::string& field_,
+                                           const std::string& what)
+    : std::runtime_error(file_ + ":" + std::to_string(line_) + (field_.empty() ? "" : ": field '" + field_ + "'") + ": " + what),
+      file(file_),
+      field(field_),
+      line(line_) {}
+
+Invariant invariant_from_value(const Value& v, const std::string& file, size_t line) {
+  auto fail = [&](const std::string& field, const std::string& what) { return InvariantFormatError(file, line, field, what); };
+  if (!v.is_object()) throw fail("", "an invariant must be a JSON object");
+  Invariant inv;
+  const Value* rel = v.find("relation");
+  if (rel == nullptr || !rel->is_string()) throw fail("relation", "missing or not a string");
+  if (!is_known_relation(rel->as_string())) throw fail("relation", "unknown relation '" + rel->as_string() + "'");
+  inv.relation = rel->as_string();
+  if (const Value* t = v.find("text_description"); t != nullptr && t->is_string()) inv.text_description = t->as_string();
+  const Value* params = v.find("params");
+  if (params == nullptr || !params->is_array()) throw fail("params", "missing or not a list");
+  for (size_t i = 0; i < params->as_array().size(); ++i) {
+    try {
+      inv.params.push_back(param_from_value(params->as_array()[i]));
+    } catch (const ParamFormatError& e) {
+      throw fail("params[" + std::to_string(i) + "]" + (e.field.empty() ? "" : "." + e.field), e.what());
+    }
+  }
+  const Value* pre = v.find("precondition");
+  if (pre != nullptr && pre->is_object()) {
+    try {
+      inv.precondition = preconditions_from_value(*pre);
+    } catch (const PreconditionFormatError& e) {
+      throw fail("precondition" + (e.field.empty() ? "" : "." + e.field), e.what());
+    }
+  } else if (pre != nullptr && !pre->is_null() && !(pre->is_string() && pre->as_string() == "Failed")) {
+    throw fail("precondition", "expected an object of groups");
+  }
+  auto count = [&](std::string_view key) -> std::optional<int64_t> {
+    const Value* n = v.find(key);
+    if (n == nullptr || n->is_null()) return std::nullopt;
+    if (!n->is_number()) throw fail(std::string(key), "not a number");
+    return n->as_int();
+  };
+  inv.num_positive_examples = count("num_positive_examples");
+  inv.num_negative_examples = count("num_negative_examples");
+  return inv;
+}
+
+Invariant invariant_from_json(std::string_view text, const std::string& file, size_t line) {
+  Value v;
+  std::string error;
+  if (!parse_json(text, v, error)) throw InvariantFormatError(file, line, "", "invalid JSON: " + error);
+  return invariant_from_value(v, file, line);
+}
+
+std::vector<Invariant> read_invariant_file(const std::string& path) {
+  std::string text, error;
+  if (!read_file(path, text, error)) throw InvariantFormatError(path, 0, "", error);
+  std::vector<Invariant> out;
+  size_t pos = 0, line = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    ++line;
+    std::string_view l(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    out.push_back(invariant_from_json(l, path, line));
+  }
+  return out;
+}
+
+void write_invariant_file(const std::string& path, std::vector<Invariant> invariants) {
+  std::stable_sort(invariants.begin(), invariants.end(),
+                   [](const Invariant& a, const Invariant& b) { return a.text_description < b.text_description; });
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(path + ": cannot open for writing");
+  for (const Invariant& inv : invariants) out << inv.to_json_line() << '\n';
+  if (!out) throw std::runtime_error(path + ": write failed");
+}
+
+void write_failed_file(const std::string& path, const std::vector<FailedHypothesis>& failed) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(path + ": cannot open for writing");
+  for (const FailedHypothesis& f : failed) {
+    Invariant inv = f.invariant;
+    inv.precondition.reset();
+    Value v = make_object({{"failed_reason", Value::string(f.reason)},
+                           {"invariant", inv.to_value()},
+                           {"num_positive_examples", Value::integer(f.num_positive_examples)},
+                           {"num_negative_examples", Value::integer(f.num_negative_examples)}});
+    out << to_json(v, JsonStyle::Spaced) << '\n';
+  }
+}
+
+}  // namespace traincheck

@@ -1,0 +1,71 @@
+// Invariant params (compat §6.2): what an invariant is about.
+//
+// Absent-versus-null matters: an optional field that is absent means "not set / unconstrained"; a field
+// set to null means "the value None". std::optional<Value> keeps that distinction (nullopt vs null).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/value.h"
+
+namespace traincheck {
+
+enum class ParamType { Api, VarType, VarName, InputOutput };
+
+std::string_view param_type_name(ParamType t);  // "APIParam", "VarTypeParam", ...
+
+struct Param {
+  ParamType type = ParamType::Api;
+
+  // APIParam
+  std::string api_full_name;
+  std::optional<Value> exception;  // opaque; kept for round trips
+  std::optional<Value> arguments;  // {"args": {name: {type: value}}, "func_name": str} or null
+
+  // VarTypeParam / VarNameParam
+  std::string var_type;
+  std::string var_name;  // VarNameParam only
+  std::string attr_name;
+  std::optional<Value> pre_value, post_value, const_value;
+
+  // InputOutputParam
+  std::string name;
+  Value index;            // int or null
+  std::string io_type;    // "type"
+  Value additional_path;  // list or null
+  std::string api_name;
+  bool is_input = false;
+
+  static Param api(std::string name);
+  static Param var_type_param(std::string var_type, std::string attr);
+
+  Value to_value() const;
+  std::string to_json() const;  // canonical (compact) form; identity of a param
+};
+
+class ParamFormatError : public std::runtime_error {
+ public:
+  ParamFormatError(std::string field, const std::string& what) : std::runtime_error(what), field(std::move(field)) {}
+  std::string field;
+};
+// Throws ParamFormatError naming the offending field.
+Param param_from_value(const Value& v);
+
+// Generalised values used by APIContain's var-change children (compat §8.1).
+bool is_generalized_token(const Value& v);
+// Whether an observed value satisfies an expected one: equality for concrete values, the predicate
+// for a generalised token ("non_zero" holds for any non-zero number, "anything" for everything).
+bool value_matches(const Value& expected, const Value& actual);
+// The generalisation of several observed values (all assumed to differ somewhere).
+Value generalize_values(const std::vector<Value>& values);
+
+// "torch.optim.optimizer.Optimizer.zero_grad" -> "Optimizer.zero_grad"; "torch.nn.Parameter" ->
+// "Parameter"; "_TRAINCHECK_" prefixes hidden. Used for display names.
+std::string short_api_name(std::string_view full);
+std::string short_type_name(std::string_view full);
+std::string display_value(const Value& v);  // "non_zero" -> "non-zero", null -> "None"
+
+}  // namespace traincheck

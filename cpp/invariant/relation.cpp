@@ -1,0 +1,17 @@
+#include "invariant/relation.h"
+
+#include <algorithm>
+
+namespace traincheck {
+
+void Relation::merge(Hypothesis& into, Hypothesis&& other) const {
+  std::move(other.positives.begin(), other.positives.end(), std::back_inserter(into.positives));
+  std::move(other.negatives.begin(), other.negatives.end(), std::back_inserter(into.negatives));
+  for (std::string& s : other.valid_stages)
+    if (std::find(into.valid_stages.begin(), into.valid_stages.end(), s) == into.valid_stages.end())
+      into.valid_stages.push_back(std::move(s));
+  std::sort(into.valid_stages.begin(), into.valid_stages.end());
+  for (const TraceStore* t : other.generated_by) into.generated_by.push_back(t);
+}
+
+}  // namespace traincheck

@@ -1,0 +1,88 @@
+// The relation interface: what every relation template (compat §8) implements, and the example and
+// hypothesis model inference works on (compat §7.1).
+//
+// Adding a relation = one file in cpp/relations/ implementing this interface plus one line in
+// relations/registry.cpp. The engine (infer/) and the checker (check/) never name a relation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "invariant/invariant.h"
+#include "trace/trace_store.h"
+
+namespace traincheck {
+
+// An example: for each of the hypothesis' groups, the records (indices into `trace`) it consists of.
+struct Example {
+  const TraceStore* trace = nullptr;
+  std::vector<std::vector<uint32_t>> groups;  // parallel to Hypothesis::group_names
+};
+
+struct Hypothesis {
+  Invariant invariant;                   // relation, params, text; precondition not yet inferred
+  std::vector<std::string> group_names;  // e.g. {"parent_func_call_pre"}
+  std::vector<Example> positives;
+  std::vector<Example> negatives;
+  // Stages in which the hypothesis was observed; non-empty makes the invariant stage-restricted (§6.6).
+  std::vector<std::string> valid_stages;
+  // Hypotheses from different traces with equal merge keys are one hypothesis (their examples are
+  // concatenated, then Relation::merge refines params). Defaults to the invariant identity.
+  std::string merge_key;
+  // Traces that generated this hypothesis (collect_examples runs on the others).
+  std::vector<const TraceStore*> generated_by;
+};
+
+struct Violation {
+  std::vector<uint32_t> records;  // the records that show it (indices into the checked trace)
+};
+
+struct CheckResult {
+  bool triggered = false;  // the precondition held at least once
+  std::vector<Violation> violations;  // the first CheckOptions::max_violations of them
+  size_t violation_count = 0;         // all of them
+  bool passed() const { return violation_count == 0; }
+  void add_violation(Violation v, size_t max_kept) {
+    ++violation_count;
+    if (violations.size() < max_kept) violations.push_back(std::move(v));
+  }
+};
+
+struct CheckOptions {
+  bool check_relation_first = false;
+  size_t max_violations = 1000;  // per invariant; further violations are counted, not kept
+};
+
+// Online checking (events arrive one by one). Declared now so relations can grow it; the offline
+// checker does not use it.
+class OnlineCheck {
+ public:
+  virtual ~OnlineCheck() = default;
+  virtual void on_record(const Record& record, std::vector<Violation>& violations) = 0;
+};
+
+class Relation {
+ public:
+  virtual ~Relation() = default;
+  virtual std::string_view name() const = 0;
+
+  // Hypotheses (with this trace's examples) found in one trace.
+  virtual std::vector<Hypothesis> generate(const TraceStore& trace) const = 0;
+  // Adds examples of an existing hypothesis from a trace that did not generate it.
+  virtual void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const = 0;
+  // Folds `other` (same merge key, another trace) into `into`. The default concatenates examples and
+  // unions valid stages.
+  virtual void merge(Hypothesis& into, Hypothesis&& other) const;
+  // Field-name substrings the precondition learner must not use for this relation.
+  virtual std::vector<std::string> precondition_keys_to_skip() const { return {}; }
+
+  virtual CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const = 0;
+  virtual std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant) const { return nullptr; }
+
+  // Human label for reports (compat §11.1); empty: use text_description.
+  virtual std::string display_name(const Invariant& invariant) const { return {}; }
+};
+
+}  // namespace traincheck

@@ -1,0 +1,59 @@
+#include "record/python/var_states.h"
+
+#include "record/python/value_capture.h"
+#include "record/recorder.h"
+
+namespace traincheck {
+
+bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
+                       const VarBatchLabels& labels) {
+  if (!PyList_Check(name_ids) || !PyList_Check(tensors) || !PyList_Check(data_digests) ||
+      !PyList_Check(grad_digests)) {
+    PyErr_SetString(PyExc_TypeError, "record_var_states expects four lists");
+    return false;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(name_ids);
+  if (PyList_GET_SIZE(tensors) != n || PyList_GET_SIZE(data_digests) != n || PyList_GET_SIZE(grad_digests) != n) {
+    PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
+    return false;
+  }
+  Recorder& recorder = Recorder::instance();
+  const uint64_t now = monotonic_ns();  // one dump, one time: as the original's sampler writes it
+  thread_local PayloadEncoder payload;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* tensor = PyList_GET_ITEM(tensors, i);
+    if (!is_tensor(tensor)) continue;
+    VarStateHeader v{};
+    v.var_type_id = labels.var_type_id;
+    v.mode_id = labels.mode_id;
+    v.dump_loc_id = labels.dump_loc_id;
+    int64_t dims[kMaxTensorDims];
+    summarize_tensor(tensor, v.tensor, dims);
+    PyObject* data = PyList_GET_ITEM(data_digests, i);
+    if (data != Py_None) {
+      v.data_digest = PyLong_AsLongLong(data);
+      v.flags |= kVarHasDataDigest;
+    }
+    PyObject* grad = PyList_GET_ITEM(grad_digests, i);
+    if (grad != Py_None) {
+      v.grad_digest = PyLong_AsLongLong(grad);
+      v.flags |= kVarHasGradDigest;
+    }
+    if (PyErr_Occurred()) return false;
+    payload.clear();
+    payload.section(SectionTag::kVarState);
+    const size_t header_at = payload.mark();
+    payload.raw(&v, sizeof v);
+    payload.raw(dims, sizeof(int64_t) * v.tensor.ndim);
+    if (capture_user_attributes(payload, tensor)) {
+      v.flags |= kVarHasUserAttributes;
+      payload.patch(header_at + offsetof(VarStateHeader, flags), &v.flags, sizeof v.flags);
+    }
+    const uint32_t name_id = static_cast<uint32_t>(PyLong_AsUnsignedLong(PyList_GET_ITEM(name_ids, i)));
+    if (PyErr_Occurred()) return false;
+    recorder.emit(EventKind::kVarState, 0, name_id, now, now, 0, payload.data(), payload.size());
+  }
+  return true;
+}
+
+}  // namespace traincheck

@@ -1,0 +1,50 @@
+#include "relations/registry.h"
+
+#include <algorithm>
+
+#include "relations/api_contain.h"
+
+namespace traincheck {
+
+const std::vector<const Relation*>& implemented_relations() {
+  static const ApiContainRelation api_contain;
+  static const std::vector<const Relation*> all = {&api_contain};
+  return all;
+}
+
+const Relation* find_relation(std::string_view name) {
+  for (const Relation* r : implemented_relations())
+    if (r->name() == name) return r;
+  return nullptr;
+}
+
+bool is_analysis_skipped_function(std::string_view fn) {
+  static constexpr std::string_view kSkip[] = {
+      "cuda.is_available",
+      "torch.get_default_dtype",
+      "torch._VariableFunctionsClass",
+      "torch.nn.modules.module.Module._call_impl",
+      "torch.nn.modules.module.Module._wrapped_impl",
+      "torch.nn.modules.module.Module._wrapped_call_impl",
+      "torch.cuda._is_compiled",
+      "torch.is_grad_enabled",
+      "torch._ops.OpOverload",
+      "torch.nn.modules.module.Module",
+      "torch.utils.data._utils",
+      "torch.distributed.utils._to_kwargs",
+      "torch.distributed.utils._recursive_to",
+      "torch.nn.parallel.scatter_gather._is_namedtuple",
+      "torch.nn._reduction",
+      "torch.nn.functional",
+      "torch._tensor.Tensor.backward",
+      "torch.autograd",
+      "torch.optim.optimizer.Optimizer._optimizer_step_code",
+      "torch.optim.optimizer._get_value",
+      "torch.overrides",
+      "._",  // private functions can be children, never parents
+      "<locals>",
+  };
+  return std::any_of(std::begin(kSkip), std::end(kSkip), [&](std::string_view s) { return fn.find(s) != std::string_view::npos; });
+}
+
+}  // namespace traincheck

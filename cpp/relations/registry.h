@@ -1,0 +1,19 @@
+// The relation pool: every implemented relation, by class name.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "invariant/relation.h"
+
+namespace traincheck {
+
+// Implemented relations, in the original's pool order. The objects live for the whole process.
+const std::vector<const Relation*>& implemented_relations();
+// nullptr when the name is not implemented (it may still be a known relation name).
+const Relation* find_relation(std::string_view name);
+
+// Substrings of function names that are never candidate parents (config.ANALYSIS_SKIP_FUNC_NAMES).
+bool is_analysis_skipped_function(std::string_view function);
+
+}  // namespace traincheck

@@ -1,0 +1,44 @@
+// Function signatures recorded by the collector (api_signatures.json in the trace folder), so the
+// analyzer can bind positional arguments to parameter names without importing torch (compat §13 item
+// 21). Format: see README.md in this folder.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/record.h"
+#include "trace/value.h"
+
+namespace traincheck {
+
+struct SignatureParam {
+  std::string name;
+  std::string kind = "POSITIONAL_OR_KEYWORD";  // inspect.Parameter kind names
+  std::optional<Value> default_value;          // absent: no default
+};
+
+class ApiSignatures {
+ public:
+  // Loads `path`; a missing file is not an error (returns an empty table). Throws TraceReadError on a
+  // malformed file.
+  static ApiSignatures load(const std::string& path);
+  static ApiSignatures from_value(const Value& root, const std::string& source);
+
+  bool empty() const { return table_.empty(); }
+  const std::vector<SignatureParam>* find(std::string_view api) const;
+  void merge(const ApiSignatures& other);
+
+  // The arguments of an API pre-record as {name: value}. Positional args ("0", "1", ...) are named by
+  // the signature when known, else keep their index as the name; kwargs keep their names. `self`
+  // (positional 0 of a bound method) is left out when `skip_self`. With `with_defaults`, parameters
+  // not passed get their recorded default. Values are kept as recorded ({type: payload}).
+  Object bind(const Record& pre, bool skip_self, bool with_defaults) const;
+
+ private:
+  std::unordered_map<std::string, std::vector<SignatureParam>> table_;
+};
+
+}  // namespace traincheck

@@ -1,0 +1,225 @@
+#include "trace/json_parse.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+namespace traincheck {
+
+static_assert(kJsonPadding >= simdjson::SIMDJSON_PADDING, "kJsonPadding must cover simdjson's padding");
+
+namespace {
+
+constexpr std::string_view kNanToken = "\x01tc-NaN";
+constexpr std::string_view kPosInfToken = "\x01tc-Inf";
+constexpr std::string_view kNegInfToken = "\x01tc--Inf";
+
+// Rewrites NaN / Infinity / -Infinity literals outside strings into sentinel strings.
+bool rewrite_non_finite(std::string_view in, std::string& out) {
+  out.clear();
+  out.reserve(in.size() + 32);
+  bool in_string = false, changed = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < in.size()) out.push_back(in[++i]);
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out.push_back(c);
+      continue;
+    }
+    auto rest = in.substr(i);
+    auto emit = [&](std::string_view token, size_t consumed) {
+      out += "\"\\u0001tc-";
+      out += token.substr(4);
+      out += '"';
+      i += consumed - 1;
+      changed = true;
+    };
+    if (rest.starts_with("NaN")) emit(kNanToken, 3);
+    else if (rest.starts_with("Infinity")) emit(kPosInfToken, 8);
+    else if (rest.starts_with("-Infinity")) emit(kNegInfToken, 9);
+    else out.push_back(c);
+  }
+  return changed;
+}
+
+}  // namespace
+
+struct JsonParser::Impl {
+  simdjson::dom::parser parser;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, KeyId, StringHash, std::equal_to<>> raw_keys;
+  std::unordered_map<uint64_t, KeyId> flat_keys;         // (prefix id, raw id) -> flattened id
+  std::unordered_map<std::string, std::shared_ptr<const std::string>, StringHash, std::equal_to<>> strings;
+  std::string rewritten;
+  bool sentinels = false;  // the current line had non-finite literals rewritten
+
+  KeyId raw_key(std::string_view k) {
+    auto it = raw_keys.find(k);
+    if (it != raw_keys.end()) return it->second;
+    KeyId id = intern_key(k);
+    raw_keys.emplace(std::string(k), id);
+    return id;
+  }
+
+  KeyId flat_key(KeyId prefix, KeyId raw) {
+    const uint64_t packed = (uint64_t{prefix} << 32) | raw;
+    auto it = flat_keys.find(packed);
+    if (it != flat_keys.end()) return it->second;
+    std::string text(key_name(prefix));
+    text += '.';
+    text += key_name(raw);
+    KeyId id = intern_key(text);
+    flat_keys.emplace(packed, id);
+    return id;
+  }
+
+  Value make_string(std::string_view s, bool cache) {
+    if (sentinels && !s.empty() && s[0] == '\x01') {
+      if (s == kNanToken) return Value::real(std::numeric_limits<double>::quiet_NaN());
+      if (s == kPosInfToken) return Value::real(std::numeric_limits<double>::infinity());
+      if (s == kNegInfToken) return Value::real(-std::numeric_limits<double>::infinity());
+    }
+    if (!cache || s.size() > 96) return Value::string(std::string(s));
+    auto it = strings.find(s);
+    if (it != strings.end()) return Value::string(it->second);
+    if (strings.size() > 200000) strings.clear();  // bound memory on traces with many unique strings
+    auto shared = std::make_shared<const std::string>(s);
+    strings.emplace(std::string(s), shared);
+    return Value::string(std::move(shared));
+  }
+
+  Value convert(simdjson::dom::element e) {
+    using simdjson::dom::element_type;
+    switch (e.type()) {
+      case element_type::NULL_VALUE: return Value::null();
+      case element_type::BOOL: return Value::boolean(bool(e.get_bool().value_unsafe()));
+      case element_type::INT64: return Value::integer(e.get_int64().value_unsafe());
+      case element_type::UINT64:
+        // Beyond int64: keep the magnitude as a float (pandas would do the same).
+        return Value::real(static_cast<double>(e.get_uint64().value_unsafe()));
+      case element_type::DOUBLE: return Value::real(e.get_double().value_unsafe());
+      case element_type::STRING: return make_string(e.get_string().value_unsafe(), true);
+      case element_type::ARRAY: {
+        Array items;
+        simdjson::dom::array arr = e.get_array().value_unsafe();  // a copy: the result object is a temporary
+        items.reserve(arr.size());
+        for (simdjson::dom::element child : arr) items.push_back(convert(child));
+        return Value::array(std::move(items));
+      }
+      case element_type::OBJECT: {
+        Object members;
+        simdjson::dom::object obj = e.get_object().value_unsafe();
+        members.reserve(obj.size());
+        for (auto field : obj)
+          members.push_back({raw_key(field.key), convert(field.value)});
+        return Value::object(std::move(members));
+      }
+    }
+    return Value::null();
+  }
+
+  void flatten(simdjson::dom::object obj, KeyId prefix, std::vector<Field>& out) {
+    const WellKnownKeys& k = keys();
+    for (auto field : obj) {
+      const KeyId raw = raw_key(field.key);
+      const KeyId key = prefix == kNoKey ? raw : flat_key(prefix, raw);
+      simdjson::dom::object child;
+      const bool nested_kept = prefix == kNoKey && (raw == k.args || raw == k.kwargs || raw == k.return_values);
+      if (!nested_kept && field.value.get_object().get(child) == simdjson::SUCCESS && child.size() > 0) {
+        flatten(child, key, out);
+      } else if (prefix == kNoKey && raw == k.func_call_id && field.value.is_string()) {
+        out.push_back({key, make_string(field.value.get_string().value_unsafe(), false)});
+      } else {
+        out.push_back({key, convert(field.value)});
+      }
+    }
+  }
+};
+
+JsonParser::JsonParser() : impl_(std::make_unique<Impl>()) {}
+JsonParser::~JsonParser() = default;
+
+bool JsonParser::parse(std::string_view text, Value& out, std::string& error) {
+  impl_->sentinels = false;
+  simdjson::dom::element root;
+  auto err = impl_->parser.parse(text.data(), text.size(), true).get(root);
+  if (err) {
+    if (!rewrite_non_finite(text, impl_->rewritten)) {
+      error = simdjson::error_message(err);
+      return false;
+    }
+    auto err2 = impl_->parser.parse(impl_->rewritten.data(), impl_->rewritten.size(), true).get(root);
+    if (err2) {
+      error = simdjson::error_message(err);
+      return false;
+    }
+    impl_->sentinels = true;
+  }
+  out = impl_->convert(root);
+  return true;
+}
+
+bool JsonParser::parse_record_padded(const char* data, size_t len, std::vector<Field>& fields,
+                                     std::string& error) {
+  fields.clear();
+  impl_->sentinels = false;
+  simdjson::dom::element root;
+  auto err = impl_->parser.parse(data, len, false).get(root);
+  if (err) {
+    if (!rewrite_non_finite(std::string_view(data, len), impl_->rewritten)) {
+      error = simdjson::error_message(err);
+      return false;
+    }
+    if (impl_->parser.parse(impl_->rewritten.data(), impl_->rewritten.size(), true).get(root)) {
+      error = simdjson::error_message(err);
+      return false;
+    }
+    impl_->sentinels = true;
+  }
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj) != simdjson::SUCCESS) {
+    error = "a trace line must be a JSON object";
+    return false;
+  }
+  impl_->flatten(obj, kNoKey, fields);
+  std::stable_sort(fields.begin(), fields.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
+  return true;
+}
+
+bool parse_json(std::string_view text, Value& out, std::string& error) {
+  thread_local JsonParser parser;
+  return parser.parse(text, out, error);
+}
+
+bool read_file(const std::string& path, std::string& out, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open file";
+    return false;
+  }
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  out.resize(static_cast<size_t>(size));
+  if (size > 0 && !in.read(out.data(), size)) {
+    error = "cannot read file";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace traincheck

@@ -1,0 +1,48 @@
+// JSON text -> Value / record fields. The only translation unit that includes simdjson.
+//
+// Lines written by Python's stdlib json may contain the non-standard literals NaN, Infinity and
+// -Infinity (compat §13 item 12). simdjson rejects them, so a line that fails to parse is retried once
+// with those literals (outside strings) rewritten; they come back as Double NaN / ±inf.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/record.h"
+#include "trace/value.h"
+
+namespace traincheck {
+
+// Bytes that must be readable after the end of a buffer handed to parse_*_padded (simdjson's padding).
+inline constexpr size_t kJsonPadding = 64;
+
+// A reusable parser; one per thread (not thread-safe). Caches interned keys and repeated short
+// strings, so records of one file share their function names, stages and dtype strings.
+class JsonParser {
+ public:
+  JsonParser();
+  ~JsonParser();
+  JsonParser(const JsonParser&) = delete;
+  JsonParser& operator=(const JsonParser&) = delete;
+
+  // Parses any JSON document. On failure returns false and sets `error` (simdjson's message).
+  bool parse(std::string_view text, Value& out, std::string& error);
+
+  // Parses one trace line (an object) straight into flattened, sorted record fields (record.h).
+  // `data` must have kJsonPadding readable bytes after `len`.
+  bool parse_record_padded(const char* data, size_t len, std::vector<Field>& fields, std::string& error);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Convenience for one-off documents (invariant lines, small config files).
+bool parse_json(std::string_view text, Value& out, std::string& error);
+
+// Reads a whole file; false (with `error`) if it cannot be read.
+bool read_file(const std::string& path, std::string& out, std::string& error);
+
+}  // namespace traincheck

@@ -1,0 +1,56 @@
+// Reading trace files (compat §5) into records.
+//
+// A trace is either a folder (every file whose name starts with "trace_", plus "proxy_log.json") or an
+// explicit list of files combined into one trace (-t). Files are parsed in parallel, one simdjson
+// parser per worker.
+//
+// Damage policy: a malformed *last* line of a file (a writer killed mid-line) is skipped with a warning
+// and everything before it is kept; a malformed line anywhere else, or a record missing a required
+// field, is an error naming the file, the line and the field.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "trace/record.h"
+
+namespace traincheck {
+
+class TraceReadError : public std::runtime_error {
+ public:
+  TraceReadError(const std::string& file, size_t line, const std::string& field, const std::string& what);
+  const std::string& file() const { return file_; }
+  size_t line() const { return line_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string file_;
+  size_t line_;
+  std::string field_;
+};
+
+struct ReadOptions {
+  std::ostream* warnings = nullptr;  // nullptr: std::cerr
+  size_t threads = 0;                // 0: one per hardware thread
+};
+
+struct RawTrace {
+  std::vector<std::string> files;  // Record::file indexes this
+  std::vector<Record> records;     // file order, then line order
+  uint64_t bytes = 0;
+  size_t skipped_lines = 0;        // damaged last lines that were dropped
+};
+
+// The trace files of a folder, sorted by name. Throws TraceReadError if the folder cannot be listed.
+std::vector<std::string> list_trace_files(const std::string& folder);
+
+// Reads the given files as one trace. Throws TraceReadError.
+RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptions& options = {});
+
+// Parses trace lines from memory (used by tests and the online reader): `name` stands for the file.
+RawTrace read_trace_text(const std::string& name, const std::string& text, const ReadOptions& options = {});
+
+}  // namespace traincheck

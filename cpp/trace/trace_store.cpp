@@ -1,0 +1,176 @@
+#include "trace/trace_store.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+namespace traincheck {
+
+TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures, std::ostream* warnings)
+    : name_(std::move(name)),
+      files_(std::move(raw.files)),
+      bytes_(raw.bytes),
+      signatures_(std::move(signatures)),
+      records_(std::move(raw.records)) {
+  std::ostream& warn = warnings ? *warnings : std::cerr;
+  // Each file is time-ordered already (compat §5.4); a stable sort merges them and keeps file order
+  // for equal times, as the original's concatenation does.
+  std::stable_sort(records_.begin(), records_.end(),
+                   [](const Record& a, const Record& b) { return a.time < b.time; });
+  if (!records_.empty()) {
+    start_time_ = records_.front().time;
+    end_time_ = records_.back().time;
+  }
+  std::set<std::string_view> stages;
+  for (const Record& r : records_)
+    if (!r.stage.empty()) stages.insert(r.stage);
+  stages_.assign(stages.begin(), stages.end());
+  index_calls(warn);
+  index_vars();
+  index_context_managers();
+}
+
+TraceStore TraceStore::load_folder(const std::string& folder, const ReadOptions& options) {
+  RawTrace raw = read_trace_files(list_trace_files(folder), options);
+  ApiSignatures sigs = ApiSignatures::load((std::filesystem::path(folder) / "api_signatures.json").string());
+  std::string name = std::filesystem::path(folder).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::path(folder).lexically_normal().parent_path().filename().string();
+  return TraceStore(name, std::move(raw), std::move(sigs), options.warnings);
+}
+
+TraceStore TraceStore::load_files(const std::vector<std::string>& files, const ReadOptions& options) {
+  RawTrace raw = read_trace_files(files, options);
+  ApiSignatures sigs;
+  std::set<std::string> folders;
+  for (const auto& f : files) folders.insert(std::filesystem::path(f).parent_path().string());
+  for (const auto& d : folders) sigs.merge(ApiSignatures::load((std::filesystem::path(d) / "api_signatures.json").string()));
+  std::string name = files.empty() ? "trace" : std::filesystem::path(files.front()).parent_path().filename().string();
+  if (name.empty()) name = "trace";
+  return TraceStore(name, std::move(raw), std::move(sigs), options.warnings);
+}
+
+uint32_t TraceStore::thread_index(int64_t pid, int64_t tid) const {
+  auto it = thread_by_id_.find({pid, tid});
+  return it == thread_by_id_.end() ? kNone : it->second;
+}
+
+void TraceStore::index_calls(std::ostream& warn) {
+  // Threads and their records.
+  for (uint32_t i = 0; i < records_.size(); ++i) {
+    const Record& r = records_[i];
+    auto [it, inserted] = thread_by_id_.try_emplace({r.process_id, r.thread_id}, static_cast<uint32_t>(threads_.size()));
+    if (inserted) threads_.push_back(ThreadInfo{r.process_id, r.thread_id, {}, {}});
+    threads_[it->second].records.push_back(i);
+  }
+  // Pair pre and post records per thread with a call stack.
+  size_t orphan_posts = 0, lost_posts = 0;
+  std::vector<bool> dropped;  // per call
+  for (uint32_t t = 0; t < threads_.size(); ++t) {
+    std::vector<uint32_t> stack;
+    for (uint32_t ri : threads_[t].records) {
+      const Record& r = records_[ri];
+      if (!r.is_api()) continue;
+      if (r.type == RecordType::FunctionPre) {
+        auto [it, inserted] = call_by_id_.try_emplace(r.func_call_id, static_cast<uint32_t>(calls_.size()));
+        if (!inserted)
+          throw TraceReadError(files_[r.file], r.line, "func_call_id",
+                               "more than one pre-record for call '" + std::string(r.func_call_id) + "'");
+        CallEvent c;
+        c.pre = ri;
+        c.start = r.time;
+        c.process_id = r.process_id;
+        c.thread_id = r.thread_id;
+        c.thread = t;
+        c.function = r.function;
+        calls_.push_back(c);
+        dropped.push_back(false);
+        stack.push_back(it->second);
+        continue;
+      }
+      auto it = call_by_id_.find(r.func_call_id);
+      if (it == call_by_id_.end()) {
+        ++orphan_posts;  // its pre-record was not traced (or was lost): nothing to pair with
+        continue;
+      }
+      CallEvent& c = calls_[it->second];
+      if (c.post != kNone)
+        throw TraceReadError(files_[r.file], r.line, "func_call_id",
+                             "more than two records for call '" + std::string(r.func_call_id) + "'");
+      c.post = ri;
+      c.end = r.time;
+      c.status = r.type == RecordType::FunctionException ? CallStatus::Exception : CallStatus::Complete;
+      // Calls above it on the stack never returned although their caller did: their posts were lost.
+      auto pos = std::find(stack.rbegin(), stack.rend(), it->second);
+      if (pos != stack.rend()) {
+        const size_t keep = static_cast<size_t>(stack.rend() - pos) - 1;
+        for (size_t s = keep + 1; s < stack.size(); ++s) {
+          dropped[stack[s]] = true;
+          ++lost_posts;
+        }
+        stack.resize(keep);
+      }
+    }
+    // Whatever is still open when the thread's records end was interrupted: kept as Incomplete.
+  }
+  if (orphan_posts || lost_posts)
+    warn << "warning: trace '" << name_ << "': " << orphan_posts << " post-records without a pre-record and "
+         << lost_posts << " calls without a post-record inside a finished caller were ignored\n";
+  // Compact away dropped calls.
+  if (lost_posts) {
+    std::vector<CallEvent> kept;
+    kept.reserve(calls_.size());
+    for (size_t i = 0; i < calls_.size(); ++i)
+      if (!dropped[i]) kept.push_back(calls_[i]);
+    calls_ = std::move(kept);
+    call_by_id_.clear();
+    for (uint32_t i = 0; i < calls_.size(); ++i) call_by_id_[records_[calls_[i].pre].func_call_id] = i;
+  }
+  for (uint32_t i = 0; i < calls_.size(); ++i) {
+    CallEvent& c = calls_[i];
+    if (c.status == CallStatus::Incomplete) c.end = end_time_;
+    calls_by_function_[c.function].push_back(i);
+    threads_[c.thread].calls.push_back(i);
+  }
+  // Calls were created in pre-record time order per thread; per function they interleave threads.
+  for (auto& [fn, list] : calls_by_function_) {
+    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return calls_[a].start < calls_[b].start; });
+    functions_.push_back(fn);
+  }
+  std::sort(functions_.begin(), functions_.end());
+}
+
+const CallEvent* TraceStore::find_call(std::string_view id) const {
+  auto it = call_by_id_.find(id);
+  return it == call_by_id_.end() ? nullptr : &calls_[it->second];
+}
+
+std::span<const uint32_t> TraceStore::calls_of(std::string_view function) const {
+  auto it = calls_by_function_.find(function);
+  if (it == calls_by_function_.end()) return {};
+  return it->second;
+}
+
+std::vector<uint32_t> TraceStore::contained_calls(const CallEvent& call) const {
+  std::vector<uint32_t> out;
+  const std::vector<uint32_t>& list = threads_[call.thread].calls;
+  auto it = std::upper_bound(list.begin(), list.end(), call.start,
+                             [&](int64_t t, uint32_t c) { return t < calls_[c].start; });
+  for (; it != list.end() && calls_[*it].start < call.end; ++it) {
+    const CallEvent& inner = calls_[*it];
+    if (inner.status != CallStatus::Incomplete && inner.end < call.end) out.push_back(*it);
+  }
+  return out;
+}
+
+std::span<const VarChange> TraceStore::contained_var_changes(const CallEvent& call) const {
+  auto it = changes_by_process_.find(call.process_id);
+  if (it == changes_by_process_.end()) return {};
+  const std::vector<VarChange>& list = it->second;
+  auto lo = std::lower_bound(list.begin(), list.end(), call.start,
+                             [](const VarChange& c, int64_t t) { return c.time < t; });
+  auto hi = std::upper_bound(lo, list.end(), call.end, [](int64_t t, const VarChange& c) { return t < c.time; });
+  return std::span<const VarChange>(list.data() + (lo - list.begin()), static_cast<size_t>(hi - lo));
+}
+
+}  // namespace traincheck

@@ -1,0 +1,166 @@
+// The indexed, read-only view of one trace that inference and checking query (compat §5.5).
+//
+// Built once from the reader's records (then immutable, so any number of threads may query it):
+//   - records in global time order (stable: ties keep file order);
+//   - function calls: pre/post pairs by func_call_id, per function and per (process, thread), with
+//     incomplete calls resolved (see below);
+//   - variable instances (process, var_name, var_type) with per-attribute state histories (liveness
+//     intervals, consecutive equal values merged) and the var changes between states, per process;
+//   - context-manager liveness spans with their bound __init__ arguments.
+//
+// Incomplete calls: per thread, calls are matched with a stack. A call still open when its thread's
+// records end (the process was killed inside it) is kept as Incomplete, ending at the trace end. A call
+// whose post-record is missing although its caller returned (a lost record) is dropped with a warning.
+// The original instead truncates the thread's records after such a call (compat §5.5); keeping them
+// loses nothing, since incomplete calls are never examples and never checked.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/api_signatures.h"
+#include "trace/record.h"
+#include "trace/trace_reader.h"
+
+namespace traincheck {
+
+inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+enum class CallStatus : uint8_t { Complete, Exception, Incomplete };
+
+struct CallEvent {
+  uint32_t pre = kNone;   // record index
+  uint32_t post = kNone;  // record index of the post or exception record; kNone when incomplete
+  CallStatus status = CallStatus::Incomplete;
+  int64_t start = 0;      // pre.time
+  int64_t end = 0;        // post.time, or the trace end when incomplete
+  int64_t process_id = 0;
+  int64_t thread_id = 0;
+  uint32_t thread = 0;    // index into TraceStore::threads()
+  std::string_view function;
+};
+
+struct AttrState {
+  Value value;
+  int64_t start = 0;              // time of the first record with this value
+  int64_t end = 0;                // time of the next change, or the trace end
+  std::vector<uint32_t> records;  // record indices holding this value, in time order
+};
+
+struct AttrHistory {
+  KeyId key = kNoKey;  // the flattened record key, e.g. "attributes.grad"
+  std::string name;    // the attribute name, e.g. "grad"
+  std::vector<AttrState> states;
+};
+
+struct VarInstance {
+  int64_t process_id = 0;
+  std::string_view var_name;
+  std::string_view var_type;
+  std::vector<AttrHistory> attrs;
+  const AttrHistory* attr(std::string_view name) const;
+};
+
+struct VarChange {
+  uint32_t var = 0;        // index into var_instances()
+  uint32_t attr = 0;       // index into VarInstance::attrs
+  uint32_t new_state = 0;  // the old state is new_state - 1
+  int64_t time = 0;        // when the new state begins
+};
+
+struct ThreadInfo {
+  int64_t process_id = 0;
+  int64_t thread_id = 0;
+  std::vector<uint32_t> calls;    // call indices, by start time
+  std::vector<uint32_t> records;  // record indices, by time
+};
+
+struct ContextManagerSpan {
+  std::string name;  // the manager class, e.g. "torch.amp.autocast_mode.autocast"
+  int64_t process_id = 0, thread_id = 0;
+  int64_t start = 0, end = 0;  // __enter__ post .. __exit__ pre
+  Value args;                  // {param: value} from __init__, defaults included, payloads unwrapped
+};
+
+class TraceStore {
+ public:
+  TraceStore(std::string name, RawTrace raw, ApiSignatures signatures = {}, std::ostream* warnings = nullptr);
+  TraceStore(TraceStore&&) = default;
+
+  // Reads a trace folder (and its api_signatures.json) or a list of files combined into one trace.
+  static TraceStore load_folder(const std::string& folder, const ReadOptions& options = {});
+  static TraceStore load_files(const std::vector<std::string>& files, const ReadOptions& options = {});
+
+  const std::string& name() const { return name_; }
+  const std::vector<std::string>& files() const { return files_; }
+  uint64_t bytes() const { return bytes_; }
+  const ApiSignatures& signatures() const { return signatures_; }
+
+  const std::vector<Record>& records() const { return records_; }
+  const Record& record(uint32_t i) const { return records_[i]; }
+  int64_t start_time() const { return start_time_; }
+  int64_t end_time() const { return end_time_; }
+  const std::vector<std::string>& stages() const { return stages_; }  // sorted, distinct
+
+  // Calls.
+  const std::vector<CallEvent>& calls() const { return calls_; }
+  const CallEvent* find_call(std::string_view func_call_id) const;
+  std::span<const uint32_t> calls_of(std::string_view function) const;
+  const std::vector<std::string_view>& functions() const { return functions_; }  // sorted
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+  uint32_t thread_index(int64_t pid, int64_t tid) const;  // kNone if unknown
+
+  // Calls on the same thread strictly inside (call.start, call.end), at any depth; incomplete calls
+  // excluded. Ordered by start time.
+  std::vector<uint32_t> contained_calls(const CallEvent& call) const;
+  // Var changes in the call's process with time in [call.start, call.end].
+  std::span<const VarChange> contained_var_changes(const CallEvent& call) const;
+
+  // Variables.
+  const std::vector<VarInstance>& var_instances() const { return vars_; }
+  const VarInstance& var(const VarChange& c) const { return vars_[c.var]; }
+  const AttrHistory& attr(const VarChange& c) const { return vars_[c.var].attrs[c.attr]; }
+
+  // Context managers active on (pid, tid) at `time`, as fields "meta_vars.context_managers.<X>" ->
+  // {arg: value}, sorted by key: what the original injects into example records (compat §5.5).
+  std::vector<Field> context_managers_at(int64_t time, int64_t pid, int64_t tid) const;
+  const std::vector<ContextManagerSpan>& context_manager_spans() const { return cm_spans_; }
+
+ private:
+  void index_calls(std::ostream& warn);
+  void index_vars();
+  void index_context_managers();
+
+  std::string name_;
+  std::vector<std::string> files_;
+  uint64_t bytes_ = 0;
+  ApiSignatures signatures_;
+  std::vector<Record> records_;
+  int64_t start_time_ = 0, end_time_ = 0;
+  std::vector<std::string> stages_;
+
+  std::vector<CallEvent> calls_;
+  std::unordered_map<std::string_view, uint32_t> call_by_id_;
+  std::unordered_map<std::string_view, std::vector<uint32_t>> calls_by_function_;
+  std::vector<std::string_view> functions_;
+  std::vector<ThreadInfo> threads_;
+  std::map<std::pair<int64_t, int64_t>, uint32_t> thread_by_id_;
+
+  std::vector<VarInstance> vars_;
+  std::unordered_map<int64_t, std::vector<VarChange>> changes_by_process_;
+
+  std::vector<ContextManagerSpan> cm_spans_;
+  std::vector<std::vector<uint32_t>> cm_spans_by_thread_;  // per thread index
+};
+
+// True for attributes the original never tracks as variable state: is_*/has_*/can_* properties and
+// the tool's own "_TRAINCHECK_*" (also legacy "_ML_DAIKON_*") id attributes (compat §5.5, §13 item 14).
+bool is_untracked_attribute(std::string_view attr_name);
+
+}  // namespace traincheck

@@ -1,0 +1,157 @@
+// TraceStore: variable state histories and context-manager liveness (compat §5.5).
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "trace/trace_store.h"
+
+namespace traincheck {
+
+bool is_untracked_attribute(std::string_view a) {
+  return a.starts_with("is_") || a.starts_with("has_") || a.starts_with("can_") ||
+         a.find("_TRAINCHECK") != std::string_view::npos || a.find("_ML_DAIKON") != std::string_view::npos;
+}
+
+const AttrHistory* VarInstance::attr(std::string_view name) const {
+  for (const AttrHistory& h : attrs)
+    if (h.name == name) return &h;
+  return nullptr;
+}
+
+void TraceStore::index_vars() {
+  constexpr std::string_view kPrefix = "attributes.";
+  std::map<std::tuple<int64_t, std::string_view, std::string_view>, uint32_t> by_id;
+  // Per var instance: attribute key -> slot in attrs.
+  std::vector<std::unordered_map<KeyId, uint32_t>> slots;
+  for (uint32_t ri = 0; ri < records_.size(); ++ri) {
+    const Record& r = records_[ri];
+    if (r.type != RecordType::StateChange) continue;
+    auto [it, inserted] = by_id.try_emplace({r.process_id, r.var_name, r.var_type}, static_cast<uint32_t>(vars_.size()));
+    if (inserted) {
+      vars_.push_back(VarInstance{r.process_id, r.var_name, r.var_type, {}});
+      slots.emplace_back();
+    }
+    const uint32_t vi = it->second;
+    VarInstance& var = vars_[vi];
+    for (const Field& f : r.fields) {
+      std::string_view key = key_name(f.key);
+      if (!key.starts_with(kPrefix)) continue;
+      std::string_view attr = key.substr(kPrefix.size());
+      if (is_untracked_attribute(attr) || f.value.is_nan()) continue;
+      auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
+      if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}});
+      AttrHistory& h = var.attrs[slot_it->second];
+      if (!h.states.empty() && h.states.back().value == f.value) {
+        h.states.back().records.push_back(ri);
+        continue;
+      }
+      if (!h.states.empty()) h.states.back().end = r.time;
+      h.states.push_back(AttrState{f.value, r.time, end_time_, {ri}});
+      if (h.states.size() > 1)
+        changes_by_process_[r.process_id].push_back(
+            VarChange{vi, slot_it->second, static_cast<uint32_t>(h.states.size() - 1), r.time});
+    }
+  }
+  // Records are visited in time order, so each process's change list is already sorted.
+}
+
+namespace {
+
+// {"bool": true} -> true: the original binds the argument values, not their type-tagged encoding.
+Value unwrap_argument(const Value& v) {
+  if (v.is_object() && v.as_object().size() == 1) {
+    const Value& payload = v.as_object().front().value;
+    if (payload.is_hashable()) return payload;
+  }
+  return v;
+}
+
+bool is_context_manager_excluded(std::string_view name) {
+  return name.find("torch.autograd.grad_mode") != std::string_view::npos ||
+         name.find("record_function") != std::string_view::npos;
+}
+
+}  // namespace
+
+void TraceStore::index_context_managers() {
+  cm_spans_by_thread_.assign(threads_.size(), {});
+  constexpr std::string_view kEnter = ".__enter__";
+  std::vector<std::string_view> managers;
+  for (std::string_view fn : functions_)
+    if (fn.ends_with(kEnter) && !is_context_manager_excluded(fn)) managers.push_back(fn.substr(0, fn.size() - kEnter.size()));
+  const KeyId obj_id_key = keys().obj_id;
+  for (std::string_view cm : managers) {
+    const std::string init = std::string(cm) + ".__init__";
+    const std::string enter = std::string(cm) + ".__enter__";
+    const std::string exit = std::string(cm) + ".__exit__";
+    // Per (thread, obj_id): the pending __init__ pre-record and the open span.
+    struct Pending {
+      uint32_t init_pre = kNone;
+      int64_t enter_time = 0;
+      bool open = false;
+    };
+    std::map<std::pair<uint32_t, std::string>, Pending> pending;
+    std::vector<std::tuple<int64_t, int, uint32_t>> events;  // (time, kind, call); kind 0 init, 1 enter, 2 exit
+    for (uint32_t c : calls_of(init)) events.emplace_back(calls_[c].start, 0, c);
+    for (uint32_t c : calls_of(enter))
+      if (calls_[c].post != kNone) events.emplace_back(calls_[c].end, 1, c);
+    for (uint32_t c : calls_of(exit)) events.emplace_back(calls_[c].start, 2, c);
+    std::sort(events.begin(), events.end());
+    for (const auto& [time, kind, ci] : events) {
+      const CallEvent& call = calls_[ci];
+      const Value* obj = records_[call.pre].get(obj_id_key);
+      Pending& p = pending[{call.thread, obj ? to_json(*obj) : std::string("null")}];
+      if (kind == 0) {
+        p.init_pre = call.pre;
+      } else if (kind == 1) {
+        p.enter_time = time;
+        p.open = true;
+      } else if (p.open) {
+        ContextManagerSpan span;
+        span.name = std::string(cm);
+        span.process_id = call.process_id;
+        span.thread_id = call.thread_id;
+        span.start = p.enter_time;
+        span.end = time;
+        Object args;
+        if (p.init_pre != kNone)
+          for (Member& m : signatures_.bind(records_[p.init_pre], true, true)) args.push_back({m.key, unwrap_argument(m.value)});
+        span.args = Value::object(std::move(args));
+        cm_spans_by_thread_[call.thread].push_back(static_cast<uint32_t>(cm_spans_.size()));
+        cm_spans_.push_back(std::move(span));
+        p.open = false;
+      }
+    }
+    // Managers entered and never exited stay live to the end of the trace.
+    for (auto& [key, p] : pending) {
+      if (!p.open) continue;
+      ContextManagerSpan span;
+      span.name = std::string(cm);
+      span.process_id = threads_[key.first].process_id;
+      span.thread_id = threads_[key.first].thread_id;
+      span.start = p.enter_time;
+      span.end = end_time_;
+      Object args;
+      if (p.init_pre != kNone)
+        for (Member& m : signatures_.bind(records_[p.init_pre], true, true)) args.push_back({m.key, unwrap_argument(m.value)});
+      span.args = Value::object(std::move(args));
+      cm_spans_by_thread_[key.first].push_back(static_cast<uint32_t>(cm_spans_.size()));
+      cm_spans_.push_back(std::move(span));
+    }
+  }
+}
+
+std::vector<Field> TraceStore::context_managers_at(int64_t time, int64_t pid, int64_t tid) const {
+  std::vector<Field> out;
+  const uint32_t t = thread_index(pid, tid);
+  if (t == kNone) return out;
+  for (uint32_t si : cm_spans_by_thread_[t]) {
+    const ContextManagerSpan& s = cm_spans_[si];
+    if (s.start <= time && time <= s.end)
+      out.push_back({intern_key("meta_vars.context_managers." + s.name), s.args});
+  }
+  std::sort(out.begin(), out.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
+  return out;
+}
+
+}  // namespace traincheck

@@ -1,0 +1,134 @@
+"""Tracks the parameters of named models and writes their states through the recorder.
+
+Styles (`--model-tracker-style`) share this implementation, the records differing only where the
+original's differ: `sampler` writes no `mode`/`dump_loc`; `proxy` and `subclass` write
+mode="update", dump_loc="initing" at the start and mode="sample" after optimizer steps.
+
+When states are written:
+- once when a model is tracked, for every parameter;
+- after every optimizer step, for every parameter (torch's global optimizer step post-hook);
+- in selective mode, before and after each call of an API that an invariant over variables names,
+  for the parameters that changed since they were last written (mode "selective-sample").
+Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
+digest is computed only for a tensor whose signal moved, so unchanged parameters cost no tensor work.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from traincheck.tracking.digest import Digester
+
+PARAMETER_TYPE = "torch.nn.Parameter"
+
+
+class _Entry:
+    __slots__ = ("name_id", "param", "signature", "data_digest", "grad_digest")
+
+    def __init__(self, name_id: int, param: torch.Tensor):
+        self.name_id = name_id
+        self.param = param
+        self.signature = None
+        self.data_digest = None
+        self.grad_digest = None
+
+
+def _signature(p: torch.Tensor) -> tuple:
+    g = p.grad
+    return (p._version, p.data_ptr(), None if g is None else (id(g), g._version, g.data_ptr()))
+
+
+def _parameters(obj, name: str):
+    """(dotted name, tensor) pairs of a module (or of the module inside a DDP wrapper), or of a tensor."""
+    if isinstance(obj, torch.Tensor):
+        return [(name, obj)]
+    if isinstance(obj, torch.nn.Module):
+        inner = getattr(obj, "module", None)
+        if isinstance(obj, torch.nn.parallel.DistributedDataParallel) and isinstance(inner, torch.nn.Module):
+            obj = inner  # same parameters, same names as before the wrap
+        return [(f"{name}.{pname}", p) for pname, p in obj.named_parameters()]
+    return []
+
+
+class ModelTracker:
+    def __init__(self, core, style: str = "sampler", tensor_hash: str = "full"):
+        self.core = core
+        self.style = style
+        self.digester = Digester(tensor_hash)
+        self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
+        self._var_type_id = core.intern(PARAMETER_TYPE)
+        self._ids: dict[str, int] = {}
+
+    def _id(self, text: str | None) -> int:
+        if text is None:
+            return 0
+        i = self._ids.get(text)
+        if i is None:
+            i = self._ids[text] = self.core.intern(text)
+        return i
+
+    # -- public ---------------------------------------------------------------------------------------
+    def track(self, obj, name: str) -> None:
+        """Start tracking `obj` (a module or tensor) under `name`; re-tracking a name replaces it."""
+        known = {id(e.param): e for e in self.entries.get(name, [])}
+        entries = []
+        for pname, p in _parameters(obj, name):
+            entries.append(known.get(id(p)) or _Entry(self._id(pname), p))
+        self.entries[name] = entries
+        fresh = [e for e in entries if e.signature is None]
+        if self.style == "sampler":
+            self._write(fresh, mode=None, dump_loc=None, only_changed=False)
+        else:
+            self._write(fresh, mode="update", dump_loc="initing", only_changed=False)
+
+    def after_optimizer_step(self, optimizer, args, kwargs) -> None:
+        mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
+        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
+
+    def around_api(self, api_name: str, phase: str) -> None:
+        """The recorder's variable hook (selective mode): write what changed."""
+        self._write(self._all(), mode="selective-sample", dump_loc=api_name, only_changed=True)
+
+    # -- internals ------------------------------------------------------------------------------------
+    def _all(self) -> list[_Entry]:
+        return [e for entries in self.entries.values() for e in entries]
+
+    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool) -> None:
+        if not entries or not self.core.is_recording():
+            return
+        previous = self.core.set_inside_recorder(True)  # the digests' torch calls are not traced
+        try:
+            changed = []
+            for e in entries:
+                sig = _signature(e.param)
+                if sig != e.signature:
+                    changed.append((e, sig))
+            self._refresh_digests(changed)
+            written = [e for e, _ in changed] if only_changed else entries
+            if written:
+                self.core.record_var_states(
+                    [e.name_id for e in written],
+                    [e.param for e in written],
+                    [e.data_digest for e in written],
+                    [e.grad_digest for e in written],
+                    self._var_type_id,
+                    self._id(mode),
+                    self._id(dump_loc),
+                )
+        finally:
+            self.core.set_inside_recorder(previous)
+
+    def _refresh_digests(self, changed: list) -> None:
+        tensors, slots = [], []
+        for e, sig in changed:
+            e.signature = sig
+            tensors.append(e.param)
+            slots.append((e, "data_digest"))
+            g = e.param.grad
+            if g is None:
+                e.grad_digest = None
+            else:
+                tensors.append(g)
+                slots.append((e, "grad_digest"))
+        for (e, attr), value in zip(slots, self.digester.digests(tensors)):
+            setattr(e, attr, value)

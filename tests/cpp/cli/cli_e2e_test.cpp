@@ -1,0 +1,105 @@
+// End to end: traincheck-infer on two good runs, traincheck-check on a buggy and a good run, outputs
+// compared with golden files (tests/cpp/data/e2e/golden).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "check/check_command.h"
+#include "infer/infer_command.h"
+
+namespace fs = std::filesystem;
+using namespace traincheck;
+
+namespace {
+
+const fs::path kData = fs::path(TC_TEST_DATA_DIR) / "e2e";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void expect_golden(const fs::path& actual, const std::string& golden_name) {
+  const fs::path golden = kData / "golden" / golden_name;
+  if (std::getenv("TC_UPDATE_GOLDEN")) fs::copy_file(actual, golden, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(slurp(actual), slurp(golden)) << "differs from " << golden;
+}
+
+int run(int (*command)(int, const char* const*, std::ostream&), std::vector<std::string> args, std::string& log) {
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream err;
+  const int rc = command(static_cast<int>(argv.size()), argv.data(), err);
+  log = err.str();
+  return rc;
+}
+
+class CliEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    out_ = fs::temp_directory_path() / ("tc_cli_e2e_" + std::to_string(::getpid()));
+    fs::remove_all(out_);
+    fs::create_directories(out_);
+  }
+  void TearDown() override { fs::remove_all(out_); }
+  fs::path out_;
+};
+
+}  // namespace
+
+TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
+  std::string log;
+  const std::string inv = (out_ / "invariants.json").string();
+  ASSERT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), (kData / "good_run2").string(), "-o", inv,
+                                    "-b", "pandas"},
+                log),
+            0)
+      << log;
+  expect_golden(inv, "invariants.json");
+  ASSERT_TRUE(fs::exists(inv + ".failed"));
+
+  const fs::path results = out_ / "results";
+  ASSERT_EQ(run(run_check_command, {"traincheck-check", "-f", (kData / "buggy_run").string(), (kData / "good_run1").string(), "-i", inv,
+                                    "-o", results.string()},
+                log),
+            0)
+      << log;
+  expect_golden(results / "buggy_run" / "violations_summary.json", "buggy_run.violations_summary.json");
+  // The good run passes everything.
+  EXPECT_EQ(slurp(results / "good_run1" / "failed.log"), "");
+  EXPECT_NE(slurp(results / "good_run1" / "passed.log"), "");
+  // failed.log: indent-4 objects with the violating parent pre-record (at step 4 for _foreach_add_).
+  const std::string failed = slurp(results / "buggy_run" / "failed.log");
+  EXPECT_NE(failed.find("\n    \"check_passed\": false,"), std::string::npos);
+  EXPECT_NE(failed.find("\"meta_vars.step\": 4"), std::string::npos);
+  EXPECT_NE(failed.find("\"meta_vars.step\": 5"), std::string::npos);
+  const std::string html = slurp(results / "report.html");
+  EXPECT_NE(html.find("Adam.step() always calls _foreach_add_()"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_TRUE(fs::exists(results / "invariants.json"));
+}
+
+TEST_F(CliEndToEnd, RelationFiltersAndBadInputsFail) {
+  std::string log;
+  const std::string inv = (out_ / "inv.json").string();
+  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--disable-relation",
+                                    "APIContainRelation"},
+                log),
+            0);
+  EXPECT_EQ(slurp(inv), "");
+  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "--enable-relation", "NoSuchRelation"}, log), 2);
+  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "--bogus"}, log), 2);
+  EXPECT_EQ(run(run_check_command, {"traincheck-check", "-f", (kData / "good_run1").string()}, log), 2);  // -i required
+  // A malformed trace line in the middle is an error naming the file and line.
+  const fs::path broken = out_ / "broken";
+  fs::create_directories(broken);
+  std::ofstream(broken / "trace_API_1_1.log") << "{\"a\":\n{\"b\":1}\n";
+  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", broken.string(), "-o", inv}, log), 1);
+  EXPECT_NE(log.find("trace_API_1_1.log:1"), std::string::npos) << log;
+}

@@ -1,0 +1,149 @@
+#include "relations/api_contain.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "trace/synthetic_trace.h"
+
+namespace fs = std::filesystem;
+using namespace traincheck;
+
+namespace {
+
+TraceStore synthetic(const std::string& name, SyntheticTraceSpec spec) {
+  const fs::path dir = fs::temp_directory_path() / ("tc_api_contain_" + name);
+  fs::remove_all(dir);
+  write_synthetic_trace(dir.string(), spec);
+  TraceStore t = TraceStore::load_folder(dir.string());
+  fs::remove_all(dir);
+  return t;
+}
+
+std::map<std::string, const Hypothesis*> by_description(const std::vector<Hypothesis>& hs) {
+  std::map<std::string, const Hypothesis*> out;
+  for (const Hypothesis& h : hs) out[h.invariant.text_description] = &h;
+  return out;
+}
+
+}  // namespace
+
+TEST(ApiContain, GeneratesApiAndVarChildrenWithExamples) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 6;
+  spec.eval_every = 3;
+  TraceStore t = synthetic("gen", spec);
+  ApiContainRelation rel;
+  const std::vector<Hypothesis> generated = rel.generate(t);
+  auto hs = by_description(generated);
+  // Private and functional APIs are never parents.
+  for (const auto& [d, h] : hs) {
+    EXPECT_EQ(d.find("torch._C._nn.linear contains"), std::string::npos);
+    EXPECT_EQ(d.find("torch.nn.functional.relu contains"), std::string::npos);
+  }
+  const std::string foreach_key = "torch.optim.adam.Adam.step contains torch._VariableFunctionsClass._foreach_add_({\"alpha\":{\"int\":1}})";
+  ASSERT_TRUE(hs.count(foreach_key)) << "missing: " << foreach_key;
+  const Hypothesis& foreach_h = *hs[foreach_key];
+  EXPECT_EQ(foreach_h.positives.size(), 6u);
+  EXPECT_EQ(foreach_h.negatives.size(), 0u);
+  EXPECT_EQ(foreach_h.valid_stages, std::vector<std::string>{"training"});
+  EXPECT_EQ(foreach_h.group_names, std::vector<std::string>{"parent_func_call_pre"});
+
+  // Linear.forward runs in training and testing, always calling linear.
+  const Hypothesis& linear = *hs.at("torch.nn.modules.linear.Linear.forward contains torch._C._nn.linear");
+  EXPECT_EQ(linear.positives.size(), 6u * 2 + 2u * 2);
+  EXPECT_EQ(linear.valid_stages, (std::vector<std::string>{"testing", "training"}));
+
+  // zero_grad's grad resets merge into one generalised hypothesis; the first zero_grad (no grads yet)
+  // is its negative.
+  const std::string zg = "torch.optim.optimizer.Optimizer.zero_grad contains a change of torch.nn.Parameter.grad from \"non_zero\" to null";
+  ASSERT_TRUE(hs.count(zg));
+  EXPECT_EQ(hs[zg]->positives.size(), 5u);
+  EXPECT_EQ(hs[zg]->negatives.size(), 1u);
+  const Param& child = hs[zg]->invariant.params[1];
+  EXPECT_EQ(child.type, ParamType::VarType);
+  EXPECT_TRUE(child.post_value->is_null());
+}
+
+TEST(ApiContain, CheckFindsTheMissingChildAtItsStepAndPassesOnGoodTraces) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 6;
+  TraceStore good = synthetic("good", spec);
+  spec.skip_foreach_add_at = 4;
+  TraceStore bad = synthetic("bad", spec);
+  Invariant inv;
+  inv.relation = "APIContainRelation";
+  inv.params = {Param::api("torch.optim.adam.Adam.step"), Param::api("torch._VariableFunctionsClass._foreach_add_")};
+  ApiContainRelation rel;
+  CheckResult ok = rel.check(good, inv, {});
+  EXPECT_TRUE(ok.triggered);
+  EXPECT_TRUE(ok.passed());
+  CheckResult fail = rel.check(bad, inv, {});
+  EXPECT_TRUE(fail.triggered);
+  ASSERT_EQ(fail.violation_count, 1u);
+  const Record& r = bad.record(fail.violations[0].records[0]);
+  EXPECT_EQ(r.function, "torch.optim.adam.Adam.step");
+  EXPECT_EQ(r.step, 4);
+
+  // Argument constraints are part of the match.
+  Invariant with_args = inv;
+  with_args.params[1].arguments = make_object({{"args", make_object({{"alpha", make_object({{"int", Value::integer(2)}})}})},
+                                               {"func_name", Value::string("torch._VariableFunctionsClass._foreach_add_")}});
+  EXPECT_EQ(rel.check(good, with_args, {}).violation_count, 6u);
+
+  // A precondition that never holds leaves the invariant not triggered.
+  Invariant never = inv;
+  GroupedPreconditions pre;
+  PreconditionGroup g;
+  g.disjuncts.push_back(Conjunction{false, {Clause::make(ClauseType::Constant, "meta_vars.stage", "str", {Value::string("inference")})}});
+  pre.groups.emplace_back("parent_func_call_pre", g);
+  never.precondition = pre;
+  CheckResult nt = rel.check(bad, never, {});
+  EXPECT_FALSE(nt.triggered);
+  EXPECT_TRUE(nt.passed());
+  // --check-relation-first gives the same outcome.
+  CheckOptions first;
+  first.check_relation_first = true;
+  EXPECT_EQ(rel.check(bad, inv, first).violation_count, 1u);
+}
+
+TEST(ApiContain, VarChildMatchesGeneralisedValues) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 4;
+  spec.skip_zero_grad_reset_at = 3;
+  TraceStore t = synthetic("var", spec);
+  Invariant inv;
+  inv.relation = "APIContainRelation";
+  Param child = Param::var_type_param("torch.nn.Parameter", "grad");
+  child.pre_value = Value::string("non_zero");
+  child.post_value = Value::null();
+  inv.params = {Param::api("torch.optim.optimizer.Optimizer.zero_grad"), child};
+  ApiContainRelation rel;
+  CheckResult r = rel.check(t, inv, {});
+  // Step 1 (no grads yet) and step 3 (bug) lack the reset.
+  ASSERT_EQ(r.violation_count, 2u);
+  EXPECT_EQ(t.record(r.violations[0].records[0]).step, 1);
+  EXPECT_EQ(t.record(r.violations[1].records[0]).step, 3);
+  EXPECT_EQ(rel.display_name(inv), "Optimizer.zero_grad() changes Parameter.grad: non-zero --> None");
+}
+
+TEST(ApiContain, CollectExamplesOnAnotherTraceUsesTheChildMatch) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 3;
+  TraceStore a = synthetic("a", spec);
+  spec.iterations = 5;
+  spec.skip_foreach_add_at = 2;
+  TraceStore b = synthetic("b", spec);
+  ApiContainRelation rel;
+  for (Hypothesis& h : rel.generate(a)) {
+    if (h.invariant.params[1].api_full_name != "torch._VariableFunctionsClass._foreach_add_" ||
+        h.invariant.params[0].api_full_name != "torch.optim.adam.Adam.step")
+      continue;
+    rel.collect_examples(b, h);
+    EXPECT_EQ(h.positives.size(), 3u + 4u);
+    EXPECT_EQ(h.negatives.size(), 1u);
+    return;
+  }
+  FAIL() << "hypothesis not generated";
+}

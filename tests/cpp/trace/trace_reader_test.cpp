@@ -1,0 +1,172 @@
+#include "trace/trace_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "trace/json_parse.h"
+
+using namespace traincheck;
+
+namespace {
+
+std::string api_line(const std::string& id, const std::string& type, const std::string& fn, int64_t time,
+                     const std::string& extra = "") {
+  return "{\"func_call_id\":\"" + id + "\",\"thread_id\":1,\"process_id\":7,\"meta_vars\":{\"step\":1,\"stage\":\"training\"}," +
+         "\"type\":\"" + type + "\",\"function\":\"" + fn + "\",\"is_bound_method\":false,\"obj_id\":null," + extra +
+         "\"time\":" + std::to_string(time) + "}\n";
+}
+
+RawTrace read(const std::string& text, std::ostringstream& warnings) {
+  ReadOptions opt;
+  opt.warnings = &warnings;
+  return read_trace_text("mem.log", text, opt);
+}
+
+}  // namespace
+
+TEST(TraceReader, DamagedLastLineIsSkippedWithAWarningAndTheRestKept) {
+  std::string text = api_line("a", "function_call (pre)", "f", 10) + api_line("a", "function_call (post)", "f", 20);
+  text += "{\"func_call_id\":\"b\",\"thread_id\":1,\"proc";  // writer killed mid-line
+  std::ostringstream warnings;
+  RawTrace t = read(text, warnings);
+  ASSERT_EQ(t.records.size(), 2u);
+  EXPECT_EQ(t.skipped_lines, 1u);
+  EXPECT_NE(warnings.str().find("mem.log:3"), std::string::npos) << warnings.str();
+}
+
+TEST(TraceReader, DamagedLineInTheMiddleIsAnErrorNamingFileAndLine) {
+  std::string text = api_line("a", "function_call (pre)", "f", 10) + "{not json}\n" + api_line("a", "function_call (post)", "f", 20);
+  std::ostringstream warnings;
+  try {
+    read(text, warnings);
+    FAIL() << "expected TraceReadError";
+  } catch (const TraceReadError& e) {
+    EXPECT_EQ(e.file(), "mem.log");
+    EXPECT_EQ(e.line(), 2u);
+  }
+}
+
+TEST(TraceReader, MissingRequiredFieldNamesTheField) {
+  std::string text = "{\"func_call_id\":\"a\",\"thread_id\":1,\"process_id\":7,\"type\":\"function_call (pre)\",\"time\":5}\n" +
+                     api_line("a", "function_call (post)", "f", 20);
+  std::ostringstream warnings;
+  try {
+    read(text, warnings);
+    FAIL() << "expected TraceReadError";
+  } catch (const TraceReadError& e) {
+    EXPECT_EQ(e.field(), "function");
+    EXPECT_EQ(e.line(), 1u);
+  }
+}
+
+TEST(TraceReader, UnknownRecordTypeIsAnError) {
+  std::ostringstream warnings;
+  EXPECT_THROW(read(api_line("a", "function_call (middle)", "f", 1) + api_line("a", "function_call (post)", "f", 2), warnings),
+               TraceReadError);
+}
+
+TEST(TraceReader, BothAttributePrefixSpellingsAreOneField) {
+  const std::string old_line =
+      "{\"var_name\":\"w\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":1,\"thread_id\":1,\"meta_vars\":{\"step\":0},"
+      "\"type\":\"state_change\",\"attributes\":{\"_ML_DAIKON_data_ID\":5,\"data\":1},\"time\":1}\n";
+  const std::string new_line =
+      "{\"var_name\":\"w\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":1,\"thread_id\":1,\"meta_vars\":{\"step\":0},"
+      "\"type\":\"state_change\",\"attributes\":{\"_TRAINCHECK_data_ID\":5,\"data\":1},\"time\":2}\n";
+  std::ostringstream warnings;
+  RawTrace t = read(old_line + new_line, warnings);
+  ASSERT_EQ(t.records.size(), 2u);
+  const Value* a = t.records[0].get("attributes._TRAINCHECK_data_ID");
+  const Value* b = t.records[1].get("attributes._ML_DAIKON_data_ID");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(*a, *b);
+}
+
+TEST(TraceReader, MixedWhitespaceAndFlattening) {
+  const std::string spaced =
+      "  {\"func_call_id\": \"a\", \"thread_id\": 1, \"process_id\": 7,\t\"meta_vars\": {\"step\": 3, \"stage\": \"training\","
+      " \"context\": {}}, \"type\": \"function_call (pre)\", \"function\": \"f\", \"args\": {\"0\": {\"int\": 2}}, \"time\": 1}  \r\n";
+  std::ostringstream warnings;
+  RawTrace t = read(spaced + "\n\n" + api_line("a", "function_call (post)", "f", 2), warnings);
+  ASSERT_EQ(t.records.size(), 2u);
+  const Record& r = t.records[0];
+  EXPECT_TRUE(r.has_step);
+  EXPECT_EQ(r.step, 3);
+  EXPECT_EQ(r.stage, "training");
+  // args stays nested; empty objects stay values.
+  const Value* args = r.get("args");
+  ASSERT_NE(args, nullptr);
+  ASSERT_TRUE(args->is_object());
+  EXPECT_EQ(to_json(*args), "{\"0\":{\"int\":2}}");
+  const Value* empty = r.get("meta_vars.context");
+  ASSERT_NE(empty, nullptr);
+  EXPECT_TRUE(empty->is_object());
+  EXPECT_EQ(r.get("meta_vars"), nullptr);
+}
+
+TEST(TraceReader, MissingStageBecomesInit) {
+  const std::string line = "{\"func_call_id\":\"a\",\"thread_id\":1,\"process_id\":7,\"meta_vars\":{\"step\":1},"
+                           "\"type\":\"function_call (pre)\",\"function\":\"f\",\"time\":1}\n";
+  std::ostringstream warnings;
+  RawTrace t = read(line, warnings);
+  ASSERT_EQ(t.records.size(), 1u);
+  EXPECT_EQ(t.records[0].stage, "init");
+}
+
+TEST(TraceReader, NanNullAndMissingAreDistinct) {
+  // Stdlib json (proxy_log.json) writes NaN literals; null is None; an absent key is missing.
+  const std::string line =
+      "{\"var_name\":\"w\",\"var_type\":\"t\",\"process_id\":1,\"thread_id\":1,\"meta_vars\":{\"step\":0},\"type\":\"state_change\","
+      "\"attributes\":{\"a\":NaN,\"b\":null,\"c\":-Infinity,\"s\":\"NaN inside a string\"},\"time\":1}\n";
+  std::ostringstream warnings;
+  RawTrace t = read(line, warnings);
+  ASSERT_EQ(t.records.size(), 1u);
+  const Record& r = t.records[0];
+  ASSERT_NE(r.get("attributes.a"), nullptr);
+  EXPECT_TRUE(r.get("attributes.a")->is_nan());
+  EXPECT_FALSE(*r.get("attributes.a") == *r.get("attributes.a"));  // NaN equals nothing
+  ASSERT_NE(r.get("attributes.b"), nullptr);
+  EXPECT_TRUE(r.get("attributes.b")->is_null());
+  EXPECT_EQ(*r.get("attributes.b"), Value::null());
+  EXPECT_TRUE(std::isinf(r.get("attributes.c")->as_double()));
+  EXPECT_EQ(r.get("attributes.s")->as_string(), "NaN inside a string");
+  EXPECT_EQ(r.get("attributes.missing"), nullptr);
+}
+
+TEST(Value, NumbersCompareAndHashByValueAcrossIntAndFloat) {
+  EXPECT_EQ(Value::integer(2), Value::real(2.0));
+  EXPECT_EQ(Value::integer(2).hash(), Value::real(2.0).hash());
+  EXPECT_NE(Value::integer(2), Value::real(2.5));
+  EXPECT_NE(Value::integer(2), Value::string("2"));
+  EXPECT_NE(Value::boolean(true), Value::integer(1));
+  // Large int64 hashes are not rounded into each other through double.
+  EXPECT_NE(Value::integer(9007199254740993LL), Value::real(9007199254740992.0));
+  Value parsed;
+  std::string error;
+  ASSERT_TRUE(parse_json("{\"x\":[1,2.0,{\"k\":null}]}", parsed, error));
+  Value other;
+  ASSERT_TRUE(parse_json("{\"x\":[1.0,2,{\"k\":null}]}", other, error));
+  EXPECT_EQ(parsed, other);
+  EXPECT_EQ(parsed.hash(), other.hash());
+}
+
+TEST(TraceReader, FolderListsTraceFilesAndProxyLog) {
+  const auto dir = std::filesystem::temp_directory_path() / "tc_reader_folder_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "trace_API_7_1.log") << api_line("a", "function_call (pre)", "f", 1) << api_line("a", "function_call (post)", "f", 3);
+  std::ofstream(dir / "proxy_log.json")
+      << "{\"var_name\": \"w\", \"var_type\": \"t\", \"mode\": \"update\", \"process_id\": 7, \"thread_id\": 1, \"time\": 2, "
+         "\"meta_vars\": {\"step\": 0}, \"attributes\": {\"data\": 1}, \"type\": \"state_change\"}\n";
+  std::ofstream(dir / "program_output.txt") << "not a trace\n";
+  auto files = list_trace_files(dir.string());
+  ASSERT_EQ(files.size(), 2u);
+  RawTrace t = read_trace_files(files);
+  EXPECT_EQ(t.records.size(), 3u);
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,153 @@
+#include "trace/trace_store.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "trace/json_parse.h"
+
+using namespace traincheck;
+
+namespace {
+
+struct Builder {
+  std::string text;
+  void api(const std::string& id, const std::string& type, const std::string& fn, int64_t time, int64_t tid = 1,
+           const std::string& extra = "") {
+    text += "{\"func_call_id\":\"" + id + "\",\"thread_id\":" + std::to_string(tid) +
+            ",\"process_id\":7,\"meta_vars\":{\"step\":1,\"stage\":\"training\"},\"type\":\"" + type + "\",\"function\":\"" + fn +
+            "\",\"is_bound_method\":true,\"obj_id\":99," + extra + "\"time\":" + std::to_string(time) + "}\n";
+  }
+  void call(const std::string& id, const std::string& fn, int64_t start, int64_t end, int64_t tid = 1, const std::string& pre_extra = "") {
+    api(id, "function_call (pre)", fn, start, tid, pre_extra);
+    api(id, "function_call (post)", fn, end, tid);
+  }
+  void var(const std::string& name, int64_t time, const std::string& attrs) {
+    text += "{\"var_name\":\"" + name + "\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":7,\"thread_id\":1,"
+            "\"meta_vars\":{\"step\":1},\"type\":\"state_change\",\"attributes\":" + attrs + ",\"time\":" + std::to_string(time) + "}\n";
+  }
+  TraceStore build(ApiSignatures sigs = {}) {
+    std::ostringstream warnings;
+    ReadOptions opt;
+    opt.warnings = &warnings;
+    return TraceStore("t", read_trace_text("t.log", text, opt), std::move(sigs), &warnings);
+  }
+};
+
+std::vector<std::string_view> names(const TraceStore& t, const std::vector<uint32_t>& calls) {
+  std::vector<std::string_view> out;
+  for (uint32_t c : calls) out.push_back(t.calls()[c].function);
+  return out;
+}
+
+}  // namespace
+
+TEST(TraceStore, ContainedCallsAreSameThreadStrictlyInsideAnyDepth) {
+  Builder b;
+  b.api("p", "function_call (pre)", "parent", 10);
+  b.call("c1", "child", 11, 14);
+  b.api("c2", "function_call (pre)", "child2", 15);
+  b.call("g", "grandchild", 16, 17);
+  b.api("c2", "function_call (post)", "child2", 18);
+  b.call("other", "other_thread", 12, 13, /*tid=*/2);
+  b.api("p", "function_call (post)", "parent", 20);
+  b.call("after", "after", 21, 22);
+  TraceStore t = b.build();
+  const CallEvent* parent = t.find_call("p");
+  ASSERT_NE(parent, nullptr);
+  EXPECT_EQ(parent->status, CallStatus::Complete);
+  EXPECT_EQ(names(t, t.contained_calls(*parent)), (std::vector<std::string_view>{"child", "child2", "grandchild"}));
+  EXPECT_EQ(t.calls_of("child").size(), 1u);
+  EXPECT_EQ(t.calls_of("nothing").size(), 0u);
+}
+
+TEST(TraceStore, TrailingOpenCallIsIncompleteAndLostPostIsDropped) {
+  Builder b;
+  b.api("outer", "function_call (pre)", "train", 1);
+  b.api("lost", "function_call (pre)", "lost_post", 2);  // its post never arrives although `mid` returns
+  b.api("mid", "function_call (pre)", "mid", 1);
+  b.text.clear();
+  b.api("outer", "function_call (pre)", "train", 1);
+  b.api("mid", "function_call (pre)", "mid", 2);
+  b.api("lost", "function_call (pre)", "lost_post", 3);
+  b.api("mid", "function_call (post)", "mid", 4);
+  b.call("x", "x", 5, 6);
+  TraceStore t = b.build();
+  ASSERT_NE(t.find_call("outer"), nullptr);
+  EXPECT_EQ(t.find_call("outer")->status, CallStatus::Incomplete);
+  EXPECT_EQ(t.find_call("outer")->end, t.end_time());
+  EXPECT_EQ(t.find_call("lost"), nullptr);
+  EXPECT_EQ(t.find_call("mid")->status, CallStatus::Complete);
+}
+
+TEST(TraceStore, MoreThanTwoRecordsPerCallIsAnError) {
+  Builder b;
+  b.call("a", "f", 1, 2);
+  b.api("a", "function_call (post)", "f", 3);
+  EXPECT_THROW(b.build(), TraceReadError);
+}
+
+TEST(TraceStore, ExceptionPostMakesAnExceptionCall) {
+  Builder b;
+  b.api("a", "function_call (pre)", "f", 1);
+  b.api("a", "function_call (post) (exception)", "f", 2, 1, "\"exception\":\"ValueError\",\"exception_msg\":\"x\",");
+  TraceStore t = b.build();
+  EXPECT_EQ(t.find_call("a")->status, CallStatus::Exception);
+}
+
+TEST(TraceStore, VarStatesMergeEqualValuesAndRecordChanges) {
+  Builder b;
+  b.var("w", 1, "{\"data\":5,\"grad\":null,\"is_cuda\":false,\"_TRAINCHECK_data_ID\":1}");
+  b.var("w", 2, "{\"data\":5.0,\"grad\":null,\"is_cuda\":false,\"_TRAINCHECK_data_ID\":1}");  // 5 == 5.0: no change
+  b.call("zg", "zero_grad", 3, 6);
+  b.var("w", 4, "{\"data\":5,\"grad\":7,\"is_cuda\":false,\"_TRAINCHECK_data_ID\":1}");
+  b.var("w", 10, "{\"data\":6,\"grad\":7,\"is_cuda\":false,\"_TRAINCHECK_data_ID\":1}");
+  TraceStore t = b.build();
+  ASSERT_EQ(t.var_instances().size(), 1u);
+  const VarInstance& v = t.var_instances()[0];
+  EXPECT_EQ(v.attr("is_cuda"), nullptr);            // is_* properties are not states
+  EXPECT_EQ(v.attr("_TRAINCHECK_data_ID"), nullptr);  // nor the tool's own ids
+  const AttrHistory* data = v.attr("data");
+  ASSERT_NE(data, nullptr);
+  ASSERT_EQ(data->states.size(), 2u);
+  EXPECT_EQ(data->states[0].records.size(), 3u);
+  EXPECT_EQ(data->states[0].start, 1);
+  EXPECT_EQ(data->states[0].end, 10);
+  EXPECT_EQ(data->states[1].end, t.end_time());
+  const AttrHistory* grad = v.attr("grad");
+  ASSERT_EQ(grad->states.size(), 2u);
+  EXPECT_TRUE(grad->states[0].value.is_null());
+  // The grad change at time 4 lies inside zero_grad [3, 6]; the data change at 10 does not.
+  auto changes = t.contained_var_changes(*t.find_call("zg"));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(t.attr(changes[0]).name, "grad");
+  EXPECT_EQ(changes[0].time, 4);
+}
+
+TEST(TraceStore, ContextManagerArgumentsBoundWithRecordedSignature) {
+  Builder b;
+  const std::string cm = "torch.amp.autocast_mode.autocast";
+  b.call("i", cm + ".__init__", 1, 2, 1, "\"args\":{\"0\":{\"autocast\":{}},\"1\":{\"str\":\"cuda\"}},\"kwargs\":{\"dtype\":{\"str\":\"torch.float16\"}},");
+  b.call("e", cm + ".__enter__", 3, 4);
+  b.call("f", "torch.nn.functional.relu", 5, 6);
+  b.call("x", cm + ".__exit__", 7, 8);
+  b.call("g", "torch.nn.functional.relu", 9, 10);
+  Value sig_json;
+  std::string error;
+  ASSERT_TRUE(parse_json("{\"" + cm + ".__init__\": {\"params\": [{\"name\": \"self\"}, {\"name\": \"device_type\"}, "
+                         "{\"name\": \"dtype\", \"default\": null}, {\"name\": \"enabled\", \"default\": true}]}}",
+                         sig_json, error));
+  TraceStore t = b.build(ApiSignatures::from_value(sig_json, "api_signatures.json"));
+  auto inside = t.context_managers_at(5, 7, 1);
+  ASSERT_EQ(inside.size(), 1u);
+  EXPECT_EQ(key_name(inside[0].key), "meta_vars.context_managers." + cm);
+  EXPECT_EQ(to_json(inside[0].value), "{\"device_type\":\"cuda\",\"dtype\":\"torch.float16\",\"enabled\":true}");
+  EXPECT_TRUE(t.context_managers_at(9, 7, 1).empty());
+  EXPECT_TRUE(t.context_managers_at(5, 7, 2).empty());  // another thread
+
+  // Without signatures the positional index names the argument.
+  TraceStore plain = b.build();
+  auto fallback = plain.context_managers_at(5, 7, 1);
+  ASSERT_EQ(fallback.size(), 1u);
+  EXPECT_EQ(to_json(fallback[0].value), "{\"1\":\"cuda\",\"dtype\":\"torch.float16\"}");
+}

@@ -1,0 +1,59 @@
+"""Tensor digests (traincheck.tracking.digest): coverage of every element, and the original's hash."""
+import pytest
+import torch
+
+from traincheck.tracking.digest import Digester
+
+
+def test_equal_tensors_give_equal_digests_across_digester_instances():
+    a = torch.randn(64, 33)
+    assert Digester().digests([a])[0] == Digester().digests([a.clone()])[0]
+    # A large tensor first (growing the weight cache) must not change a small tensor's digest.
+    d = Digester()
+    small = torch.randn(10)
+    before = d.digests([small])[0]
+    d.digests([torch.randn(100000)])
+    assert d.digests([small])[0] == before
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8, torch.bool])
+def test_a_one_element_change_anywhere_changes_the_full_digest(dtype):
+    base = (torch.arange(6 * 7 * 5) % 2 if dtype == torch.bool else torch.randn(6 * 7 * 5) * 100).to(dtype).reshape(6, 7, 5)
+    d = Digester()
+    reference = d.digests([base])[0]
+    for index in [(0, 0, 0), (5, 6, 4), (3, 2, 1)]:
+        changed = base.clone()
+        changed[index] = (~changed[index]) if dtype == torch.bool else changed[index] + 1
+        assert d.digests([changed])[0] != reference, index
+
+
+def test_the_original_hash_sees_only_the_first_row_which_is_why_it_is_not_the_default():
+    base = torch.randn(4, 8)
+    changed = base.clone()
+    changed[3, 5] += 1.0
+    original = Digester("traincheck")
+    assert original.digests([base])[0] == original.digests([changed])[0]
+    full = Digester("full")
+    assert full.digests([base])[0] != full.digests([changed])[0]
+
+
+def test_the_original_hash_reproduces_its_test_vectors():
+    d = Digester("traincheck")
+    assert d.digests([torch.tensor([42])]) == [43]
+    assert d.digests([torch.tensor(42)]) == [43]
+    assert d.digests([torch.tensor([0.5, -1.25], dtype=torch.float32)]) == [2669640192147450990]
+
+
+def test_the_original_hash_matches_a_reference_loop_on_a_matrix():
+    x = torch.randn(3, 5)
+    rows = (x * 1e8).to(torch.int64).tolist()
+    h = 0
+    for v in rows[0]:
+        h = (h * 6364136223846793005 + v + 1) & ((1 << 64) - 1)
+    expected = h - (1 << 64) if h >= 1 << 63 else h
+    assert Digester("traincheck").digests([x]) == [expected]
+
+
+def test_unknown_algorithm_is_rejected():
+    with pytest.raises(ValueError, match="unknown tensor hash"):
+        Digester("md5")

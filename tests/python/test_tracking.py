@@ -1,0 +1,126 @@
+"""Model tracking (--models-to-track): state_change records in trace_VAR files (compat §4.6, §5.3)."""
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+
+import pytest
+
+from conftest import SCRIPTS, all_records, collect, read_trace_files, write_script
+
+PARAMS = ["model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"]
+
+
+def var_records(out):
+    return [r for recs in read_trace_files(out, "VAR").values() for r in recs]
+
+
+def test_a_tracked_mlp_gets_a_record_per_parameter_at_start_and_after_every_step(tmp_path):
+    result = collect(tmp_path, "-p", str(SCRIPTS / "mlp_adam.py"), "--output-dir", "out", "--models-to-track", "model",
+                     "--model-tracker-style", "sampler", script_args=["--iters", "4"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    records = var_records(tmp_path / "out")
+    by_step = defaultdict(dict)
+    for r in records:
+        assert r["type"] == "state_change" and r["var_type"] == "torch.nn.Parameter"
+        assert "mode" not in r and "dump_loc" not in r  # sampler style, as the original
+        by_step[r["meta_vars"]["step"]][r["var_name"]] = r
+    assert sorted(by_step) == [0, 1, 2, 3, 4]
+    for step, params in by_step.items():
+        assert sorted(params) == sorted(PARAMS), step
+        assert len({r["time"] for r in params.values()}) == 1  # one dump, one time
+    w = [by_step[s]["model.0.weight"]["attributes"] for s in range(5)]
+    assert len({a["data"] for a in w}) == 5  # every step changes the weights
+    assert w[0]["grad"] is None and all(isinstance(a["grad"], int) for a in w[1:])
+    assert w[1]["shape"] == [32, 16] and w[1]["requires_grad"] is True and "_TRAINCHECK_grad_ID" in w[1]
+    # The digests' own torch calls are not traced as API calls.
+    assert not any(r["function"] == "torch._VariableFunctionsClass.stack" for r in all_records(tmp_path / "out"))
+
+
+ZERO_GRAD_INVARIANT = {
+    "text_description": "zero_grad changes grad",
+    "relation": "APIContainRelation",
+    "params": [
+        {"param_type": "APIParam", "api_full_name": "torch.optim.optimizer.Optimizer.zero_grad"},
+        {"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "grad", "pre_value": "non_zero", "post_value": None},
+    ],
+    "precondition": {"parent_func_call_pre": {"inverted": False, "preconditions": [{"clauses": "Unconditional"}]}},
+    "num_positive_examples": 3,
+    "num_negative_examples": 0,
+}
+
+
+def test_selective_var_invariants_record_grads_around_zero_grad(tmp_path):
+    (tmp_path / "inv.json").write_text(json.dumps(ZERO_GRAD_INVARIANT) + "\n")
+    result = collect(tmp_path, "-p", str(SCRIPTS / "mlp_adam.py"), "--output-dir", "out", "-i", "inv.json",
+                     "--models-to-track", "model", script_args=["--iters", "3"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    api = [r for r in all_records(tmp_path / "out") if r["function"] == "torch.optim.optimizer.Optimizer.zero_grad"]
+    pre3 = next(r for r in api if r["meta_vars"]["step"] == 3 and r["type"] == "function_call (pre)")
+    post3 = next(r for r in api if r["meta_vars"]["step"] == 3 and r["type"] == "function_call (post)")
+    states = var_records(tmp_path / "out")
+    during = [r for r in states if pre3["time"] < r["time"] < post3["time"]]
+    assert {r["mode"] for r in during} == {"selective-sample"}
+    assert {r["dump_loc"] for r in during} == {"torch.optim.optimizer.Optimizer.zero_grad"}
+    # zero_grad(set_to_none=True) cleared every grad during the call ...
+    assert sorted(r["var_name"] for r in during) == sorted(PARAMS)
+    assert all(r["attributes"]["grad"] is None for r in during)
+    # ... that the last state written before the call still had (only changed parameters are rewritten).
+    for name in PARAMS:
+        last = max((r for r in states if r["var_name"] == name and r["time"] < pre3["time"]), key=lambda r: r["time"])
+        assert isinstance(last["attributes"]["grad"], int), name
+
+
+DDP_SCRIPT = """
+import os, sys
+import torch, torch.distributed as dist, torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+model = DDP(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+torch.manual_seed(1 + rank)
+perturb_at = int(os.environ.get("PERTURB_STEP", "0"))
+for step, x in enumerate(torch.randn(5, 4, 8), 1):
+    optimizer.zero_grad()
+    model(x).sum().backward()
+    if step == perturb_at and rank == 1:  # a silent divergence, as a rank-local bug would cause
+        with torch.no_grad():
+            model.module[0].weight[3, 3] += 1e-3
+    optimizer.step()
+dist.destroy_process_group()
+"""
+
+
+def _ddp_digests(tmp_path, out, perturb_step):
+    write_script(tmp_path, "ddp.py", DDP_SCRIPT)
+    (tmp_path / "run.sh").write_text(f"torchrun --standalone --nproc_per_node=2 ddp.py\n")
+    result = collect(tmp_path, "-p", "ddp.py", "-s", "run.sh", "--output-dir", out, "--models-to-track", "model",
+                     "--model-tracker-style", "sampler", env={"PERTURB_STEP": str(perturb_step)}, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = read_trace_files(tmp_path / out, "VAR")
+    assert len({r["process_id"] for recs in files.values() for r in recs}) == 2  # one file set per rank
+    digests = defaultdict(dict)  # (step, var) -> rank -> data digest
+    for recs in files.values():
+        for r in recs:
+            rank = r["meta_vars"]["_DATA_PARALLEL_RANK"]
+            digests[(r["meta_vars"]["step"], r["var_name"])][rank] = r["attributes"]["data"]
+    return digests
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not installed")
+def test_ddp_ranks_write_their_own_files_and_agree_until_one_rank_perturbs_a_parameter(tmp_path):
+    digests = _ddp_digests(tmp_path, "good", 0)
+    assert {step for step, _ in digests} == {0, 1, 2, 3, 4, 5}
+    for key, ranks in digests.items():
+        assert set(ranks) == {0, 1} and ranks[0] == ranks[1], key
+
+    digests = _ddp_digests(tmp_path, "bad", 2)
+    weight = {step: ranks for (step, var), ranks in digests.items() if var == "model.0.weight"}
+    assert all(weight[s][0] == weight[s][1] for s in (0, 1))
+    assert all(weight[s][0] != weight[s][1] for s in (2, 3, 4, 5))  # from that step on
