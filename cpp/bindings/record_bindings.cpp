@@ -97,6 +97,9 @@ void bind_recorder(nb::module_& m) {
       "set_inside_recorder", [](bool inside) { return set_inside_recorder(inside); },
       "Suspend (True) or resume (False) recording on this thread; returns the previous state.");
   m.def("is_wrapper", [](nb::handle obj) { return is_wrapper(obj.ptr()); });
+  m.def(
+      "was_called", [](nb::handle w) { return is_wrapper(w.ptr()) && was_called(w.ptr()); },
+      "Whether the wrapper recorded a call (its API appears in the trace).");
   m.def("unwrap", [](nb::handle obj) {
     return is_wrapper(obj.ptr()) ? nb::borrow(wrapped_of(obj.ptr())) : nb::borrow(obj);
   });

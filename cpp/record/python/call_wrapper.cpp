@@ -20,6 +20,7 @@ struct CallWrapper {
   PyObject* api_name;  // str, passed to the variable hook
   uint32_t api_id;
   uint8_t options;
+  uint8_t called;  // set on the first recorded call: which APIs the trace mentions
 };
 
 PyObject* g_var_hook = nullptr;
@@ -136,6 +137,7 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
   Recorder& recorder = Recorder::instance();
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   const uint64_t call_ns = Recorder::next_call_ns();
+  self->called = 1;
   uint8_t flags = 0;
   uint64_t obj_id = 0;
   if ((self->options & kIsBoundMethod) && nargs > 0) {
@@ -361,6 +363,7 @@ PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uin
   }
   self->api_id = Recorder::instance().intern_name(api_name);
   self->options = options;
+  self->called = 0;
   PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
   return reinterpret_cast<PyObject*>(self);
 }
@@ -382,5 +385,7 @@ bool is_wrapper(PyObject* obj) {
 }
 
 PyObject* wrapped_of(PyObject* wrapper) { return reinterpret_cast<CallWrapper*>(wrapper)->wrapped; }
+
+bool was_called(PyObject* wrapper) { return reinterpret_cast<CallWrapper*>(wrapper)->called != 0; }
 
 }  // namespace traincheck

@@ -39,5 +39,6 @@ PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uin
 
 bool is_wrapper(PyObject* obj);
 PyObject* wrapped_of(PyObject* wrapper);  // borrowed
+bool was_called(PyObject* wrapper);       // recorded at least one call
 
 }  // namespace traincheck

@@ -25,6 +25,7 @@ class InstallReport:
     wrapped_targets: int = 0
     failed_targets: int = 0
     api_names: set = field(default_factory=set)
+    wrappers: dict = field(default_factory=dict, repr=False)  # API name -> wrapper
     _undo: list = field(default_factory=list, repr=False)
 
     def uninstall(self) -> None:
@@ -79,4 +80,5 @@ def install(targets: list[Target], options_for) -> InstallReport:
         report._undo.append((t.owner, t.attr, previous, previous is not None))
         report.wrapped_targets += 1
         report.api_names.add(t.api_name)
+        report.wrappers.setdefault(t.api_name, wrapper)
     return report
