@@ -118,3 +118,67 @@ TEST(EventFormatter, TensorTypeNamesFollowTheOriginal) {
   EXPECT_EQ(tensor_type_name("torch.int64", false), "torch.LongTensor");
   EXPECT_EQ(tensor_type_name("torch.float8_e4m3fn", false), "torch.Tensor");
 }
+
+TEST(EventFormatter, VarStateRecordCarriesDigestsAttributesAndOptionalModeAndDumpLoc) {
+  Fixture f;
+  const uint32_t name = f.names.add("model.fc1.weight");
+  PayloadEncoder p;
+  p.section(SectionTag::kVarState);
+  VarStateHeader v{};
+  v.var_type_id = f.names.add("torch.nn.Parameter");
+  v.mode_id = f.names.add("selective-sample");
+  v.dump_loc_id = f.names.add("torch.optim.optimizer.Optimizer.zero_grad");
+  v.flags = kVarHasDataDigest | kVarHasGradDigest | kVarHasUserAttributes;
+  v.data_digest = -5;
+  v.grad_digest = 7;
+  v.tensor = TensorSummary{f.names.add("torch.float32"),
+                           kTensorIsCpu | kTensorIsLeaf | kTensorRequiresGrad | kTensorIsParameter | kTensorHasGrad,
+                           1, 4, 0, 11, 22};
+  p.raw(&v, sizeof v);
+  const int64_t dim = 3;
+  p.raw(&dim, sizeof dim);
+  size_t dict = p.begin_container(ValueTag::kDict);
+  p.text("tensor_model_parallel");
+  p.boolean(true);
+  p.end_container(dict, 1);
+
+  std::vector<std::byte> event(align8(sizeof(EventHeader) + p.size()));
+  EventHeader h{static_cast<uint32_t>(event.size()), EventKind::kVarState, 0, 0, name, f.meta_id, 500, 500, 0};
+  std::memcpy(event.data(), &h, sizeof h);
+  std::memcpy(event.data() + sizeof h, p.data(), p.size());
+  std::string line;
+  format_event(line, event.data(), f.ctx);
+  EXPECT_EQ(line.rfind("{\"var_name\":\"model.fc1.weight\",\"var_type\":\"torch.nn.Parameter\","
+                       "\"mode\":\"selective-sample\",\"dump_loc\":\"torch.optim.optimizer.Optimizer.zero_grad\","
+                       "\"process_id\":42,\"thread_id\":7,",
+                       0),
+            0u)
+      << line;
+  EXPECT_NE(line.find("\"type\":\"state_change\",\"attributes\":{\"_TRAINCHECK_data_ID\":11,\"data\":-5,"
+                      "\"_TRAINCHECK_grad_ID\":22,\"dtype\":\"torch.float32\",\"grad\":7,"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("\"shape\":[3],\"tensor_model_parallel\":true},\"time\":500}\n"), std::string::npos) << line;
+}
+
+TEST(EventFormatter, SamplerVarStateHasNoModeAndNullGradWithoutDigest) {
+  Fixture f;
+  PayloadEncoder p;
+  p.section(SectionTag::kVarState);
+  VarStateHeader v{};
+  v.var_type_id = f.names.add("torch.nn.Parameter");
+  v.flags = kVarHasDataDigest;
+  v.data_digest = 1;
+  v.tensor = TensorSummary{f.names.add("torch.float32"), kTensorIsCpu, 0, 4, 0, 1, 0};
+  p.raw(&v, sizeof v);
+  std::vector<std::byte> event(align8(sizeof(EventHeader) + p.size()));
+  EventHeader h{static_cast<uint32_t>(event.size()), EventKind::kVarState, 0, 0, f.names.add("w"), f.meta_id, 9, 9, 0};
+  std::memcpy(event.data(), &h, sizeof h);
+  std::memcpy(event.data() + sizeof h, p.data(), p.size());
+  std::string line;
+  format_event(line, event.data(), f.ctx);
+  EXPECT_EQ(line.find("\"mode\""), std::string::npos);
+  EXPECT_EQ(line.find("\"dump_loc\""), std::string::npos);
+  EXPECT_NE(line.find("\"grad\":null"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"shape\":[]"), std::string::npos) << line;
+}
