@@ -35,9 +35,23 @@ def attach_recorder(core, sampling_interval: int, warm_up_steps: int) -> None:
     _publish()
 
 
+_rest_json = {"text": None}  # the snapshot's keys other than "step", serialised once per change
+
+
 def _publish() -> None:
-    if _recorder is not None:
-        _recorder.publish_meta_vars(json.dumps(_meta, separators=(",", ":"), default=str))
+    """Hand the recorder a JSON snapshot; per step only the step number is formatted anew."""
+    if _recorder is None:
+        return
+    rest = _rest_json["text"]
+    if rest is None:
+        others = {k: v for k, v in _meta.items() if k != "step"}
+        rest = _rest_json["text"] = json.dumps(others, separators=(",", ":"), default=str)[1:-1]
+    step = _meta.get("step", 0)
+    _recorder.publish_meta_vars(f'{{"step":{step},{rest}}}' if rest else f'{{"step":{step}}}')
+
+
+def _changed_other_keys() -> None:
+    _rest_json["text"] = None
 
 
 def _set_recording(on: bool) -> None:
@@ -63,6 +77,7 @@ def set_meta_var(key: str, value: Any) -> None:
     if _meta.get(key, _MISSING) is value:
         return
     _meta[key] = value
+    _changed_other_keys()
     _publish()
 
 
@@ -76,13 +91,16 @@ def annotate_stage(stage: str) -> None:
     if _meta.get("stage") == stage:
         return
     _meta["stage"] = stage
+    _changed_other_keys()
     _publish()
     _set_recording(True)
 
 
 def start_step() -> None:
     """Begin a training iteration: step 1 is the first; sampling decides whether it is recorded."""
-    _meta["stage"] = "training"
+    if _meta.get("stage") != "training":
+        _meta["stage"] = "training"
+        _changed_other_keys()
     _meta["step"] = _meta.get("step", 0) + 1
     _publish()
     _set_recording(is_step_sampled(_meta["step"]))
@@ -91,5 +109,6 @@ def start_step() -> None:
 def start_eval_step() -> None:
     """Begin an evaluation iteration (meta var ``eval_step``), sampled like training steps."""
     _meta["eval_step"] = _meta.get("eval_step", 0) + 1
+    _changed_other_keys()
     _publish()
     _set_recording(is_step_sampled(_meta["eval_step"]))
