@@ -47,7 +47,8 @@ def test_round_robin_sampling_is_seeded_distinct_and_covers_every_workload():
 
 
 def test_missing_tools_fail_with_a_message(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(mdi, "find_tool", lambda name: None if name == "traincheck-infer" else Path("/bin/true"))
+    monkeypatch.setattr(mdi, "find_tool",
+                        lambda name, venv=None: None if name == "traincheck-infer" else Path("/bin/true"))
     assert mdi.main(["--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "out.json")]) == 2
     err = capsys.readouterr().err
     assert "traincheck-infer not found" in err and "traincheck-collect" not in err

@@ -23,12 +23,14 @@ FAKE_WORKLOAD = textwrap.dedent("""
     parser.add_argument("--stall-after", type=int, default=-1)
     args = parser.parse_args()
     stall_after = 3 if sys.gettrace() is not None else args.stall_after
-    with open("iteration_times.txt", "w") as f:
+    with open("iteration_times.txt", "w") as f, open("iteration_cpu_times.txt", "w") as cpu:
         for i in range(args.iters):
             if i == stall_after:
                 time.sleep(600)
             f.write(f"{0.01 * (i + 1)}\\n")
             f.flush()
+            cpu.write(f"{0.001 * (i + 1)}\\n")
+            cpu.flush()
 """)
 
 
@@ -107,6 +109,7 @@ def test_time_limit_keeps_completed_iterations_and_is_not_repeated(tmp_path, fak
     records = perf_run.run_evaluation(opts, printer=lambda *a, **k: None)
     assert [(r.round, r.status, r.iterations) for r in records] == [(1, "time limit", 3)]
     assert analysis.read_iteration_times(opts.out / "e2e_sleepy_naive.txt") == [0.01, 0.02, 0.03]
+    assert analysis.read_iteration_times(opts.out / "cpu" / "e2e_sleepy_naive.txt") == [0.001, 0.002, 0.003]
     assert (opts.out / "raw" / "sleepy_naive_r1.txt").is_file()
     assert not (opts.out / "runs" / "sleepy_naive_r1").exists()  # run folders are removed by default
     with open(opts.out / "runs.csv") as f:
@@ -142,6 +145,7 @@ def test_end_to_end_settrace_stopped_by_its_limit_still_counts(tmp_path, fake_wo
     # 3 iterations < warm-up 5: the last completed one is compared, 0.03 / 0.03
     assert [(r.task, r.method) for r in rows] == [("sleepy", "settrace")]
     assert rows[0].overhead == pytest.approx(1.0)
+    assert [(r.task, r.method) for r in analysis.read_csv(out / "cpu" / "overhead_e2e.csv")] == [("sleepy", "settrace")]
     assert "sleepy" in printed and "settrace" in printed
     if importlib.util.find_spec("matplotlib") is not None:
         assert (out / "performance.png").stat().st_size > 0 and (out / "performance.pdf").stat().st_size > 0

@@ -56,9 +56,10 @@ def three_iterations_each(tmp_path_factory):
 def test_workload_writes_one_time_per_iteration(name, three_iterations_each):
     error, folder = three_iterations_each[name]
     assert error is None, error
-    lines = (folder / "iteration_times.txt").read_text().splitlines()
-    assert len(lines) == 3
-    assert all(float(line) > 0 for line in lines)
+    for name in ("iteration_times.txt", "iteration_cpu_times.txt"):
+        lines = (folder / name).read_text().splitlines()
+        assert len(lines) == 3, name
+        assert all(float(line) > 0 for line in lines)
 
 
 @pytest.mark.parametrize("name", NAMES)

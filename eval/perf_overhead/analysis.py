@@ -1,0 +1,176 @@
+"""Analysis of the overhead evaluation: per-iteration time ratios of each method against `naive`.
+
+Entry points: `compute_overheads` (results in memory -> rows), `load_results` / `write_csv` /
+`format_table` (files and console). Everything but the small read/write helpers is a pure function.
+
+Method, as in the paper's analysis script: for one workload, the per-iteration times of a method and of
+`naive` are aligned by iteration index (iteration i of the method against iteration i of naive, up to the
+shorter of the two), the first `warmup` iterations are dropped, and the overhead is the mean of the
+per-iteration ratios, reported with their (population) standard deviation. A method stopped by its time
+limit may have completed fewer iterations than the warm-up: then only its last completed iteration is
+used, the one least affected by warm-up.
+
+Raw result files are `e2e_<workload>_<method>.txt`, one iteration time in seconds per line. Workload names
+must not contain `_`; method names may contain `-` (`monkey-patch`).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+BASELINE = "naive"
+# Plot and table order; methods not listed here come after these, alphabetically.
+METHOD_ORDER = ("settrace", "monkey-patch", "selective", "peer-monkey-patch", "peer-selective")
+CSV_COLUMNS = ("task", "method", "overhead", "std")
+
+
+@dataclass(frozen=True)
+class OverheadRow:
+    task: str
+    method: str
+    overhead: float  # mean per-iteration ratio against naive
+    std: float  # population standard deviation of those ratios
+    n: int  # number of ratios averaged (0 when read back from a CSV that does not say)
+
+
+def parse_iteration_times(text: str) -> list[float]:
+    """Iteration times from a file's text. A last line without its newline is ignored: the process was
+    killed while writing it, so the number may be cut short. Blank lines are skipped."""
+    lines = text.split("\n")
+    complete = lines[:-1]  # the piece after the last newline is either "" or an unfinished line
+    return [float(line) for line in complete if line.strip()]
+
+
+def read_iteration_times(path: str | Path) -> list[float]:
+    return parse_iteration_times(Path(path).read_text())
+
+
+def merge_repeats(runs: list[list[float]]) -> list[float]:
+    """Per-iteration median over repeated runs of one method: entry i is the median of the runs that
+    completed iteration i. Repeated runs smooth out machine noise without breaking the alignment by
+    iteration index."""
+    length = max((len(run) for run in runs), default=0)
+    merged = []
+    for i in range(length):
+        values = [run[i] for run in runs if len(run) > i]
+        merged.append(statistics.median(values))
+    return merged
+
+
+def analysed_range(length: int, warmup: int) -> range:
+    """Indices used for a series of `length` aligned iterations (see the module doc)."""
+    if length <= 0:
+        return range(0)
+    if length > warmup:
+        return range(warmup, length)
+    return range(length - 1, length)
+
+
+def aligned_ratios(times: list[float], baseline: list[float], warmup: int) -> list[float]:
+    """Per-iteration ratios times[i] / baseline[i] over the analysed range of the common length."""
+    length = min(len(times), len(baseline))
+    return [times[i] / baseline[i] for i in analysed_range(length, warmup) if baseline[i] > 0]
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and population standard deviation (numpy's default, as the paper's analysis used)."""
+    if not values:
+        return math.nan, math.nan
+    return statistics.fmean(values), statistics.pstdev(values)
+
+
+def method_sort_key(method: str) -> tuple[int, str]:
+    if method in METHOD_ORDER:
+        return METHOD_ORDER.index(method), method
+    return len(METHOD_ORDER), method
+
+
+def compute_overheads(results: dict[str, dict[str, list[float]]], warmup: int,
+                      task_order: list[str] | None = None) -> list[OverheadRow]:
+    """One row per (task, non-baseline method) with at least one aligned iteration.
+
+    `results[task][method]` is the list of iteration times. Tasks without a baseline are skipped (there
+    is nothing to compare with). Rows are ordered by `task_order` (then alphabetically for the rest) and
+    by `METHOD_ORDER`."""
+    order = list(task_order or [])
+    tasks = [t for t in order if t in results] + sorted(t for t in results if t not in order)
+    rows = []
+    for task in tasks:
+        methods = results[task]
+        baseline = methods.get(BASELINE)
+        if not baseline:
+            continue
+        for method in sorted(methods, key=method_sort_key):
+            if method == BASELINE:
+                continue
+            ratios = aligned_ratios(methods[method], baseline, warmup)
+            if not ratios:
+                continue
+            overhead, std = mean_std(ratios)
+            rows.append(OverheadRow(task, method, overhead, std, len(ratios)))
+    return rows
+
+
+def result_file_name(task: str, method: str) -> str:
+    if "_" in task:
+        raise ValueError(f"workload name {task!r} must not contain '_' (it separates the file name's fields)")
+    return f"e2e_{task}_{method}.txt"
+
+
+def parse_result_file_name(name: str) -> tuple[str, str] | None:
+    """(task, method) of `e2e_<task>_<method>.txt`, or None for any other file name."""
+    if not (name.startswith("e2e_") and name.endswith(".txt")):
+        return None
+    task, sep, method = name[len("e2e_"):-len(".txt")].partition("_")
+    if not sep or not task or not method:
+        return None
+    return task, method
+
+
+def load_results(res_dir: str | Path) -> dict[str, dict[str, list[float]]]:
+    results: dict[str, dict[str, list[float]]] = {}
+    for path in sorted(Path(res_dir).glob("e2e_*.txt")):
+        parsed = parse_result_file_name(path.name)
+        if parsed is None:
+            continue
+        task, method = parsed
+        results.setdefault(task, {})[method] = read_iteration_times(path)
+    return results
+
+
+def write_csv(rows: list[OverheadRow], path: str | Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(CSV_COLUMNS)
+        for row in rows:
+            writer.writerow([row.task, row.method, f"{row.overhead:.4f}", f"{row.std:.4f}"])
+
+
+def read_csv(path: str | Path) -> list[OverheadRow]:
+    with open(path, newline="") as f:
+        return [OverheadRow(r["task"], r["method"], float(r["overhead"]), float(r["std"]), 0)
+                for r in csv.DictReader(f)]
+
+
+def format_table(rows: list[OverheadRow]) -> str:
+    """A fixed-width console table: one line per workload, one `overhead ± std (n)` column per method."""
+    if not rows:
+        return "(no overhead results)"
+    tasks = list(dict.fromkeys(row.task for row in rows))
+    methods = sorted({row.method for row in rows}, key=method_sort_key)
+    cell = {(row.task, row.method): row for row in rows}
+
+    def fmt(row: OverheadRow | None) -> str:
+        if row is None:
+            return "-"
+        text = f"{row.overhead:.3g}x ± {row.std:.2g}"
+        return f"{text} ({row.n})" if row.n else text
+
+    table = [["workload", *methods]] + [[t, *(fmt(cell.get((t, m))) for m in methods)] for t in tasks]
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    lines = ["  ".join(text.ljust(w) for text, w in zip(line, widths)).rstrip() for line in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
