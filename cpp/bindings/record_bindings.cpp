@@ -59,7 +59,7 @@ void bind_recorder(nb::module_& m) {
   m.def(
       "wrap",
       [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
-         bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars) {
+         bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars, bool omit_first_arg) {
         uint8_t options = 0;
         if (record) options |= kRecordCalls;
         if (dump_args) options |= kDumpArgs;
@@ -67,12 +67,13 @@ void bind_recorder(nb::module_& m) {
         if (is_bound_method) options |= kIsBoundMethod;
         if (dump_stack) options |= kDumpStack;
         if (track_vars) options |= kTrackVars;
+        if (omit_first_arg) options |= kOmitFirstArg;
         PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options);
         if (w == nullptr) throw nb::python_error();
         return nb::steal(w);
       },
       nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
-      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false, nb::arg("dump_stack") = false, nb::arg("track_vars") = false,
+      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false, nb::arg("dump_stack") = false, nb::arg("track_vars") = false, nb::arg("omit_first_arg") = false,
       "A C-level wrapper of `original` that records calls under `api_name`.");
   m.def(
       "intern", [](const std::string& text) { return Recorder::instance().intern_name(text); },

@@ -24,6 +24,11 @@ VALID_STAGES = (
 _meta: dict[str, Any] = {"step": 0}
 _policy = {"interval": 1, "warm_up": 1}
 _recorder = None  # traincheck._core once recording has started
+_step_end_hooks: list = []  # called at each iteration boundary, before the step number moves on
+
+
+def add_step_end_hook(hook) -> None:
+    _step_end_hooks.append(hook)
 
 
 def attach_recorder(core, sampling_interval: int, warm_up_steps: int) -> None:
@@ -98,6 +103,8 @@ def annotate_stage(stage: str) -> None:
 
 def start_step() -> None:
     """Begin a training iteration: step 1 is the first; sampling decides whether it is recorded."""
+    for hook in _step_end_hooks:
+        hook()
     if _meta.get("stage") != "training":
         _meta["stage"] = "training"
         _changed_other_keys()

@@ -115,6 +115,7 @@ def _start_tracking(config: dict, core) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     register_optimizer_step_post_hook(tracker.after_optimizer_step)
+    meta_vars.add_step_end_hook(tracker.at_step_end)
     core.set_var_hook(tracker.around_api)
 
 

@@ -5,8 +5,8 @@ original file name and line numbers, so tracebacks point at the user's code. A s
 ``start_step``/``start_eval_step`` (or ``annotate_stage(<stage>)``) is left to do so itself.
 
 Differences from the original: the rewrite works on the syntax tree rather than tokens, keeps comments and
-formatting of the file on disk (it is never rewritten), and classifies only the innermost loop that shows a
-training signal, so nested epoch/batch loops count one step per batch.
+formatting of the file on disk (it is never rewritten), and a loop whose body holds another loop of the same
+kind is not annotated, so nested epoch/batch loops count one step per batch.
 """
 
 from __future__ import annotations
@@ -91,8 +91,11 @@ def classify_loop(loop: ast.AST) -> str | None:
     return None
 
 
-def _contains_loop(body: list[ast.stmt]) -> bool:
-    return any(isinstance(n, (ast.For, ast.While, ast.AsyncFor)) for stmt in body for n in ast.walk(stmt))
+def _nested_loop_kinds(body: list[ast.stmt]) -> set:
+    """Classifications of the loops nested anywhere in a loop body."""
+    return {
+        classify_loop(n) for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.For, ast.While, ast.AsyncFor))
+    }
 
 
 def _call_stmt(func: str, *args: str) -> ast.stmt:
@@ -186,9 +189,12 @@ class _Annotator(ast.NodeTransformer):
         self.loop_depth += 1
         node = self.generic_visit(node)
         self.loop_depth -= 1
-        if not self.annotate_steps or _contains_loop(node.body):
+        if not self.annotate_steps:
             return node
         kind = classify_loop(node)
+        # An epoch loop around a batch loop: only the innermost loop of a kind counts its iterations.
+        if kind is not None and kind in _nested_loop_kinds(node.body):
+            return node
         if kind == "training":
             node.body.insert(0, ast.copy_location(_call_stmt("start_step"), node.body[0]))
         elif kind == "eval":

@@ -124,3 +124,38 @@ def test_ddp_ranks_write_their_own_files_and_agree_until_one_rank_perturbs_a_par
     weight = {step: ranks for (step, var), ranks in digests.items() if var == "model.0.weight"}
     assert all(weight[s][0] == weight[s][1] for s in (0, 1))
     assert all(weight[s][0] != weight[s][1] for s in (2, 3, 4, 5))  # from that step on
+
+
+MANUAL_SGD = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(4, 2)
+for x in torch.randn(3, 5, 4):
+    model.zero_grad()
+    model(x).pow(2).sum().backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(p.grad, alpha=-0.1)
+"""
+
+
+def test_a_loop_updating_parameters_by_hand_is_tracked_at_each_iteration_boundary(tmp_path):
+    write_script(tmp_path, "manual.py", MANUAL_SGD)
+    result = collect(tmp_path, "-p", "manual.py", "--output-dir", "out", "--models-to-track", "model",
+                     "--model-tracker-style", "sampler")
+    assert result.returncode == 0, result.stdout + result.stderr
+    weights = [r for r in var_records(tmp_path / "out") if r["var_name"] == "model.weight"]
+    # At the start (step 0), then the state each of iterations 1 and 2 left (written when the next began).
+    assert [r["meta_vars"]["step"] for r in weights] == [0, 1, 2]
+    assert len({r["attributes"]["data"] for r in weights}) == 3
+
+
+def test_classmethod_arguments_leave_out_cls_as_the_original_does(tmp_path):
+    write_script(tmp_path, "cm.py", "import torch, torch.nn as nn\nnn.Embedding.from_pretrained(torch.ones(3, 2))\n")
+    result = collect(tmp_path, "-p", "cm.py", "--output-dir", "out")
+    assert result.returncode == 0, result.stdout
+    pre = next(r for r in all_records(tmp_path / "out")
+               if r["function"] == "torch.nn.modules.sparse.Embedding.from_pretrained" and r["type"] == "function_call (pre)")
+    # The original wraps the bound classmethod: its first recorded argument is `embeddings`, not the class.
+    assert "torch.FloatTensor" in pre["args"]["0"] and len(pre["args"]) == 1
+    assert pre["is_bound_method"] is False and pre["obj_id"] is None

@@ -151,7 +151,10 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
     payload.clear();
     {
       InsideRecorder guard;
-      if (self->options & kDumpArgs) capture_arguments(payload, args, nargs, kwnames);
+      if (self->options & kDumpArgs) {
+        const Py_ssize_t skip = (self->options & kOmitFirstArg) && nargs > 0 ? 1 : 0;
+        capture_arguments(payload, args + skip, nargs - skip, kwnames);
+      }
       if (self->options & kDumpStack) capture_stack(payload);
     }
     recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, payload.data(),

@@ -22,6 +22,7 @@ enum WrapperOptions : uint8_t {
   kIsBoundMethod = 1 << 3,  // first parameter is self: obj_id = id(args[0])
   kDumpStack = 1 << 4,      // add the caller's Python stack to the pre event (--API-dump-stack-trace)
   kTrackVars = 1 << 5,      // call the variable hook before and after the call (selective var dumps)
+  kOmitFirstArg = 1 << 6,   // a classmethod's cls: the original sees the bound method, without it
 };
 
 // The tracker's hook, called as hook(api_name, "pre" | "post") around calls of kTrackVars wrappers.

@@ -44,13 +44,13 @@ class InstallReport:
 def install(targets: list[Target], options_for) -> InstallReport:
     """Wrap every target; `options_for(api_name)` gives its CallOptions, or None to leave it alone."""
     report = InstallReport()
-    wrappers: dict[tuple[int, bool], object] = {}
+    wrappers: dict[tuple[int, str], object] = {}
     for t in targets:
         opts = options_for(t.api_name)
         if opts is None:
             continue
         binds = t.container == "method"
-        key = (id(t.original), binds)
+        key = (id(t.original), t.container)
         wrapper = wrappers.get(key)
         if wrapper is None:
             wrapper = _core.wrap(
@@ -63,6 +63,7 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 is_bound_method=t.is_bound_method,
                 dump_stack=opts.dump_stack,
                 track_vars=opts.track_vars,
+                omit_first_arg=t.container == "classmethod",
             )
             wrappers[key] = wrapper
         if t.container == "staticmethod":

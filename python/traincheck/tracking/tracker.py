@@ -6,7 +6,8 @@ mode="update", dump_loc="initing" at the start and mode="sample" after optimizer
 
 When states are written:
 - once when a model is tracked, for every parameter;
-- after every optimizer step, for every parameter (torch's global optimizer step post-hook);
+- after every optimizer step, for every parameter (torch's global optimizer step post-hook), or, in a
+  loop that updates parameters by hand (no optimizer), at the end of each iteration;
 - in selective mode, before and after each call of an API that an invariant over variables names,
   for the parameters that changed since they were last written (mode "selective-sample").
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from traincheck.meta_vars import get_meta_vars
 from traincheck.tracking.digest import Digester
 
 PARAMETER_TYPE = "torch.nn.Parameter"
@@ -58,6 +60,7 @@ class ModelTracker:
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
         self._var_type_id = core.intern(PARAMETER_TYPE)
         self._ids: dict[str, int] = {}
+        self._stepped_since_boundary = False
 
     def _id(self, text: str | None) -> int:
         if text is None:
@@ -82,7 +85,18 @@ class ModelTracker:
             self._write(fresh, mode="update", dump_loc="initing", only_changed=False)
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
+        self._stepped_since_boundary = True
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
+        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
+
+    def at_step_end(self) -> None:
+        """Iteration boundary (start_step): write states if no optimizer step did during the iteration."""
+        if self._stepped_since_boundary:
+            self._stepped_since_boundary = False
+            return
+        if get_meta_vars().get("step", 0) == 0:
+            return  # the first boundary: the states were written when the models were tracked
+        mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
         self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
 
     def around_api(self, api_name: str, phase: str) -> None:
