@@ -116,6 +116,7 @@ def _start_tracking(config: dict, core) -> None:
 
     register_optimizer_step_post_hook(tracker.after_optimizer_step)
     meta_vars.add_step_end_hook(tracker.at_step_end)
+    atexit.register(tracker.at_step_end)  # the last iteration's states (runs before the recorder's shutdown)
     core.set_var_hook(tracker.around_api)
 
 

@@ -145,9 +145,9 @@ def test_a_loop_updating_parameters_by_hand_is_tracked_at_each_iteration_boundar
                      "--model-tracker-style", "sampler")
     assert result.returncode == 0, result.stdout + result.stderr
     weights = [r for r in var_records(tmp_path / "out") if r["var_name"] == "model.weight"]
-    # At the start (step 0), then the state each of iterations 1 and 2 left (written when the next began).
-    assert [r["meta_vars"]["step"] for r in weights] == [0, 1, 2]
-    assert len({r["attributes"]["data"] for r in weights}) == 3
+    # At the start (step 0), then the state each iteration left (written when the next began, or at exit).
+    assert [r["meta_vars"]["step"] for r in weights] == [0, 1, 2, 3]
+    assert len({r["attributes"]["data"] for r in weights}) == 4
 
 
 def test_classmethod_arguments_leave_out_cls_as_the_original_does(tmp_path):
