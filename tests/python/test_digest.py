@@ -57,3 +57,13 @@ def test_the_original_hash_matches_a_reference_loop_on_a_matrix():
 def test_unknown_algorithm_is_rejected():
     with pytest.raises(ValueError, match="unknown tensor hash"):
         Digester("md5")
+
+
+def test_chunked_cpu_digest_of_a_large_tensor_equals_the_one_piece_dot_product_and_sees_its_last_element():
+    d = Digester()
+    t = torch.randn(300, 1000)  # more than one CPU chunk
+    bits = t.reshape(-1).view(torch.int32).to(torch.int64)
+    assert d.digests([t])[0] == (bits * d._weights_for(bits.numel(), t.device)).sum().item()
+    changed = t.clone()
+    changed[-1, -1] += 1
+    assert d.digests([changed])[0] != d.digests([t])[0]
