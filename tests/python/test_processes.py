@@ -97,3 +97,13 @@ def test_sigterm_flushes_everything_and_the_program_still_dies_of_sigterm(tmp_pa
     records = [r for recs in read_trace_files(tmp_path / "out").values() for r in recs]
     relu_pre = [r for r in records if r["function"] == "torch._VariableFunctionsClass.relu" and r["type"] == "function_call (pre)"]
     assert len(relu_pre) >= 201
+
+
+def test_sigint_flushes_everything_through_keyboard_interrupt(tmp_path):
+    proc, child = _start_long_running(tmp_path, {"TRAINCHECK_WRITER_PERIOD_MS": "600000"})
+    os.kill(child, signal.SIGINT)
+    assert proc.wait(timeout=60) == 128 + signal.SIGINT  # Python dies of SIGINT after KeyboardInterrupt
+    records = [r for recs in read_trace_files(tmp_path / "out").values() for r in recs]
+    relu_pre = [r for r in records if r["function"] == "torch._VariableFunctionsClass.relu" and r["type"] == "function_call (pre)"]
+    assert len(relu_pre) >= 201
+    assert "KeyboardInterrupt" in (tmp_path / "out" / "program_output.txt").read_text()
