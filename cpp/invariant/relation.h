@@ -55,12 +55,25 @@ struct CheckOptions {
   size_t max_violations = 1000;  // per invariant; further violations are counted, not kept
 };
 
-// Online checking (events arrive one by one). Declared now so relations can grow it; the offline
-// checker does not use it.
+// A violation found online. Unlike Violation, which indexes a TraceStore, it carries copies of the
+// records that show it: an online check has no store, and the caller's record is gone once on_record
+// returns. Copies are cheap (field values share their payloads) and are what failed.log prints; the
+// step of a violation is records[0].step.
+struct OnlineViolation {
+  std::vector<Record> records;
+};
+
+// Online checking: records arrive one at a time, while training runs, and a check keeps only bounded
+// state (no store, no history beyond what its invariant needs).
+//
+// Delivery contract: every record is offered (a check ignores what it does not need). The records of
+// one thread come in their file's order (pre before post, nested calls inside); records of different
+// files (e.g. trace_API_* and trace_VAR_*) are merged by time, as the original's min_read_time gate
+// does (compat §10.2). Feeding a finished trace's TraceStore::records() in order satisfies it.
 class OnlineCheck {
  public:
   virtual ~OnlineCheck() = default;
-  virtual void on_record(const Record& record, std::vector<Violation>& violations) = 0;
+  virtual void on_record(const Record& record, std::vector<OnlineViolation>& violations) = 0;
 };
 
 class Relation {
@@ -79,7 +92,13 @@ class Relation {
   virtual std::vector<std::string> precondition_keys_to_skip() const { return {}; }
 
   virtual CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const = 0;
-  virtual std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant) const { return nullptr; }
+  // nullptr: the relation has no online check. `signatures` (may be null; must outlive the check) bind
+  // positional arguments to names as the offline check does with the trace folder's signatures: online
+  // there is no TraceStore to get them from.
+  virtual std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
+                                                         const ApiSignatures* signatures = nullptr) const {
+    return nullptr;
+  }
 
   // Human label for reports (compat §11.1); empty: use text_description.
   virtual std::string display_name(const Invariant& invariant) const { return {}; }

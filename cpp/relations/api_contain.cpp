@@ -25,6 +25,10 @@
 //   - argument constraints keep only primitive argument values (scalars, lists of scalars); object
 //     arguments (tensors) carry ids that differ run to run;
 //   - the offline check reports every violating parent call, not only the first (compat §13 item 29).
+//
+// Online (make_online_check, api_contain_online.cpp): the same verdicts from records seen one at a
+// time, with state bounded by the open calls and the tracked variables instead of the original's
+// ever-growing maps; context managers are not tracked online (see that file's header).
 #include "relations/api_contain.h"
 
 #include <algorithm>
@@ -150,28 +154,43 @@ bool is_parent_candidate(const TraceStore& trace, std::string_view fn) {
 
 }  // namespace
 
+bool ApiContainRelation::api_call_matches(const Param& child, const Record& pre, const ApiSignatures& signatures) {
+  if (child.type != ParamType::Api || pre.function != child.api_full_name) return false;
+  const bool with_args = child.arguments && child.arguments->is_object();
+  return !with_args || args_match(*child.arguments, signatures.bind(pre, true, false));
+}
+
+bool ApiContainRelation::api_outcome_matches(const Param& child, bool raised) {
+  const bool want_exception = child.exception && !child.exception->is_null();
+  return raised == want_exception;
+}
+
+bool ApiContainRelation::var_change_matches(const Param& child, std::string_view var_type, std::string_view var_name,
+                                            std::string_view attr, const Value& before, const Value& after) {
+  if (child.type != ParamType::VarType && child.type != ParamType::VarName) return false;
+  if (var_type != child.var_type || attr != child.attr_name) return false;
+  if (child.type == ParamType::VarName && var_name != child.var_name) return false;
+  if (child.pre_value && !value_matches(*child.pre_value, before)) return false;
+  if (child.post_value && !value_matches(*child.post_value, after)) return false;
+  return true;
+}
+
 bool ApiContainRelation::contains(const TraceStore& trace, const CallEvent& call, const Param& child) {
   if (child.type == ParamType::Api) {
-    const bool want_exception = child.exception && !child.exception->is_null();
-    const bool with_args = child.arguments && child.arguments->is_object();
     for (uint32_t ci : trace.contained_calls(call)) {
       const CallEvent& inner = trace.calls()[ci];
-      if (inner.function != child.api_full_name) continue;
-      if ((inner.status == CallStatus::Exception) != want_exception) continue;
-      if (with_args && !args_match(*child.arguments, trace.signatures().bind(trace.record(inner.pre), true, false))) continue;
-      return true;
+      if (inner.function != child.api_full_name) continue;  // cheap test first
+      if (!api_outcome_matches(child, inner.status == CallStatus::Exception)) continue;
+      if (api_call_matches(child, trace.record(inner.pre), trace.signatures())) return true;
     }
     return false;
   }
-  if (child.type != ParamType::VarType && child.type != ParamType::VarName) return false;
   for (const VarChange& change : trace.contained_var_changes(call)) {
     const VarInstance& var = trace.var(change);
     const AttrHistory& attr = trace.attr(change);
-    if (var.var_type != child.var_type || attr.name != child.attr_name) continue;
-    if (child.type == ParamType::VarName && var.var_name != child.var_name) continue;
-    if (child.pre_value && !value_matches(*child.pre_value, attr.states[change.new_state - 1].value)) continue;
-    if (child.post_value && !value_matches(*child.post_value, attr.states[change.new_state].value)) continue;
-    return true;
+    if (var_change_matches(child, var.var_type, var.var_name, attr.name, attr.states[change.new_state - 1].value,
+                           attr.states[change.new_state].value))
+      return true;
   }
   return false;
 }
@@ -333,6 +352,11 @@ CheckResult ApiContainRelation::check(const TraceStore& trace, const Invariant& 
     if (!found) result.add_violation(Violation{{pre}}, options.max_violations);
   }
   return result;
+}
+
+std::unique_ptr<OnlineCheck> ApiContainRelation::make_online_check(const Invariant& inv,
+                                                                       const ApiSignatures* signatures) const {
+  return std::make_unique<ApiContainOnlineCheck>(inv, signatures);
 }
 
 std::string ApiContainRelation::display_name(const Invariant& inv) const {

@@ -1,0 +1,172 @@
+// APIContainRelation, online (compat §8.1 "Online", §10): the verdicts of ApiContainRelation::check,
+// from records seen one at a time (delivery contract: OnlineCheck in invariant/relation.h).
+//
+// State, all bounded:
+//   - per (pid, tid), a stack of the open calls that matter: parent calls whose precondition held
+//     (with a copy of their pre-record, the violation's evidence) and, for an API child, child calls
+//     whose name and arguments match (waiting for their outcome). An entry is dropped when its call
+//     closes, a thread's stack when it empties; depth is the call nesting depth.
+//   - for a var child, the last value of the child's attribute per variable instance
+//     (pid, var_name, var_type) of the child's type: one Value per tracked variable.
+// The original instead keeps every call and every state of the run (compat §10.2) and scans the child's
+// calls so far on each parent post (compat §10.4); here a record costs O(stack depth) at most.
+//
+// How it agrees with the offline check (same matching helpers, same interval rules):
+//   - the precondition ("parent_func_call_pre") is evaluated on the parent's pre-record when it arrives;
+//   - an API child counts for a checked parent below it on its thread's stack that started strictly
+//     before it and ends strictly after it (the store's "contained calls"), if its pre-record matches
+//     (name, arguments) and its outcome does (an exception post only for a child with `exception`);
+//   - a var change counts for every checked parent open in its process (any thread) with
+//     start <= change time <= end; a change is the attribute's value differing from the variable's
+//     previous non-NaN value (equal consecutive values are one state, as in the store's histories);
+//   - a parent's post or exception post with no counted child is a violation carrying the parent's
+//     pre-record (its step is the violation's step); a parent that never closes (incomplete) is never
+//     reported, as offline;
+//   - lost posts: a post that closes a call below the top of its stack drops the calls above it, which
+//     never returned, as the store drops them.
+//
+// Not done online:
+//   - context managers: clauses on meta_vars.context_managers.* see those fields absent, whereas
+//     offline the store injects the managers active at the parent's start. Learned stage/step/thread
+//     preconditions do not use them (eval/perf_overhead/invariants/deployed_100.json has none); tracking
+//     them would mean following __init__/__enter__/__exit__ of every manager class.
+//   - a parent whose post was lost inside a caller that is neither parent nor child is only dropped
+//     when an enclosing tracked call closes (until then: one stale entry per lost record, never
+//     reported, as offline);
+//   - records of different files with equal timestamps are taken in arrival order: a var change
+//     stamped exactly at the parent's post time but delivered after it is missed (offline counts it).
+#include <algorithm>
+#include <limits>
+
+#include "relations/api_contain.h"
+
+namespace traincheck {
+
+namespace {
+
+constexpr std::string_view kGroup = "parent_func_call_pre";
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+const ApiSignatures& no_signatures() {
+  static const ApiSignatures empty;
+  return empty;
+}
+
+}  // namespace
+
+ApiContainOnlineCheck::ApiContainOnlineCheck(const Invariant& inv, const ApiSignatures* signatures)
+    : signatures_(signatures) {
+  // An invariant the offline check cannot evaluate (it returns an empty result) is ignored here too.
+  if (inv.params.size() < 2 || inv.params[0].type != ParamType::Api) return;
+  valid_ = true;
+  parent_name_ = inv.params[0].api_full_name;
+  child_ = inv.params[1];
+  if (child_.type == ParamType::Api) {
+    child_kind_ = ChildKind::Api;
+  } else if ((child_.type == ParamType::VarType || child_.type == ParamType::VarName) &&
+             !is_untracked_attribute(child_.attr_name)) {
+    // Untracked attributes have no history offline, so they never change; leaving the kind None
+    // makes every checked parent a violation, as offline.
+    child_kind_ = ChildKind::Var;
+    attr_key_ = intern_key("attributes." + child_.attr_name);
+  }
+  if (inv.precondition)
+    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition_ = *g;
+}
+
+bool ApiContainOnlineCheck::precondition_holds(const Record& pre) const {
+  if (!precondition_) return true;
+  const RecordView view{&pre, nullptr};
+  return precondition_->holds(std::span<const RecordView>(&view, 1));
+}
+
+void ApiContainOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
+  if (!valid_) return;
+  if (r.type == RecordType::StateChange) {
+    if (child_kind_ == ChildKind::Var) on_state(r);
+    return;
+  }
+  const bool is_parent = r.function == parent_name_;
+  const bool is_child = child_kind_ == ChildKind::Api && r.function == child_.api_full_name;
+  if (!is_parent && !is_child) return;
+  if (r.type == RecordType::FunctionPre) on_pre(r, is_parent, is_child);
+  else on_post(r, violations);
+}
+
+void ApiContainOnlineCheck::on_pre(const Record& r, bool is_parent, bool is_child) {
+  const bool parent = is_parent && precondition_holds(r);
+  const bool child = is_child && ApiContainRelation::api_call_matches(child_, r, signatures_ ? *signatures_ : no_signatures());
+  if (!parent && !child) return;  // its post finds no entry and is ignored
+  const Value* id = r.get(keys().func_call_id);
+  if (id == nullptr) return;  // the reader requires it; nothing could close this call
+  OpenCall call;
+  call.id = *id;
+  call.start = r.time;
+  call.parent = parent;
+  call.child = child;
+  call.first_match = kNever;
+  if (parent) call.pre = r;
+  threads_[{r.process_id, r.thread_id}].push_back(std::move(call));
+}
+
+void ApiContainOnlineCheck::on_post(const Record& r, std::vector<OnlineViolation>& violations) {
+  auto thread = threads_.find({r.process_id, r.thread_id});
+  if (thread == threads_.end()) return;
+  std::vector<OpenCall>& stack = thread->second;
+  const Value* id = r.get(keys().func_call_id);
+  if (id == nullptr) return;
+  size_t depth = stack.size();  // 1 + the position of the closing call
+  while (depth > 0 && stack[depth - 1].id != *id) --depth;
+  if (depth == 0) return;  // not tracked: precondition failed, arguments differ, or its pre was never seen
+  OpenCall& call = stack[depth - 1];
+  const int64_t end = r.time;
+  if (call.child && ApiContainRelation::api_outcome_matches(child_, r.type == RecordType::FunctionException)) {
+    for (size_t i = 0; i + 1 < depth; ++i) {
+      OpenCall& outer = stack[i];
+      if (outer.parent && outer.start < call.start) outer.first_match = std::min(outer.first_match, end);
+    }
+  }
+  if (call.parent) {
+    triggered_ = true;
+    // API children must end strictly before the parent does; var changes may coincide with its end.
+    const bool found = child_kind_ == ChildKind::Api ? call.first_match < end : call.first_match <= end;
+    if (!found) violations.push_back(OnlineViolation{{std::move(*call.pre)}});
+  }
+  stack.resize(depth - 1);  // the calls above it never returned: their posts were lost
+  if (stack.empty()) threads_.erase(thread);
+}
+
+void ApiContainOnlineCheck::on_state(const Record& r) {
+  if (r.var_type != child_.var_type) return;
+  if (child_.type == ParamType::VarName && r.var_name != child_.var_name) return;
+  const Value* value = r.get(attr_key_);
+  if (value == nullptr || value->is_nan()) return;  // NaN values form no state (as in the store)
+  auto& vars = last_values_[r.process_id];
+  auto last = vars.find(r.var_name);
+  if (last == vars.end()) {
+    vars.emplace(std::string(r.var_name), *value);
+    return;
+  }
+  if (last->second == *value) return;
+  const Value before = std::exchange(last->second, *value);
+  if (!ApiContainRelation::var_change_matches(child_, r.var_type, r.var_name, child_.attr_name, before, *value)) return;
+  // Var changes count in the whole process (the store's contained_var_changes), not only this thread.
+  for (auto t = threads_.lower_bound({r.process_id, std::numeric_limits<int64_t>::min()});
+       t != threads_.end() && t->first.first == r.process_id; ++t)
+    for (OpenCall& call : t->second)
+      if (call.parent && call.start <= r.time) call.first_match = std::min(call.first_match, r.time);
+}
+
+size_t ApiContainOnlineCheck::open_calls() const {
+  size_t n = 0;
+  for (const auto& [thread, stack] : threads_) n += stack.size();
+  return n;
+}
+
+size_t ApiContainOnlineCheck::tracked_vars() const {
+  size_t n = 0;
+  for (const auto& [pid, vars] : last_values_) n += vars.size();
+  return n;
+}
+
+}  // namespace traincheck
