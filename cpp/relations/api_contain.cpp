@@ -53,10 +53,17 @@ bool is_primitive(const Value& v) {
   return false;
 }
 
-// Bound arguments of a call whose recorded payload ({type: payload}) is primitive.
+bool is_position_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Bound arguments of a call whose recorded payload ({type: payload}) is primitive. A positional argument
+// that no recorded signature names is left out: the original never writes index names ("0"), and cannot
+// match them when it checks our invariants.
 Object primitive_args(const TraceStore& trace, const Record& pre) {
   Object out;
   for (Member& m : trace.signatures().bind(pre, true, false)) {
+    if (is_position_name(key_name(m.key))) continue;
     if (!m.value.is_object() || m.value.as_object().size() != 1) continue;
     if (!is_primitive(m.value.as_object().front().value)) continue;
     out.push_back(std::move(m));
@@ -157,7 +164,8 @@ bool is_parent_candidate(const TraceStore& trace, std::string_view fn) {
 bool ApiContainRelation::api_call_matches(const Param& child, const Record& pre, const ApiSignatures& signatures) {
   if (child.type != ParamType::Api || pre.function != child.api_full_name) return false;
   const bool with_args = child.arguments && child.arguments->is_object();
-  return !with_args || args_match(*child.arguments, signatures.bind(pre, true, false));
+  // `self` is bound too: the original writes it into method children's argument constraints.
+  return !with_args || args_match(*child.arguments, signatures.bind(pre, false, false));
 }
 
 bool ApiContainRelation::api_outcome_matches(const Param& child, bool raised) {

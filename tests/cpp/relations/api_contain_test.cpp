@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 
+#include "trace/json_parse.h"
 #include "trace/synthetic_trace.h"
+#include "trace/trace_reader.h"
 
 namespace fs = std::filesystem;
 using namespace traincheck;
@@ -146,4 +149,72 @@ TEST(ApiContain, CollectExamplesOnAnotherTraceUsesTheChildMatch) {
     return;
   }
   FAIL() << "hypothesis not generated";
+}
+
+namespace {
+
+Value json(const std::string& text) {
+  Value v;
+  std::string error;
+  EXPECT_TRUE(parse_json(text, v, error)) << error;
+  return v;
+}
+
+}  // namespace
+
+TEST(ApiContain, ChildArgumentsWrittenByTheOriginalWithSelfMatchOurRecords) {
+  // The original writes `self` into a method child's argument constraints (compat §8.1 real files).
+  const Param child = param_from_value(json(
+      R"j({"param_type":"APIParam","api_full_name":"torch.library.Library.impl","arguments":{"args":)j"
+      R"j({"self":{"torch.library.Library":{}},"op_name":{"str":"add"}},"func_name":"torch.library.Library.impl"}})j"));
+  const RawTrace raw = read_trace_text(
+      "trace_API_1_1.log",
+      R"j({"func_call_id":"a_1","thread_id":1,"process_id":1,"meta_vars":{"step":1},"type":"function_call (pre)",)j"
+      R"j("function":"torch.library.Library.impl","is_bound_method":true,"obj_id":5,)j"
+      R"j("args":{"0":{"torch.library.Library":{}},"1":{"str":"add"}},"kwargs":{},"time":10})j"
+      "\n");
+  ASSERT_EQ(raw.records.size(), 1u);
+  const ApiSignatures signatures = ApiSignatures::from_value(
+      json(R"j({"torch.library.Library.impl":{"params":[{"name":"self"},{"name":"op_name"}]}})j"), "test");
+  EXPECT_TRUE(ApiContainRelation::api_call_matches(child, raw.records[0], signatures));
+  const Param other = param_from_value(json(
+      R"j({"param_type":"APIParam","api_full_name":"torch.library.Library.impl","arguments":{"args":)j"
+      R"j({"op_name":{"str":"mul"}},"func_name":"torch.library.Library.impl"}})j"));
+  EXPECT_FALSE(ApiContainRelation::api_call_matches(other, raw.records[0], signatures));
+}
+
+TEST(ApiContain, InferredArgumentConstraintsNeverUsePositionIndexesAsNames) {
+  // Without api_signatures.json a positional argument has no name: it must not become a "0" constraint.
+  const fs::path dir = fs::temp_directory_path() / "tc_api_contain_positional";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string text;
+  long t = 0;
+  auto rec = [&](const std::string& id, const std::string& type, const std::string& fn, const std::string& extra) {
+    text += R"j({"func_call_id":")j" + id + R"j(","thread_id":1,"process_id":1,"meta_vars":{"step":1,"stage":"training"},"type":")j" +
+            type + R"j(","function":")j" + fn + R"j(","is_bound_method":false,"obj_id":null)j" + extra +
+            ",\"time\":" + std::to_string(++t) + "}\n";
+  };
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = "p" + std::to_string(i), c = "c" + std::to_string(i);
+    rec(p, "function_call (pre)", "torch.foo.Runner.run", R"j(,"args":{},"kwargs":{})j");
+    rec(c, "function_call (pre)", "torch.foo.helper", R"j(,"args":{"0":{"int":3}},"kwargs":{"k":{"int":1}})j");
+    rec(c, "function_call (post)", "torch.foo.helper", "");
+    rec(p, "function_call (post)", "torch.foo.Runner.run", "");
+  }
+  { std::ofstream(dir / "trace_API_1_1.log") << text; }
+  TraceStore trace = TraceStore::load_folder(dir.string());
+  fs::remove_all(dir);
+  bool found = false;
+  for (const Hypothesis& h : ApiContainRelation().generate(trace)) {
+    const Param& child = h.invariant.params.back();
+    if (child.api_full_name != "torch.foo.helper") continue;
+    found = true;
+    ASSERT_TRUE(child.arguments && child.arguments->is_object()) << h.invariant.text_description;
+    const Value* args = child.arguments->find("args");
+    ASSERT_NE(args, nullptr);
+    ASSERT_EQ(args->as_object().size(), 1u) << h.invariant.text_description;
+    EXPECT_EQ(key_name(args->as_object().front().key), "k");
+  }
+  EXPECT_TRUE(found);
 }
