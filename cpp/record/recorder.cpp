@@ -310,8 +310,7 @@ RecorderStats Recorder::stats() const {
   RecorderStats s;
   s.events_written = events_written_.load(std::memory_order_relaxed);
   s.write_errors = write_errors_.load(std::memory_order_relaxed);
-  auto& self = const_cast<Recorder&>(*this);
-  std::lock_guard<std::mutex> lock(self.mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   s.threads = streams_.size();
   for (auto& stream : streams_) s.events_dropped += stream->dropped();
   return s;

@@ -84,7 +84,7 @@ class Recorder {
   std::atomic<uint32_t> current_meta_{0};
   ChunkPool pool_;
 
-  std::mutex mutex_;  // guards streams_, writer state and the flush handshake
+  mutable std::mutex mutex_;  // guards streams_, writer state and the flush handshake
   std::condition_variable wake_writer_;
   std::condition_variable flushed_;
   std::vector<std::unique_ptr<EventStream>> streams_;
