@@ -67,3 +67,14 @@ def test_chunked_cpu_digest_of_a_large_tensor_equals_the_one_piece_dot_product_a
     changed = t.clone()
     changed[-1, -1] += 1
     assert d.digests([changed])[0] != d.digests([t])[0]
+
+
+def test_batched_digests_of_small_tensors_equal_their_one_by_one_digests():
+    tensors = [torch.randn(5, 3), torch.randn(7), torch.randn(2, 2).half(), torch.arange(4), torch.randn(3).double(), torch.randn(6)]
+    d = Digester()
+    batched = d.digests(tensors)
+    assert batched == [d.digests([t])[0] for t in tensors]
+    assert batched == d.digests(tensors)  # the cached layout gives the same again
+    changed = [t.clone() for t in tensors]
+    changed[5][-1] += 1
+    assert d.digests(changed)[5] != batched[5] and d.digests(changed)[:5] == batched[:5]

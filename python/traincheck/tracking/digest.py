@@ -34,6 +34,7 @@ class Digester:
         self.algorithm = algorithm
         self._weights: dict[torch.device, torch.Tensor] = {}
         self._powers: dict[tuple[torch.device, int], torch.Tensor] = {}
+        self._layouts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
     # -- full-coverage digest -------------------------------------------------------------------------
     def _weights_for(self, n: int, device: torch.device) -> torch.Tensor:
@@ -70,6 +71,28 @@ class Digester:
             total += (bits[start:end].to(torch.int64) * weights[start:end]).sum()
         return total
 
+    def _bit_view(self, t: torch.Tensor) -> torch.Tensor:
+        flat = t.detach().reshape(-1)
+        if flat.is_complex():
+            flat = torch.view_as_real(flat).reshape(-1)
+        return flat if flat.dtype == torch.bool else flat.view(_BIT_VIEWS[flat.element_size()])
+
+    def _full_small_batch(self, views: list[torch.Tensor]) -> torch.Tensor:
+        """Digests of many small tensors of one bit dtype (their bit views) in a handful of ops: one
+        concatenation, one product with the per-tensor weights laid end to end, one segment sum. Every
+        tensor still gets the weights of its own positions, so each result equals _full of that tensor."""
+        sizes = tuple(v.numel() for v in views)
+        device = views[0].device
+        key = (device, sizes)
+        layout = self._layouts.get(key)
+        if layout is None:
+            weights = torch.cat([self._weights_for(n, device) for n in sizes])
+            segments = torch.repeat_interleave(torch.arange(len(sizes), device=device), torch.tensor(sizes, device=device))
+            layout = self._layouts[key] = (weights, segments)
+        weights, segments = layout
+        products = torch.cat(views).to(torch.int64) * weights
+        return torch.zeros(len(sizes), dtype=torch.int64, device=device).index_add_(0, segments, products)
+
     # -- the original's hash --------------------------------------------------------------------------
     def _powers_for(self, n: int, device: torch.device) -> torch.Tensor:
         key = (device, n)
@@ -99,14 +122,36 @@ class Digester:
         """One digest per tensor; one host synchronisation per device involved."""
         if not tensors:
             return []
-        one = self._full if self.algorithm == "full" else self._traincheck
+        out = [0] * len(tensors)
         with torch.no_grad():
             by_device: dict[torch.device, list[int]] = {}
             for i, t in enumerate(tensors):
                 by_device.setdefault(t.device, []).append(i)
-            out = [0] * len(tensors)
-            for device, idx in by_device.items():
-                values = torch.stack([one(tensors[i]) for i in idx]).tolist()
-                for i, v in zip(idx, values):
+            for idx in by_device.values():
+                order, parts = self._device_digests(tensors, idx)
+                for i, v in zip(order, torch.cat(parts).tolist()):
                     out[i] = v
         return out
+
+    def _device_digests(self, tensors: list[torch.Tensor], idx: list[int]) -> tuple[list[int], list[torch.Tensor]]:
+        """(tensor indices, 1-d digest tensors in that order) for the tensors of one device."""
+        if self.algorithm != "full":
+            return idx, [torch.stack([self._traincheck(tensors[i]) for i in idx])]
+        order, parts, singles = [], [], []
+        groups: dict[torch.dtype, tuple[list[int], list[torch.Tensor]]] = {}
+        for i in idx:
+            t = tensors[i]
+            if t.numel() > self._CPU_CHUNK or t.is_complex():
+                singles.append(i)
+                continue
+            view = self._bit_view(t)
+            members, views = groups.setdefault(view.dtype, ([], []))
+            members.append(i)
+            views.append(view)
+        for members, views in groups.values():  # small tensors of one bit width: batched
+            order += members
+            parts.append(self._full_small_batch(views))
+        if singles:
+            order += singles
+            parts.append(torch.stack([self._full(tensors[i]) for i in singles]))
+        return order, parts
