@@ -60,12 +60,12 @@ def _install_sigterm_flush(core) -> None:
         pass
 
 
-def _write_signatures_at_exit(wrappers: dict, output_dir: str) -> None:
+def _write_signatures_at_exit(report, output_dir: str) -> None:
     from traincheck.instrument.signatures import write_signatures
 
     def write():
         try:
-            write_signatures(wrappers, output_dir)
+            write_signatures(report.wrappers, output_dir, frozenset(report.classmethods))
         except Exception:  # noqa: BLE001 - the analyzer falls back to positional names
             pass
 
@@ -90,7 +90,7 @@ def _instrument(config: dict, core) -> dict:
     if plan is None:
         full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
         report = install(targets, lambda name: full)
-        _write_signatures_at_exit(report.wrappers, config["output_dir"])
+        _write_signatures_at_exit(report, config["output_dir"])
         return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
 
     def selected(name):
@@ -98,7 +98,7 @@ def _instrument(config: dict, core) -> dict:
         return opts if opts is None or not stack else CallOptions(opts.dump_args, opts.dump_return, True, opts.track_vars)
 
     report = install(targets, selected)
-    _write_signatures_at_exit(report.wrappers, config["output_dir"])
+    _write_signatures_at_exit(report, config["output_dir"])
     return selective.resolution_summary(plan, report.api_names, roots)
 
 

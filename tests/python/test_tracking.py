@@ -159,3 +159,11 @@ def test_classmethod_arguments_leave_out_cls_as_the_original_does(tmp_path):
     # The original wraps the bound classmethod: its first recorded argument is `embeddings`, not the class.
     assert "torch.FloatTensor" in pre["args"]["0"] and len(pre["args"]) == 1
     assert pre["is_bound_method"] is False and pre["obj_id"] is None
+
+
+def test_classmethod_signatures_are_recorded_without_cls(tmp_path):
+    write_script(tmp_path, "cm.py", "import torch, torch.nn as nn\nnn.Embedding.from_pretrained(torch.ones(3, 2))\n")
+    assert collect(tmp_path, "-p", "cm.py", "--output-dir", "out").returncode == 0
+    signatures = json.loads((tmp_path / "out" / "api_signatures.json").read_text())
+    params = [p["name"] for p in signatures["torch.nn.modules.sparse.Embedding.from_pretrained"]["params"]]
+    assert params[0] == "embeddings"

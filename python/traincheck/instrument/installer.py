@@ -26,6 +26,7 @@ class InstallReport:
     failed_targets: int = 0
     api_names: set = field(default_factory=set)
     wrappers: dict = field(default_factory=dict, repr=False)  # API name -> wrapper
+    classmethods: set = field(default_factory=set, repr=False)  # API names recorded without `cls`
     _undo: list = field(default_factory=list, repr=False)
 
     def uninstall(self) -> None:
@@ -82,4 +83,6 @@ def install(targets: list[Target], options_for) -> InstallReport:
         report.wrapped_targets += 1
         report.api_names.add(t.api_name)
         report.wrappers.setdefault(t.api_name, wrapper)
+        if t.container == "classmethod":
+            report.classmethods.add(t.api_name)
     return report

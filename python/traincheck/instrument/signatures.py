@@ -22,13 +22,14 @@ def _json_default(value):
         return str(value)
 
 
-def signature_entry(func) -> dict | None:
+def signature_entry(func, drop_first: bool = False) -> dict | None:
+    """The signature as the trace's arguments see it: a classmethod's `cls` is not among them."""
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
         return None
     params = []
-    for p in sig.parameters.values():
+    for p in list(sig.parameters.values())[1 if drop_first else 0 :]:
         entry = {"name": p.name, "kind": p.kind.name}
         if p.default is not inspect.Parameter.empty:
             entry["default"] = _json_default(p.default)
@@ -36,13 +37,13 @@ def signature_entry(func) -> dict | None:
     return {"params": params}
 
 
-def write_signatures(wrappers: dict, output_dir: str) -> None:
+def write_signatures(wrappers: dict, output_dir: str, classmethods: frozenset = frozenset()) -> None:
     """Signatures of the wrapped APIs that recorded calls, merged with what other processes wrote."""
     path = os.path.join(output_dir, "api_signatures.json")
     entries = {}
     for name, wrapper in wrappers.items():
         if _core.was_called(wrapper):
-            entry = signature_entry(_core.unwrap(wrapper))
+            entry = signature_entry(_core.unwrap(wrapper), drop_first=name in classmethods)
             if entry is not None:
                 entries[name] = entry
     if not entries:
