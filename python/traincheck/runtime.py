@@ -8,6 +8,8 @@ The collector writes a small launcher `_traincheck_<script>.py` into the output 
 from __future__ import annotations
 
 import atexit
+import builtins
+import dataclasses
 import importlib
 import json
 import os
@@ -87,18 +89,18 @@ def _instrument(config: dict, core) -> dict:
     stack = bool(config.get("api_dump_stack_trace"))
     plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None
     targets = find_targets(roots, config["use_full_instr"], core.is_wrapper)
-    if plan is None:
-        full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
-        report = install(targets, lambda name: full)
-        _write_signatures_at_exit(report, config["output_dir"])
-        return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
+    full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
 
-    def selected(name):
+    def options_for(name):
+        if plan is None:
+            return full
         opts = plan.options_for(name)
-        return opts if opts is None or not stack else CallOptions(opts.dump_args, opts.dump_return, True, opts.track_vars)
+        return dataclasses.replace(opts, dump_stack=True) if opts is not None and stack else opts
 
-    report = install(targets, selected)
+    report = install(targets, options_for)
     _write_signatures_at_exit(report, config["output_dir"])
+    if plan is None:
+        return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
     return selective.resolution_summary(plan, report.api_names, roots)
 
 
@@ -106,14 +108,12 @@ def _start_tracking(config: dict, core) -> None:
     """Model tracking (--models-to-track): the tracker gets models from the annotated script."""
     if not config.get("models_to_track"):
         return
-    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from traincheck.tracking.tracker import ModelTracker
 
     tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"))
     script_api.set_tracker(tracker)
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
     register_optimizer_step_post_hook(tracker.after_optimizer_step)
     meta_vars.add_step_end_hook(tracker.at_step_end)
     atexit.register(tracker.at_step_end)  # the last iteration's states (runs before the recorder's shutdown)
@@ -128,7 +128,7 @@ def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: lis
     tree = source_rewrite.annotate_source(source, path, tuple(models_to_track)) if annotate else source
     code = compile(tree, path, "exec")
     main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__traincheck__": script_api})
+    main.__dict__.update({"__file__": path, "__builtins__": builtins, "__traincheck__": script_api})
     sys.modules["__main__"] = main
     sys.argv = [path, *argv]
     sys.path[0] = os.path.dirname(path)
