@@ -1,6 +1,7 @@
 // Python entry points of the recorder (cpp/record): start/flush/shutdown, meta-var snapshots, sampling
 // switch, and the wrapper factory used by traincheck.instrument.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include "record/python/call_wrapper.h"
@@ -59,7 +60,8 @@ void bind_recorder(nb::module_& m) {
   m.def(
       "wrap",
       [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
-         bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars, bool omit_first_arg) {
+         bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars, bool omit_first_arg,
+         std::optional<uint64_t> arg_positions, nb::tuple arg_keywords) {
         uint8_t options = 0;
         if (record) options |= kRecordCalls;
         if (dump_args) options |= kDumpArgs;
@@ -68,13 +70,29 @@ void bind_recorder(nb::module_& m) {
         if (dump_stack) options |= kDumpStack;
         if (track_vars) options |= kTrackVars;
         if (omit_first_arg) options |= kOmitFirstArg;
-        PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options);
+        ArgumentFilter filter;
+        if (arg_positions) {
+          filter.positions = *arg_positions;
+          nb::list interned;
+          for (nb::handle name : arg_keywords) {
+            PyObject* s = nb::str(name).release().ptr();
+            PyUnicode_InternInPlace(&s);
+            interned.append(nb::steal(s));
+          }
+          if (nb::len(interned) > 0) filter.keywords = PyList_AsTuple(interned.ptr());  // new reference
+        }
+        PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options, arg_positions ? &filter : nullptr);
+        Py_XDECREF(filter.keywords);  // the wrapper holds its own reference
         if (w == nullptr) throw nb::python_error();
         return nb::steal(w);
       },
       nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
-      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false, nb::arg("dump_stack") = false, nb::arg("track_vars") = false, nb::arg("omit_first_arg") = false,
-      "A C-level wrapper of `original` that records calls under `api_name`.");
+      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false,
+      nb::arg("dump_stack") = false, nb::arg("track_vars") = false, nb::arg("omit_first_arg") = false,
+      nb::arg("arg_positions") = nb::none(), nb::arg("arg_keywords") = nb::tuple(),
+      "A C-level wrapper of `original` that records calls under `api_name`. With dump_args, `arg_positions`\n"
+      "(a bit mask of positional indices, bit i = argument i) and `arg_keywords` (names) select the\n"
+      "arguments recorded; arg_positions=None records them all.");
   m.def(
       "intern", [](const std::string& text) { return Recorder::instance().intern_name(text); },
       "An id for a string that events refer to (variable names, modes).");

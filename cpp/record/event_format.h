@@ -84,7 +84,8 @@ static_assert(sizeof(TensorSummary) == 32);
 
 // Sections of a call payload, in this order when present.
 enum class SectionTag : uint8_t {
-  kArgs = 0x40,       // u32 positional count + values, u32 keyword count + (u32 len + name, value)
+  kArgs = 0x40,       // u32 positional count + (u32 index, value), u32 keyword count + (u32 len + name, value);
+                      // indices are explicit because selective mode records only the arguments invariants name
   kReturn = 0x41,     // one value
   kException = 0x42,  // u32 len + type name, u32 len + message
   kStack = 0x43,      // u32 count + (u32 len + frame text), outermost frame first

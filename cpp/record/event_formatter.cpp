@@ -220,7 +220,7 @@ void format_args(std::string& out, PayloadReader& in, const FormatContext& ctx) 
   for (uint32_t i = 0; i < npos; ++i) {
     if (i) out += ',';
     out += '"';
-    append_json_uint(out, i);
+    append_json_uint(out, in.read<uint32_t>());
     out += "\":";
     format_value(out, in, ctx);
   }

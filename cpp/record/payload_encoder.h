@@ -52,6 +52,7 @@ class PayloadEncoder {
     put(uint32_t{0});
     return at;
   }
+  void position(uint32_t index) { put(index); }  // a positional argument's index, before its value
   void text(std::string_view s) {
     put(static_cast<uint32_t>(s.size()));
     append(s.data(), s.size());

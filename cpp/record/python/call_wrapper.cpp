@@ -20,7 +20,9 @@ struct CallWrapper {
   PyObject* api_name;  // str, passed to the variable hook
   uint32_t api_id;
   uint8_t options;
-  uint8_t called;  // set on the first recorded call: which APIs the trace mentions
+  uint8_t called;            // set on the first recorded call: which APIs the trace mentions
+  uint8_t has_arg_filter;    // kDumpArgs records only the arguments arg_filter selects
+  ArgumentFilter arg_filter;  // keywords: a strong reference
 };
 
 PyObject* g_var_hook = nullptr;
@@ -153,7 +155,8 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
       InsideRecorder guard;
       if (self->options & kDumpArgs) {
         const Py_ssize_t skip = (self->options & kOmitFirstArg) && nargs > 0 ? 1 : 0;
-        capture_arguments(payload, args + skip, nargs - skip, kwnames);
+        capture_arguments(payload, args + skip, nargs - skip, kwnames,
+                          self->has_arg_filter ? &self->arg_filter : nullptr);
       }
       if (self->options & kDumpStack) capture_stack(payload);
     }
@@ -269,6 +272,7 @@ int wrapper_traverse(PyObject* obj, visitproc visit, void* arg) {
   Py_VISIT(self->wrapped);
   Py_VISIT(self->dict);
   Py_VISIT(self->api_name);
+  Py_VISIT(self->arg_filter.keywords);
   return 0;
 }
 
@@ -277,6 +281,7 @@ int wrapper_clear(PyObject* obj) {
   Py_CLEAR(self->wrapped);
   Py_CLEAR(self->dict);
   Py_CLEAR(self->api_name);
+  Py_CLEAR(self->arg_filter.keywords);
   return 0;
 }
 
@@ -350,7 +355,8 @@ bool add_wrapper_types(PyObject* module) {
          PyModule_AddObject(module, "BuiltinWrapper", reinterpret_cast<PyObject*>(g_builtin_wrapper_type)) == 0;
 }
 
-PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uint8_t options) {
+PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uint8_t options,
+                       const ArgumentFilter* arg_filter) {
   PyTypeObject* type = binds ? g_function_wrapper_type : g_builtin_wrapper_type;
   auto* self = PyObject_GC_New(CallWrapper, type);
   if (self == nullptr) return nullptr;
@@ -359,6 +365,9 @@ PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uin
   self->wrapped = original;
   self->dict = nullptr;
   self->weakrefs = nullptr;
+  self->has_arg_filter = arg_filter != nullptr;
+  self->arg_filter = arg_filter != nullptr ? *arg_filter : ArgumentFilter{};
+  Py_XINCREF(self->arg_filter.keywords);
   self->api_name = PyUnicode_FromString(api_name);
   if (self->api_name == nullptr) {
     Py_DECREF(self);

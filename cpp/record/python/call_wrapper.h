@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "record/python/value_capture.h"
+
 namespace traincheck {
 
 enum WrapperOptions : uint8_t {
@@ -35,8 +37,10 @@ bool set_inside_recorder(bool inside);
 // Registers both types on `module`. Returns false with a Python error set on failure.
 bool add_wrapper_types(PyObject* module);
 
-// New reference to a wrapper of `original`. `binds` selects FunctionWrapper over BuiltinWrapper.
-PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uint8_t options);
+// New reference to a wrapper of `original`. `binds` selects FunctionWrapper over BuiltinWrapper. With
+// kDumpArgs, `arg_filter` (copied; null: every argument) selects which arguments are recorded.
+PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uint8_t options,
+                       const ArgumentFilter* arg_filter = nullptr);
 
 bool is_wrapper(PyObject* obj);
 PyObject* wrapped_of(PyObject* wrapper);  // borrowed

@@ -303,18 +303,46 @@ void capture_value(PayloadEncoder& out, PyObject* v, int depth) {
   out.object(type_name_id(Py_TYPE(v)));
 }
 
-void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  out.section(SectionTag::kArgs);
-  const size_t npos = out.begin_count();
-  for (Py_ssize_t i = 0; i < nargs; ++i) capture_value(out, args[i]);
-  out.end_container(npos, static_cast<uint32_t>(nargs));
-  const size_t nkw_at = out.begin_count();
-  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-  for (Py_ssize_t i = 0; i < nkw; ++i) {
-    out.text(utf8(PyTuple_GET_ITEM(kwnames, i)));
-    capture_value(out, args[nargs + i]);
+namespace {
+
+bool keyword_selected(const ArgumentFilter& filter, PyObject* name) {
+  if (filter.keywords == nullptr) return false;
+  const Py_ssize_t n = PyTuple_GET_SIZE(filter.keywords);
+  for (Py_ssize_t i = 0; i < n; ++i) {  // interned on both sides as a rule: pointers compare first
+    if (PyTuple_GET_ITEM(filter.keywords, i) == name) return true;
   }
-  out.end_container(nkw_at, static_cast<uint32_t>(nkw));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (PyUnicode_Compare(PyTuple_GET_ITEM(filter.keywords, i), name) == 0) return true;
+  }
+  PyErr_Clear();
+  return false;
+}
+
+}  // namespace
+
+void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                       const ArgumentFilter* filter) {
+  out.section(SectionTag::kArgs);
+  const size_t npos_at = out.begin_count();
+  uint32_t npos = 0;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (filter != nullptr && (i >= 64 || !(filter->positions >> i & 1u))) continue;
+    out.position(static_cast<uint32_t>(i));
+    capture_value(out, args[i]);
+    ++npos;
+  }
+  out.end_container(npos_at, npos);
+  const size_t nkw_at = out.begin_count();
+  uint32_t nkw = 0;
+  const Py_ssize_t nkwnames = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkwnames; ++i) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    if (filter != nullptr && !keyword_selected(*filter, name)) continue;
+    out.text(utf8(name));
+    capture_value(out, args[nargs + i]);
+    ++nkw;
+  }
+  out.end_container(nkw_at, nkw);
 }
 
 }  // namespace traincheck

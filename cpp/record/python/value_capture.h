@@ -21,8 +21,17 @@ void set_torch_types(const TorchTypes& types);
 // and any Python error raised while inspecting it is cleared.
 void capture_value(PayloadEncoder& out, PyObject* value, int depth = 0);
 
-// Appends the args section for a vectorcall argument list.
-void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+// Which arguments to record, when an invariant names only some (selective mode's dump_args_config):
+// positional indices (bit i = args[i], after an omitted classmethod `cls`) and keyword names.
+struct ArgumentFilter {
+  uint64_t positions = 0;
+  PyObject* keywords = nullptr;  // tuple of interned str, or null for none; owned by the wrapper
+};
+
+// Appends the args section for a vectorcall argument list: every argument, or only those `filter`
+// selects (null: all). Positional arguments keep their index either way.
+void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                       const ArgumentFilter* filter = nullptr);
 
 // Fills `summary` and up to kMaxTensorDims `dims` from a tensor's attributes (compat §4.7).
 constexpr int kMaxTensorDims = 16;

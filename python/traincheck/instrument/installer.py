@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from traincheck import _core
+from traincheck.instrument.arg_filter import argument_filter
 from traincheck.instrument.walker import Target
 
 
@@ -18,6 +19,8 @@ class CallOptions:
     dump_return: bool = False
     dump_stack: bool = False
     track_vars: bool = False  # run the tracker's variable hook around calls
+    # With dump_args: the arguments to record (parameter names or positional indices); None: all.
+    arg_names: frozenset | None = None
 
 
 @dataclass
@@ -54,6 +57,8 @@ def install(targets: list[Target], options_for) -> InstallReport:
         key = (id(t.original), t.container)
         wrapper = wrappers.get(key)
         if wrapper is None:
+            drop_cls = t.container == "classmethod"
+            selected = argument_filter(t.original, opts.arg_names, drop_cls) if opts.arg_names is not None else None
             wrapper = _core.wrap(
                 t.original,
                 t.api_name,
@@ -64,7 +69,9 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 is_bound_method=t.is_bound_method,
                 dump_stack=opts.dump_stack,
                 track_vars=opts.track_vars,
-                omit_first_arg=t.container == "classmethod",
+                omit_first_arg=drop_cls,
+                arg_positions=selected[0] if selected else None,
+                arg_keywords=selected[1] if selected else (),
             )
             wrappers[key] = wrapper
         if t.container == "staticmethod":

@@ -45,6 +45,7 @@ class InvariantApis:
 class FuncOptions:
     dump_args: bool = False
     dump_ret: bool = False
+    # The arguments to record, when every reason to record them names them; empty: all of them.
     dump_args_config: dict = field(default_factory=dict)
     var_types_to_track: dict = field(default_factory=dict)
 
@@ -117,6 +118,7 @@ def _argument_config(param: dict) -> dict:
 def build_plan(invariant_paths: list[str]) -> "SelectivePlan":
     funcs: dict[str, FuncOptions] = {}
     invariants: list[InvariantApis] = []
+    all_args: set[str] = set()  # APIs some relation needs every argument of
     for path in invariant_paths:
         for lineno, inv in read_invariants(path):
             entry = _apis_of(path, lineno, inv)
@@ -125,6 +127,8 @@ def build_plan(invariant_paths: list[str]) -> "SelectivePlan":
                 opts = funcs.setdefault(api, FuncOptions())
                 opts.dump_args |= entry.relation in _NEEDS_ARGS
                 opts.dump_ret |= entry.relation in _NEEDS_RETURN
+                if entry.relation in _NEEDS_ARGS:
+                    all_args.add(api)
             for p in inv["params"]:
                 if p.get("param_type") == "APIParam" and p.get("arguments"):
                     opts = funcs[p["api_full_name"]]
@@ -136,6 +140,8 @@ def build_plan(invariant_paths: list[str]) -> "SelectivePlan":
                     parent = entry.apis[0] if entry.apis else None
                     if parent:
                         funcs[parent].var_types_to_track[child.get("var_type")] = {"dump_unchanged": False}
+    for api in all_args:
+        funcs[api].dump_args_config = {}
     return SelectivePlan(funcs, invariants)
 
 
@@ -148,7 +154,12 @@ class SelectivePlan:
         opts = self.funcs.get(api_name)
         if opts is None:
             return None
-        return CallOptions(dump_args=opts.dump_args, dump_return=opts.dump_ret, track_vars=bool(opts.var_types_to_track))
+        return CallOptions(
+            dump_args=opts.dump_args,
+            dump_return=opts.dump_ret,
+            track_vars=bool(opts.var_types_to_track),
+            arg_names=frozenset(opts.dump_args_config) if opts.dump_args_config else None,
+        )
 
     def to_instr_opts(self, model_tracker_style: str | None) -> dict:
         return {

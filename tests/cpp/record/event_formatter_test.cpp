@@ -45,12 +45,16 @@ TEST(EventFormatter, ArgumentsAreTypedAndContainersKeepJsonValues) {
   PayloadEncoder p;
   p.section(SectionTag::kArgs);
   size_t npos = p.begin_count();
+  p.position(0);
   p.integer(3);
+  p.position(1);
   p.real(0.5);
+  p.position(2);
   size_t list = p.begin_container(ValueTag::kTuple);
   p.integer(8);
   p.integer(2);
   p.end_container(list, 2);
+  p.position(3);
   p.none();
   p.end_container(npos, 4);
   size_t nkw = p.begin_count();
@@ -66,6 +70,22 @@ TEST(EventFormatter, ArgumentsAreTypedAndContainersKeepJsonValues) {
             std::string::npos)
       << line;
   EXPECT_NE(line.find("\"obj_id\":null"), std::string::npos);
+}
+
+TEST(EventFormatter, FilteredArgumentsKeepTheirPositionalIndices) {
+  // Selective mode records only the arguments an invariant names: the indices must survive the gaps.
+  Fixture f;
+  const uint32_t api = f.names.add("torch.nn.functional.dropout");
+  PayloadEncoder p;
+  p.section(SectionTag::kArgs);
+  size_t npos = p.begin_count();
+  p.position(2);
+  p.boolean(true);
+  p.end_container(npos, 1);
+  size_t nkw = p.begin_count();
+  p.end_container(nkw, 0);
+  const std::string line = f.format(EventKind::kCallPre, 0, api, &p);
+  EXPECT_NE(line.find("\"args\":{\"2\":{\"bool\":true}},\"kwargs\":{}"), std::string::npos) << line;
 }
 
 TEST(EventFormatter, TensorPayloadNamesTheTensorTypeAndDerivesSizes) {
