@@ -70,10 +70,21 @@ struct OnlineViolation {
 // one thread come in their file's order (pre before post, nested calls inside); records of different
 // files (e.g. trace_API_* and trace_VAR_*) are merged by time, as the original's min_read_time gate
 // does (compat §10.2). Feeding a finished trace's TraceStore::records() in order satisfies it.
+// Which records a check needs, so an online checker can dispatch a record to the few checks that care
+// with one hash lookup. `all_records` (the default) offers it every record.
+struct OnlineInterest {
+  bool all_records = true;
+  std::vector<std::string> functions;  // API records whose `function` is one of these
+  std::vector<std::string> var_types;  // state records whose `var_type` is one of these
+};
+
 class OnlineCheck {
  public:
   virtual ~OnlineCheck() = default;
   virtual void on_record(const Record& record, std::vector<OnlineViolation>& violations) = 0;
+  virtual OnlineInterest interest() const { return {}; }
+  // Whether the invariant's precondition held at least once so far (offline: CheckResult::triggered).
+  virtual bool triggered() const { return false; }
 };
 
 class Relation {

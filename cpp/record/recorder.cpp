@@ -76,7 +76,16 @@ bool make_dirs(const std::string& path) {
 struct TraceFile {
   int fd = -1;
   std::string pending;
+  size_t sunk = 0;  // bytes of `pending` already handed to the record sink
 };
+
+// Hands the lines of `file` the sink has not seen yet to it; returns the errors it reported.
+static uint64_t to_sink(const TcRecordSink& sink, TraceFile& file, int kind, uint64_t pid, uint64_t tid) {
+  if (file.pending.size() <= file.sunk) return 0;
+  const uint64_t errors = sink.on_lines(sink.context, kind, pid, tid, file.pending.data() + file.sunk, file.pending.size() - file.sunk);
+  file.sunk = file.pending.size();
+  return errors;
+}
 
 // A stream's API and VAR files (trace_API_<pid>_<tid>.log, trace_VAR_<pid>_<tid>.log).
 struct StreamFile {
@@ -187,6 +196,7 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
     if (file.fd < 0) {
       write_errors_.fetch_add(1, std::memory_order_relaxed);
       file.pending.clear();
+      file.sunk = 0;
       return;
     }
   }
@@ -201,6 +211,7 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
     done += static_cast<size_t>(n);
   }
   file.pending.clear();
+  file.sunk = 0;
 }
 
 size_t Recorder::drain_all() {
@@ -212,21 +223,40 @@ size_t Recorder::drain_all() {
   }
   size_t total = 0;
   std::vector<EventStream*> finished;
+  // Held for the whole pass: set_sink() waits for it, so the sink's context outlives every call.
+  std::unique_lock<std::mutex> sink_lock(sink_mutex_);
+  const TcRecordSink* sink = sink_active_ ? &sink_ : nullptr;
+  uint64_t sink_errors = 0;
   for (EventStream* s : snapshot) {
     StreamFile& file = writer_files()[s];
     const bool exited = s->thread_exited();  // read before draining: no event can follow an exit
     const FormatContext ctx{names_, metas_, pid_, s->thread_id(), s->call_uuid()};
+    const uint64_t tid = s->thread_id();
+    TraceFile* last = nullptr;  // the file of the previous event: the sink gets a thread's lines in order
     const size_t n = s->drain([&](const std::byte* event) {
       const bool is_var = static_cast<EventKind>(event[offsetof(EventHeader, kind)]) == EventKind::kVarState;
       TraceFile& out = is_var ? file.var : file.api;
+      if (sink != nullptr && last != nullptr && last != &out)
+        sink_errors += to_sink(*sink, *last, last == &file.var ? TC_SINK_VAR : TC_SINK_API, pid_, tid);
+      last = &out;
       format_event(out.pending, event, ctx);
-      if (out.pending.size() >= kWriteThreshold) write_file(*s, out, is_var ? "VAR" : "API");
+      if (out.pending.size() >= kWriteThreshold) {
+        if (sink != nullptr) sink_errors += to_sink(*sink, out, is_var ? TC_SINK_VAR : TC_SINK_API, pid_, tid);
+        write_file(*s, out, is_var ? "VAR" : "API");
+      }
     });
+    if (sink != nullptr) {  // only `last` can hold lines the sink has not seen
+      sink_errors += to_sink(*sink, file.api, TC_SINK_API, pid_, tid);
+      sink_errors += to_sink(*sink, file.var, TC_SINK_VAR, pid_, tid);
+    }
     write_file(*s, file.api, "API");
     write_file(*s, file.var, "VAR");
     total += n;
     if (exited) finished.push_back(s);
   }
+  if (sink != nullptr) sink_errors += sink->on_pass_end(sink->context);
+  if (sink_errors) sink_errors_.fetch_add(sink_errors, std::memory_order_relaxed);
+  sink_lock.unlock();
   events_written_.fetch_add(total, std::memory_order_relaxed);
   if (!finished.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -286,6 +316,14 @@ void Recorder::shutdown() {
     writer->join();  // its last pass drains everything published before stop_
     delete writer;
   }
+  {
+    // After the writer's last pass: the sink finalises (the online checker writes its report).
+    std::lock_guard<std::mutex> sink_lock(sink_mutex_);
+    if (sink_active_) {
+      sink_active_ = false;
+      sink_errors_.fetch_add(sink_.on_close(sink_.context), std::memory_order_relaxed);
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   writer_ = nullptr;
   for (auto& [stream, file] : writer_files()) close_files(file);
@@ -293,23 +331,43 @@ void Recorder::shutdown() {
     RecorderStats st;
     for (auto& stream : streams_) st.events_dropped += stream->dropped();
     st.write_errors = write_errors_.load();
+    st.sink_errors = sink_errors_.load();
     return st;
   }();
-  if ((s.events_dropped || s.write_errors) && !output_dir_.empty()) {
+  if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_) && !output_dir_.empty()) {
     const std::string path = output_dir_ + "/traincheck_recorder_" + std::to_string(pid_) + ".log";
     if (FILE* f = std::fopen(path.c_str(), "a")) {
       std::fprintf(f, "events_dropped: %llu\nwrite_errors: %llu\n",
                    static_cast<unsigned long long>(s.events_dropped),
                    static_cast<unsigned long long>(s.write_errors));
+      if (s.sink_errors) std::fprintf(f, "sink_errors: %llu\n", static_cast<unsigned long long>(s.sink_errors));
+      if (sink_dropped_by_fork_)
+        std::fprintf(f, "online check: off in this process (a fork child: the parent's checker is not shared)\n");
       std::fclose(f);
     }
   }
+}
+
+bool Recorder::set_sink(const TcRecordSink* sink) {
+  if (sink != nullptr && (sink->version != TC_RECORD_SINK_VERSION || sink->on_lines == nullptr ||
+                          sink->on_pass_end == nullptr || sink->on_close == nullptr))
+    return false;
+  std::lock_guard<std::mutex> lock(sink_mutex_);
+  sink_active_ = sink != nullptr;
+  sink_ = sink != nullptr ? *sink : TcRecordSink{};
+  return true;
+}
+
+bool Recorder::has_sink() const {
+  std::lock_guard<std::mutex> lock(sink_mutex_);
+  return sink_active_;
 }
 
 RecorderStats Recorder::stats() const {
   RecorderStats s;
   s.events_written = events_written_.load(std::memory_order_relaxed);
   s.write_errors = write_errors_.load(std::memory_order_relaxed);
+  s.sink_errors = sink_errors_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   s.threads = streams_.size();
   for (auto& stream : streams_) s.events_dropped += stream->dropped();
@@ -333,6 +391,12 @@ void Recorder::at_fork_child() {
   new (&r.wake_writer_) std::condition_variable();
   new (&r.flushed_) std::condition_variable();
   r.writer_ = nullptr;  // that thread does not exist here
+  // The sink belongs to the parent: its checker's state (open calls, counts) and its files describe the
+  // parent's records, and the writer may have been inside it at the fork. The child runs unchecked and
+  // says so in its recorder log (a fresh checker would need the invariants again: not worth a fork).
+  new (&r.sink_mutex_) std::mutex();
+  if (r.sink_active_) r.sink_dropped_by_fork_ = true;
+  r.sink_active_ = false;
   for (auto& s : r.streams_) (void)s.release();  // the parent's memory: abandoned, never freed twice
   r.streams_.clear();
   // The parent's open trace files stay open in the child but are never written (their fds leak, once).

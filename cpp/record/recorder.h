@@ -20,6 +20,7 @@
 #include "record/clock.h"
 #include "record/event_format.h"
 #include "record/event_stream.h"
+#include "record/record_sink.h"
 #include "record/string_table.h"
 
 namespace traincheck {
@@ -32,6 +33,7 @@ struct RecorderStats {
   uint64_t events_dropped = 0;
   uint64_t write_errors = 0;
   uint64_t threads = 0;
+  uint64_t sink_errors = 0;  // errors the record sink reported (record_sink.h)
 };
 
 class Recorder {
@@ -60,6 +62,13 @@ class Recorder {
 
   // A call_ns unique on this thread (monotonic ns, bumped past the previous one): func_call_id's suffix.
   static uint64_t next_call_ns();
+
+  // Installs a copy of `sink` (record_sink.h): from the next writer pass on, it sees every formatted
+  // line before the line is written. nullptr removes the current sink without closing it. Waits until
+  // a pass that is using the previous sink has finished with it. False (nothing installed) on a version
+  // mismatch. shutdown() closes an installed sink; a fork child drops it (see at_fork_child).
+  bool set_sink(const TcRecordSink* sink);
+  bool has_sink() const;
 
   RecorderStats stats() const;
   const std::string& output_dir() const { return output_dir_; }
@@ -96,6 +105,14 @@ class Recorder {
   std::string output_dir_;
   uint64_t pid_ = 0;
   std::atomic<uint64_t> generation_{1};  // bumped in a fork child: threads re-register
+
+  // The sink is used by the writer only, under sink_mutex_ (held for a whole pass, so set_sink never
+  // frees a sink in use). Lock order: sink_mutex_ before mutex_.
+  mutable std::mutex sink_mutex_;
+  TcRecordSink sink_{};
+  bool sink_active_ = false;
+  bool sink_dropped_by_fork_ = false;
+  std::atomic<uint64_t> sink_errors_{0};
 
   std::atomic<uint64_t> events_written_{0};
   std::atomic<uint64_t> write_errors_{0};

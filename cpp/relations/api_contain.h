@@ -46,7 +46,9 @@ class ApiContainOnlineCheck final : public OnlineCheck {
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
 
   // Whether the precondition held for a parent call that closed (offline: CheckResult::triggered).
-  bool triggered() const { return triggered_; }
+  bool triggered() const override { return triggered_; }
+  // The parent's records, an API child's records, or the state records of a var child's type.
+  OnlineInterest interest() const override;
   // The state held now, for tests and memory reports: open calls tracked over all threads, threads
   // with open calls, variable instances whose last value is remembered.
   size_t open_calls() const;

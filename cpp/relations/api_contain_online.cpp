@@ -157,6 +157,16 @@ void ApiContainOnlineCheck::on_state(const Record& r) {
       if (call.parent && call.start <= r.time) call.first_match = std::min(call.first_match, r.time);
 }
 
+OnlineInterest ApiContainOnlineCheck::interest() const {
+  OnlineInterest in;
+  in.all_records = false;
+  if (!valid_) return in;  // never reports anything: needs nothing
+  in.functions.push_back(parent_name_);
+  if (child_kind_ == ChildKind::Api) in.functions.push_back(child_.api_full_name);
+  if (child_kind_ == ChildKind::Var) in.var_types.push_back(child_.var_type);
+  return in;
+}
+
 size_t ApiContainOnlineCheck::open_calls() const {
   size_t n = 0;
   for (const auto& [thread, stack] : threads_) n += stack.size();

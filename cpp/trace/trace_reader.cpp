@@ -150,6 +150,22 @@ RawTrace merge(std::vector<std::string> files, std::vector<FileResult>& results)
 
 }  // namespace
 
+bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& out, std::string& error) {
+  out = Record();
+  if (!parser.parse_record_padded(data, len, out.fields, error)) {
+    error = "invalid JSON: " + error;
+    return false;
+  }
+  try {
+    validate(out, "", 0);
+  } catch (const TraceReadError& e) {
+    error = e.what();  // ": field 'x': what" (no file or line here)
+    if (error.starts_with(": ")) error.erase(0, 2);
+    return false;
+  }
+  return true;
+}
+
 RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptions& options) {
   std::ostream& warn = options.warnings ? *options.warnings : std::cerr;
   std::mutex warn_mutex;

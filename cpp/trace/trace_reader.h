@@ -53,4 +53,11 @@ RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptio
 // Parses trace lines from memory (used by tests and the online reader): `name` stands for the file.
 RawTrace read_trace_text(const std::string& name, const std::string& text, const ReadOptions& options = {});
 
+// Parses one trace line (leading/trailing blanks allowed) into `out` under the reader's rules (required
+// fields, stage default). `data` must have kJsonPadding readable bytes after `len` (json_parse.h).
+// Returns false with `error` set ("invalid JSON: ..." or "field 'x': ...") on a bad line; used by the
+// online checker, which must not throw per line.
+class JsonParser;
+bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& out, std::string& error);
+
 }  // namespace traincheck

@@ -1,0 +1,277 @@
+#include "check/online_checker.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "check/report_html_online.h"
+#include "relations/registry.h"
+#include "trace/json_parse.h"
+#include "trace/trace_reader.h"
+
+namespace traincheck {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxRecentErrors = 20;
+
+// CLOCK_MONOTONIC (libstdc++'s steady_clock), the clock of the trace's `time`: detection minus a
+// record's time is the detection latency.
+int64_t monotonic_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Invariant> OnlineChecker::load_invariants(const std::vector<std::string>& files) {
+  std::vector<Invariant> out;
+  std::set<std::string> seen;
+  for (const std::string& path : files)
+    for (Invariant& inv : read_invariant_file(path))
+      if (seen.insert(inv.identity()).second) out.push_back(std::move(inv));
+  return out;
+}
+
+OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures signatures, OnlineCheckerOptions options)
+    : options_(std::move(options)),
+      invariants_(std::move(invariants)),
+      signatures_(std::make_unique<ApiSignatures>(std::move(signatures))),
+      parser_(std::make_unique<JsonParser>()) {
+  std::error_code ec;
+  fs::create_directories(options_.output_dir, ec);
+  if (ec) throw std::runtime_error(options_.output_dir + ": cannot create folder: " + ec.message());
+  if (options_.write_invariants_file) write_invariant_file((fs::path(options_.output_dir) / "invariants.json").string(), invariants_);
+  const std::string failed = failed_log_path();
+  // O_APPEND: several processes of one run (DDP ranks) may share the file; one write() per entry.
+  failed_fd_ = ::open(failed.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (failed_fd_ < 0) throw std::runtime_error(failed + ": cannot open for appending: " + std::strerror(errno));
+
+  states_.resize(invariants_.size());
+  for (size_t i = 0; i < invariants_.size(); ++i) {
+    OnlineInvariantState& s = states_[i];
+    s.invariant = &invariants_[i];
+    s.relation = find_relation(invariants_[i].relation);
+    if (s.relation) {
+      s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
+      s.display_name = s.relation->display_name(invariants_[i]);
+    }
+    if (s.display_name.empty()) s.display_name = invariants_[i].text_description;
+    if (!s.check) continue;
+    const OnlineInterest interest = s.check->interest();
+    const auto id = static_cast<uint32_t>(i);
+    if (interest.all_records) all_records_.push_back(id);
+    for (const std::string& f : interest.functions) by_function_[f].push_back(id);
+    for (const std::string& t : interest.var_types) by_var_type_[t].push_back(id);
+  }
+}
+
+OnlineChecker::~OnlineChecker() {
+  if (failed_fd_ >= 0) ::close(failed_fd_);
+}
+
+std::string OnlineChecker::failed_log_path() const { return (fs::path(options_.output_dir) / "failed.log").string(); }
+
+bool OnlineChecker::wanted(const Record& r) const {
+  if (!all_records_.empty()) return true;
+  return r.is_api() ? by_function_.find(r.function) != by_function_.end() : by_var_type_.find(r.var_type) != by_var_type_.end();
+}
+
+void OnlineChecker::note_progress(const Record& r) {
+  ++counts_.records;
+  if (r.has_step && (!counts_.current_step || r.step > *counts_.current_step)) counts_.current_step = r.step;
+  if (!r.stage.empty() && r.stage != counts_.current_stage) counts_.current_stage = r.stage;
+}
+
+void OnlineChecker::check_record(const Record& r) {
+  note_progress(r);
+  if (wanted(r)) dispatch(r);
+}
+
+void OnlineChecker::dispatch(const Record& r) {
+  ++counts_.dispatched;
+  auto offer = [&](const std::vector<uint32_t>& ids) {
+    for (uint32_t id : ids) {
+      OnlineInvariantState& s = states_[id];
+      s.check->on_record(r, found_);
+      for (OnlineViolation& v : found_) report(s, v);
+      found_.clear();
+    }
+  };
+  offer(all_records_);
+  const Table& table = r.is_api() ? by_function_ : by_var_type_;
+  auto it = table.find(r.is_api() ? r.function : r.var_type);
+  if (it != table.end()) offer(it->second);
+}
+
+void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
+  if (s.violations++ == 0) ++counts_.invariants_violated;
+  ++counts_.violations;
+  Array records;
+  for (const Record& r : v.records) {
+    records.push_back(r.to_value());
+    if (r.has_step) {
+      if (!s.first_step || r.step < *s.first_step) {
+        s.first_step = r.step;
+        s.first_stage = std::string(r.stage);
+      }
+      if (!s.last_step || r.step > *s.last_step) s.last_step = r.step;
+      if (s.steps.size() < options_.max_steps_kept) s.steps.insert(r.step);
+    }
+    if (s.samples.size() < options_.max_samples_kept) s.samples.push_back(r);
+  }
+  std::string line;
+  append_value_json(line, make_object({{"violated_id", Value::integer(static_cast<int64_t>(next_violation_id_++))},
+                                       {"invariant", s.invariant->to_value()},
+                                       {"check_passed", Value::boolean(false)},
+                                       {"detection_time", Value::integer(monotonic_now_ns())},
+                                       {"trace", Value::array(std::move(records))}}),
+                    JsonStyle::Spaced);
+  line += '\n';
+  if (!write_all(failed_fd_, line)) ++counts_.write_errors;
+}
+
+void OnlineChecker::add_lines(std::string_view source, std::string_view text) {
+  padded_.assign(text);
+  padded_.append(kJsonPadding, '\0');
+  auto seen = lines_seen_.find(source);
+  if (seen == lines_seen_.end()) seen = lines_seen_.emplace(std::string(source), 0).first;
+  uint64_t& line_no = seen->second;
+  const char* data = padded_.data();
+  std::string error;
+  Record r;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const void* nl = std::memchr(data + pos, '\n', text.size() - pos);
+    const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : text.size();
+    size_t b = pos, e = eol;
+    pos = eol + 1;
+    ++line_no;
+    while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
+    while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
+    if (b == e) continue;
+    if (!parse_trace_line(*parser_, data + b, e - b, r, error)) {
+      ++counts_.bad_lines;
+      if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());
+      recent_errors_.push_back(std::string(source) + ":" + std::to_string(line_no) + ": " + error);
+      continue;
+    }
+    note_progress(r);
+    if (wanted(r)) pending_.push_back(std::move(r));
+  }
+}
+
+void OnlineChecker::end_batch() {
+  std::stable_sort(pending_.begin(), pending_.end(), [](const Record& a, const Record& b) { return a.time < b.time; });
+  for (const Record& r : pending_) dispatch(r);
+  pending_.clear();
+}
+
+OnlineCounts OnlineChecker::counts() const {
+  OnlineCounts c = counts_;
+  c.triggered = c.checked = c.not_checked = 0;
+  for (const OnlineInvariantState& s : states_) {
+    if (!s.check) {
+      ++c.not_checked;
+      continue;
+    }
+    ++c.checked;
+    if (s.check->triggered() || s.violations) ++c.triggered;
+  }
+  return c;
+}
+
+Value OnlineChecker::summary() const {
+  const OnlineCounts c = counts();
+  std::vector<std::string> violated, triggered;
+  for (const OnlineInvariantState& s : states_) {
+    if (s.violations) violated.push_back(s.invariant->identity());
+    if (s.check && (s.check->triggered() || s.violations)) triggered.push_back(s.invariant->identity());
+  }
+  auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };
+  return make_object({{"violations", n(c.violations)},
+                      {"invariants_violated", n(c.invariants_violated)},
+                      {"triggered", n(c.triggered)},
+                      {"checked", n(c.checked)},
+                      {"not_checked", n(c.not_checked)},
+                      {"records", n(c.records)},
+                      {"bad_lines", n(c.bad_lines)},
+                      {"write_errors", n(c.write_errors)},
+                      {"violated_invariants", make_string_array(violated)},
+                      {"triggered_invariants", make_string_array(triggered)},
+                      {"failed_log", Value::string(failed_log_path())}});
+}
+
+std::string OnlineChecker::render_report() const {
+  const OnlineCounts c = counts();
+  OnlineReportData data;
+  data.output_dir = options_.output_dir;
+  data.total_invariants = states_.size();
+  data.triggered = c.triggered;
+  data.not_checked = c.not_checked;
+  data.violations = c.violations;
+  data.current_step = c.current_step;
+  data.current_stage = c.current_stage;
+  for (const OnlineInvariantState& s : states_) {
+    if (!s.check) continue;
+    report_parts::Counts& rel = data.relations[s.invariant->relation];
+    const bool triggered = s.check->triggered() || s.violations;
+    if (s.violations) {
+      ++rel.failed;
+      OnlineReportRow row;
+      row.invariant = s.invariant;
+      row.display_name = s.display_name;
+      row.count = s.violations;
+      row.steps.assign(s.steps.begin(), s.steps.end());
+      row.first_step = s.first_step;
+      row.last_step = s.last_step;
+      row.first_stage = s.first_stage;
+      for (const Record& r : s.samples) row.samples.push_back(&r);
+      data.rows.push_back(std::move(row));
+    } else if (triggered) {
+      ++rel.passed;
+      ++data.passing;
+    } else {
+      ++rel.not_triggered;
+      ++data.not_triggered;
+      if (data.not_triggered_labels.size() < 50) data.not_triggered_labels.push_back(s.display_name);
+    }
+  }
+  return render_online_report_html(data);
+}
+
+void OnlineChecker::write_report(const std::string& path) const {
+  // Written beside and renamed: a browser refreshing the page never reads half of it.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << render_report();
+    if (!out) throw std::runtime_error(tmp + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error(path + ": cannot replace: " + ec.message());
+}
+
+}  // namespace traincheck

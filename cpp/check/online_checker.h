@@ -1,0 +1,133 @@
+// The online checker (compat §10): invariants checked record by record while training runs, with
+// bounded memory. Used in-process by the recorder's sink (online_session.h) and by
+// traincheck-onlinecheck (online_command.h), which tails trace files.
+//
+// Dispatch: each invariant's OnlineCheck says which records it needs (OnlineInterest); a record that no
+// invariant names costs one hash lookup on its function (API records) or var_type (state records).
+// Violations are appended to <out>/failed.log as they are found, one JSON object per line:
+//   {"violated_id": n, "invariant": {...}, "check_passed": false, "detection_time": <CLOCK_MONOTONIC ns>,
+//    "trace": [records]}
+// (the original's fields; one line per entry so a reader tailing the file never sees half of one).
+//
+// Memory: per invariant its check's own bounded state, at most `max_steps_kept` violating steps and
+// `max_samples_kept` sample records; records of a batch (add_lines .. end_batch) that some check needs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "invariant/relation.h"
+#include "trace/api_signatures.h"
+
+namespace traincheck {
+
+class JsonParser;
+
+struct OnlineCheckerOptions {
+  std::string output_dir;             // created if needed; failed.log is appended there
+  bool write_invariants_file = true;  // <out>/invariants.json (the invariants as loaded)
+  size_t max_steps_kept = 500;        // violating steps per invariant (the original keeps 500)
+  size_t max_samples_kept = 8;        // sample records per invariant, for the report
+};
+
+struct OnlineCounts {
+  uint64_t violations = 0;
+  size_t invariants_violated = 0;
+  size_t triggered = 0;    // checked invariants whose precondition held at least once
+  size_t checked = 0;      // invariants with an online check
+  size_t not_checked = 0;  // relation not implemented, or it has no online check
+  uint64_t records = 0;    // records parsed or offered
+  uint64_t dispatched = 0;  // records some check needed
+  uint64_t bad_lines = 0;   // lines that did not parse (recent_errors() names them)
+  uint64_t write_errors = 0;  // failed.log appends that failed
+  std::optional<int64_t> current_step;  // the highest meta_vars.step seen
+  std::string current_stage;           // the stage of the last record seen
+};
+
+// Per invariant: what the report and the summary need.
+struct OnlineInvariantState {
+  const Invariant* invariant = nullptr;
+  const Relation* relation = nullptr;      // nullptr: relation not implemented
+  std::unique_ptr<OnlineCheck> check;      // nullptr: not checked online
+  std::string display_name;
+  uint64_t violations = 0;
+  std::set<int64_t> steps;                 // at most max_steps_kept, the earliest ones
+  std::optional<int64_t> first_step, last_step;
+  std::string first_stage;
+  std::vector<Record> samples;             // at most max_samples_kept
+};
+
+class OnlineChecker {
+ public:
+  // Opens (appends to) <out>/failed.log and writes <out>/invariants.json. Throws std::runtime_error
+  // naming the file when the folder or a file cannot be written.
+  OnlineChecker(std::vector<Invariant> invariants, ApiSignatures signatures, OnlineCheckerOptions options);
+  ~OnlineChecker();
+  OnlineChecker(const OnlineChecker&) = delete;
+  OnlineChecker& operator=(const OnlineChecker&) = delete;
+
+  // Invariants of every file, duplicates (same identity) kept once, as traincheck-check merges -i files.
+  // Throws InvariantFormatError.
+  static std::vector<Invariant> load_invariants(const std::vector<std::string>& files);
+
+  // Checks one record now (the caller guarantees the delivery order of relation.h).
+  void check_record(const Record& record);
+
+  // Parses complete JSON lines of `source` (a file name, for messages and line numbers) with the
+  // trace reader's line parser. Records some check needs are kept until end_batch(), which checks them
+  // in time order (stable: each source's order is kept): a batch is one pass over every stream, so
+  // records of different files are merged by time within it. A bad line is counted, not thrown.
+  void add_lines(std::string_view source, std::string_view text);
+  void end_batch();
+
+  OnlineCounts counts() const;
+  const std::vector<OnlineInvariantState>& states() const { return states_; }
+  const std::string& output_dir() const { return options_.output_dir; }
+  std::string failed_log_path() const;
+  // The last bad-line messages ("source:line: what"), at most 20.
+  const std::vector<std::string>& recent_errors() const { return recent_errors_; }
+
+  // report.html in online mode (compat §11). Throws std::runtime_error naming the file on failure.
+  std::string render_report() const;
+  void write_report(const std::string& path) const;
+  // Counts plus the identities of violated and triggered invariants (so several processes' summaries
+  // can be merged): {"violations", "invariants_violated", "triggered", "checked", "not_checked",
+  // "records", "bad_lines", "write_errors", "violated_invariants", "triggered_invariants", "failed_log"}.
+  Value summary() const;
+
+ private:
+  bool wanted(const Record& r) const;
+  void dispatch(const Record& r);
+  void report(OnlineInvariantState& state, OnlineViolation& violation);
+  void note_progress(const Record& r);
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Table = std::unordered_map<std::string, std::vector<uint32_t>, StringHash, std::equal_to<>>;
+
+  OnlineCheckerOptions options_;
+  std::vector<Invariant> invariants_;
+  std::unique_ptr<ApiSignatures> signatures_;  // the checks point into it
+  std::vector<OnlineInvariantState> states_;
+  Table by_function_, by_var_type_;
+  std::vector<uint32_t> all_records_;  // checks that want every record
+  std::unique_ptr<JsonParser> parser_;
+  std::string padded_;                 // the batch text plus the parser's padding
+  std::vector<Record> pending_;        // this batch's records that some check needs
+  std::vector<OnlineViolation> found_;  // scratch
+  std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> lines_seen_;  // per source
+  std::vector<std::string> recent_errors_;
+  int failed_fd_ = -1;
+  uint64_t next_violation_id_ = 0;
+  OnlineCounts counts_;
+};
+
+}  // namespace traincheck

@@ -1,0 +1,164 @@
+#include "check/online_session.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "trace/json_parse.h"
+
+namespace traincheck {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ApiSignatures parse_signatures(const std::string& text) {
+  if (text.empty()) return {};
+  Value root;
+  std::string error;
+  if (!parse_json(text, root, error)) throw std::runtime_error("api signatures: invalid JSON: " + error);
+  return ApiSignatures::from_value(root, "<api signatures>");
+}
+
+// True for the first process of the run to get here: it creates invariants.json (empty, filled by the
+// checker) and owns report.html.
+bool claim_invariants_file(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const std::string path = (fs::path(dir) / "invariants.json").string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+}  // namespace
+
+OnlineSession::OnlineSession(OnlineSessionOptions options) : options_(std::move(options)), pid_(::getpid()) {
+  OnlineCheckerOptions checker;
+  checker.output_dir = options_.output_dir;
+  const bool owner = claim_invariants_file(options_.output_dir);
+  checker.write_invariants_file = owner;
+  const std::string pid = std::to_string(pid_);
+  report_path_ = (fs::path(options_.output_dir) / (owner ? "report.html" : "report_" + pid + ".html")).string();
+  summary_path_ = (fs::path(options_.output_dir) / ("summary_" + pid + ".json")).string();
+  checker_ = std::make_unique<OnlineChecker>(OnlineChecker::load_invariants(options_.invariant_files),
+                                             parse_signatures(options_.signatures_json), std::move(checker));
+  last_report_ = std::chrono::steady_clock::now();
+}
+
+TcRecordSink OnlineSession::sink() {
+  TcRecordSink s{};
+  s.version = TC_RECORD_SINK_VERSION;
+  s.context = this;
+  s.on_lines = &OnlineSession::on_lines;
+  s.on_pass_end = &OnlineSession::on_pass_end;
+  s.on_close = &OnlineSession::on_close;
+  return s;
+}
+
+uint64_t OnlineSession::fail_locked(const char* what) {
+  ++errors_;
+  last_error_ = what;
+  return 1;
+}
+
+uint64_t OnlineSession::on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept {
+  auto* self = static_cast<OnlineSession*>(context);
+  std::lock_guard<std::mutex> lock(self->mutex_);
+  try {
+    // Named as the file the lines go to, so a bad line's message points at it.
+    const std::string source = std::string(kind == TC_SINK_VAR ? "trace_VAR_" : "trace_API_") + std::to_string(pid) + "_" +
+                               std::to_string(tid) + ".log";
+    self->checker_->add_lines(source, std::string_view(data, size));
+    return 0;
+  } catch (const std::exception& e) {
+    return self->fail_locked(e.what());
+  } catch (...) {
+    return self->fail_locked("unknown exception in on_lines");
+  }
+}
+
+uint64_t OnlineSession::on_pass_end(void* context) noexcept {
+  auto* self = static_cast<OnlineSession*>(context);
+  std::lock_guard<std::mutex> lock(self->mutex_);
+  try {
+    self->checker_->end_batch();
+    self->refresh_report_locked(false);
+    return 0;
+  } catch (const std::exception& e) {
+    return self->fail_locked(e.what());
+  } catch (...) {
+    return self->fail_locked("unknown exception in on_pass_end");
+  }
+}
+
+uint64_t OnlineSession::on_close(void* context) noexcept {
+  auto* self = static_cast<OnlineSession*>(context);
+  const uint64_t before = self->errors();
+  self->finish();
+  return self->errors() - before;
+}
+
+// Throttled as the original's: rewritten when the violations changed and the interval has passed.
+void OnlineSession::refresh_report_locked(bool force) {
+  const uint64_t violations = checker_->counts().violations;
+  const auto now = std::chrono::steady_clock::now();
+  if (!force) {
+    if (options_.report_interval_s <= 0 || violations == reported_violations_) return;
+    if (std::chrono::duration<double>(now - last_report_).count() < options_.report_interval_s) return;
+  }
+  checker_->write_report(report_path_);
+  last_report_ = now;
+  reported_violations_ = violations;
+}
+
+void OnlineSession::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (finished_ || ::getpid() != pid_) return;
+  finished_ = true;
+  try {
+    checker_->end_batch();  // a batch the writer started but never ended (it should not happen)
+    refresh_report_locked(true);
+    std::string text;
+    append_value_json(text, checker_->summary(), JsonStyle::Indented, 2);
+    text += '\n';
+    const std::string tmp = summary_path_ + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out << text;
+      if (!out) throw std::runtime_error(tmp + ": write failed");
+    }
+    fs::rename(tmp, summary_path_);
+  } catch (const std::exception& e) {
+    fail_locked(e.what());
+  } catch (...) {
+    fail_locked("unknown exception in finish");
+  }
+}
+
+OnlineCounts OnlineSession::counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return checker_->counts();
+}
+
+Value OnlineSession::summary() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return checker_->summary();
+}
+
+uint64_t OnlineSession::errors() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return errors_;
+}
+
+std::string OnlineSession::last_error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_error_;
+}
+
+}  // namespace traincheck

@@ -1,0 +1,73 @@
+// The in-process online checker behind a record sink (record/record_sink.h): the recorder's writer
+// thread hands it every trace line it formats; the session checks them with an OnlineChecker (one batch
+// per writer pass), appends violations to failed.log at once, refreshes report.html at most every
+// `report_interval_s` when something changed, and writes the final report and summary_<pid>.json when
+// the recorder closes the sink at shutdown.
+//
+// It never throws through the sink: an exception in a callback is caught and returned as an error count
+// (the recorder logs it). The first process to create <out>/invariants.json owns report.html; other
+// processes of the run (DDP ranks) write report_<pid>.html, and all of them append to failed.log.
+// After fork the recorder drops the sink in the child; finish() in another process does nothing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "check/online_checker.h"
+#include "record/record_sink.h"
+
+namespace traincheck {
+
+struct OnlineSessionOptions {
+  std::vector<std::string> invariant_files;
+  std::string signatures_json;  // api_signatures.json's content for the wrapped APIs ("": none)
+  std::string output_dir;
+  double report_interval_s = 10.0;  // <= 0: report.html only at finish
+};
+
+class OnlineSession {
+ public:
+  // Loads the invariants and opens the outputs. Throws (InvariantFormatError, TraceReadError for bad
+  // signatures, std::runtime_error for files) with a message naming the file.
+  explicit OnlineSession(OnlineSessionOptions options);
+
+  // The sink to install in the recorder; its context is this session, which must outlive it.
+  TcRecordSink sink();
+
+  // Thread-safe snapshots.
+  OnlineCounts counts() const;
+  Value summary() const;
+  uint64_t errors() const;  // exceptions caught in sink callbacks and report writes
+  std::string last_error() const;
+  const std::string& report_path() const { return report_path_; }
+  const std::string& summary_path() const { return summary_path_; }
+
+  // Writes report.html and summary_<pid>.json. Idempotent; a no-op in a process other than the one
+  // that created the session. Never throws (failures count as errors).
+  void finish();
+
+ private:
+  static uint64_t on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept;
+  static uint64_t on_pass_end(void* context) noexcept;
+  static uint64_t on_close(void* context) noexcept;
+  void refresh_report_locked(bool force);
+  uint64_t fail_locked(const char* what);
+
+  OnlineSessionOptions options_;
+  mutable std::mutex mutex_;  // the writer thread feeds; Python asks for counts
+  std::unique_ptr<OnlineChecker> checker_;
+  std::string report_path_, summary_path_;
+  pid_t pid_;
+  bool finished_ = false;
+  std::chrono::steady_clock::time_point last_report_;
+  uint64_t reported_violations_ = 0;
+  uint64_t errors_ = 0;
+  std::string last_error_;
+};
+
+}  // namespace traincheck

@@ -1,0 +1,59 @@
+#include "check/report_html_online.h"
+
+#include <algorithm>
+
+namespace traincheck {
+
+using namespace report_parts;
+
+std::string render_online_report_html(OnlineReportData d) {
+  const size_t failing = d.rows.size();
+  std::string h = page_head("online", d.output_dir);
+  h += "<div class=\"cards\">";
+  h += card("Total invariants", std::to_string(d.total_invariants), "");
+  h += card("Triggered", std::to_string(d.triggered), "");
+  h += card("Pass rate", pct(d.passing, d.triggered) + "%", failing ? "" : "good");
+  h += card("Violations", std::to_string(d.violations), d.violations ? "bad" : "good");
+  h += card("Current step", d.current_step ? std::to_string(*d.current_step) : "&ndash;", "");
+  if (d.not_checked) h += card("Not checked (no online check)", std::to_string(d.not_checked), "");
+  h += "</div>";
+
+  h += "<div class=\"panel\"><h3>Checking Progress</h3><div class=\"muted\">" + std::to_string(d.passing) + " passing &middot; " +
+       std::to_string(failing) + " failing &middot; " + std::to_string(d.not_triggered) + " not triggered" +
+       (d.current_stage.empty() ? "" : " &middot; stage " + esc(d.current_stage)) + "</div>" + bar(failing, d.passing, d.not_triggered);
+  if (!d.not_triggered_labels.empty()) {
+    h += "<details><summary>Not triggered yet</summary><ul>";
+    for (const std::string& label : d.not_triggered_labels) h += "<li>" + esc(label) + "</li>";
+    h += "</ul></details>";
+  }
+  h += "</div>";
+
+  // Violations in the order they started (the original sorts online rows by first violation step).
+  h += "<h2>Violations</h2>";
+  std::stable_sort(d.rows.begin(), d.rows.end(), [](const OnlineReportRow& a, const OnlineReportRow& b) {
+    if (a.first_step != b.first_step) return !b.first_step || (a.first_step && *a.first_step < *b.first_step);
+    return a.display_name < b.display_name;
+  });
+  if (d.rows.empty()) {
+    h += "<p>No violations.</p>";
+  } else {
+    h += "<table><tr><th>Invariant</th><th>First Step</th><th>Last Step</th><th>Count</th></tr>";
+    for (const OnlineReportRow& row : d.rows) {
+      std::string steps;
+      for (size_t i = 0; i < row.steps.size(); ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
+      const std::string first = row.first_step ? std::to_string(*row.first_step) : "&ndash;";
+      const std::string last = row.last_step ? std::to_string(*row.last_step) : "&ndash;";
+      const std::string badge = row.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(row.first_stage) + "</span>";
+      h += "<tr><td><details><summary>" + esc(row.display_name) + " <span class=\"badge\">" + esc(row.invariant->relation) +
+           "</span></summary><p class=\"muted\">" + esc(row.invariant->text_description) + "</p><p>Steps: " + steps + "</p>" +
+           sample_table(row.samples) + "</details></td><td>" + first + badge + "</td><td>" + last + "</td><td>" +
+           std::to_string(row.count) + "</td></tr>";
+    }
+    h += "</table>";
+  }
+  h += "<h2>Relation breakdown (overall)</h2>" + breakdown_table(d.relations);
+  h += "</body></html>\n";
+  return h;
+}
+
+}  // namespace traincheck

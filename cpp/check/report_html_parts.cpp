@@ -1,0 +1,102 @@
+#include "check/report_html_parts.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace traincheck::report_parts {
+
+std::string esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+const std::string_view kCss = R"(
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1f2328;background:#f6f8fa}
+h1{margin:0 0 4px}h2{margin-top:28px}.muted{color:#656d76;font-size:13px}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin:16px 0}
+.card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;min-width:140px}
+.card .v{font-size:26px;font-weight:600}.card .l{font-size:12px;color:#656d76;text-transform:uppercase}
+.bad .v{color:#cf222e}.good .v{color:#1a7f37}
+table{border-collapse:collapse;width:100%;background:#fff;margin:8px 0}
+th,td{border:1px solid #d0d7de;padding:6px 8px;text-align:left;font-size:13px;vertical-align:top}
+th{background:#eaeef2}details summary{cursor:pointer}
+.panel{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;margin:12px 0}
+.bar{display:flex;height:14px;border-radius:7px;overflow:hidden;background:#eaeef2;margin:8px 0}
+.bar .f{background:#cf222e}.bar .p{background:#2da44e}.bar .n{background:#afb8c1}
+.badge{display:inline-block;padding:0 6px;border-radius:10px;background:#ddf4ff;font-size:11px;margin-left:4px}
+code{font-size:12px}
+)";
+
+std::string pct(size_t part, size_t total) {
+  if (total == 0) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * static_cast<double>(part) / static_cast<double>(total));
+  return buf;
+}
+
+std::string bar(size_t failed, size_t passed, size_t not_triggered) {
+  const size_t total = failed + passed + not_triggered;
+  return "<div class=\"bar\"><div class=\"f\" style=\"width:" + pct(failed, total) + "%\"></div><div class=\"p\" style=\"width:" +
+         pct(passed, total) + "%\"></div><div class=\"n\" style=\"width:" + pct(not_triggered, total) + "%\"></div></div>";
+}
+
+std::string breakdown_table(const std::map<std::string, Counts>& counts) {
+  std::string h = "<table><tr><th>Relation</th><th>Failed</th><th>Passed</th><th>Not triggered</th></tr>";
+  for (const auto& [rel, c] : counts)
+    h += "<tr><td>" + esc(rel) + "</td><td>" + std::to_string(c.failed) + "</td><td>" + std::to_string(c.passed) + "</td><td>" +
+         std::to_string(c.not_triggered) + "</td></tr>";
+  return h + "</table>";
+}
+
+namespace {
+
+// The first attribute that is not the tool's own bookkeeping, for the compact sample rows.
+std::string first_attribute(const Record& r) {
+  for (const Field& f : r.fields) {
+    std::string_view k = key_name(f.key);
+    if (k.starts_with("attributes.") && k.find("_TRAINCHECK") == std::string_view::npos)
+      return std::string(k) + " = " + value_to_display(f.value);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string sample_table(const std::vector<const Record*>& records) {
+  std::string h = "<table><tr><th>function</th><th>meta_vars.step</th><th>meta_vars.stage</th><th>type</th><th>var_name</th><th>var_type</th><th>attribute</th></tr>";
+  for (size_t i = 0; i < records.size() && i < 8; ++i) {
+    const Record& r = *records[i];
+    h += "<tr><td><code>" + esc(r.function) + "</code></td><td>" + (r.has_step ? std::to_string(r.step) : "") + "</td><td>" +
+         esc(r.stage) + "</td><td>" + esc(record_type_name(r.type)) + "</td><td>" + esc(r.var_name) + "</td><td>" +
+         esc(r.var_type) + "</td><td>" + esc(first_attribute(r)) + "</td></tr>";
+  }
+  return h + "</table>";
+}
+
+std::string page_head(std::string_view mode, const std::string& output_dir) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[64];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+  std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>TrainCheck report</title><style>";
+  h += kCss;
+  h += "</style></head><body><h1>TrainCheck report</h1><div class=\"muted\">" + std::string(mode) + " check &middot; generated " +
+       std::string(stamp) + " &middot; " + esc(output_dir) + "</div>";
+  return h;
+}
+
+std::string card(const std::string& label, const std::string& value, const char* cls) {
+  return std::string("<div class=\"card ") + cls + "\"><div class=\"v\">" + value + "</div><div class=\"l\">" + label + "</div></div>";
+}
+
+}  // namespace traincheck::report_parts

@@ -1,0 +1,34 @@
+// Pieces shared by the offline and the online report.html (report_html.cpp, report_html_online.cpp):
+// escaping, the stylesheet, bars, breakdown tables and the compact sample-record table (compat §11).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/record.h"
+
+namespace traincheck::report_parts {
+
+std::string esc(std::string_view s);
+extern const std::string_view kCss;
+
+// "12.5": part/total in percent with one decimal ("0" when total is 0).
+std::string pct(size_t part, size_t total);
+// The failed/passed/not-triggered bar.
+std::string bar(size_t failed, size_t passed, size_t not_triggered);
+
+struct Counts {
+  size_t failed = 0, passed = 0, not_triggered = 0;
+};
+std::string breakdown_table(const std::map<std::string, Counts>& counts);
+
+// Compact rows (function, step, stage, type, var_name, var_type, first attribute), at most 8.
+std::string sample_table(const std::vector<const Record*>& records);
+
+// The page up to and including the summary line under the title: "<mode> check · generated <now> · <dir>".
+std::string page_head(std::string_view mode, const std::string& output_dir);
+std::string card(const std::string& label, const std::string& value, const char* cls);
+
+}  // namespace traincheck::report_parts

@@ -1,0 +1,215 @@
+// The online checker library: dispatch, violations appended to failed.log as found, counts, and the same
+// verdicts as the offline check on a finished trace.
+#include "check/online_checker.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "check/checker.h"
+#include "trace/json_parse.h"
+#include "trace/synthetic_trace.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_store.h"
+
+namespace fs = std::filesystem;
+using namespace traincheck;
+
+namespace {
+
+const char* kParent = "torch.optim.adam.Adam.step";
+const char* kChild = "torch.optim.adam.adam";
+
+Invariant contains(const std::string& parent, const std::string& child) {
+  return invariant_from_json(
+      "{\"text_description\": \"" + parent + " contains " + child +
+      "\", \"relation\": \"APIContainRelation\", \"params\": [{\"param_type\": \"APIParam\", \"api_full_name\": \"" + parent +
+      "\"}, {\"param_type\": \"APIParam\", \"api_full_name\": \"" + child +
+      "\"}], \"precondition\": {\"parent_func_call_pre\": {\"inverted\": false, \"preconditions\": [{\"clauses\": "
+      "\"Unconditional\"}]}}, \"num_positive_examples\": 5, \"num_negative_examples\": 0}");
+}
+
+std::string call_line(const char* type, const std::string& fn, const std::string& id, int64_t time, int64_t step) {
+  return "{\"type\": \"" + std::string(type) + "\", \"function\": \"" + fn + "\", \"func_call_id\": \"" + id +
+         "\", \"process_id\": 7, \"thread_id\": 1, \"time\": " + std::to_string(time) + ", \"meta_vars\": {\"step\": " +
+         std::to_string(step) + ", \"stage\": \"training\"}, \"args\": {}, \"kwargs\": {}}\n";
+}
+std::string pre(const std::string& fn, const std::string& id, int64_t t, int64_t step) { return call_line("function_call (pre)", fn, id, t, step); }
+std::string post(const std::string& fn, const std::string& id, int64_t t, int64_t step) { return call_line("function_call (post)", fn, id, t, step); }
+
+// One training step: the parent, with or without the child inside.
+std::string step_lines(int64_t step, bool with_child) {
+  const int64_t t = step * 100;
+  const std::string sid = std::to_string(step);
+  std::string out = pre(kParent, "p" + sid, t, step);
+  if (with_child) out += pre(kChild, "c" + sid, t + 10, step) + post(kChild, "c" + sid, t + 20, step);
+  return out + post(kParent, "p" + sid, t + 30, step);
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("tc_online_checker_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+OnlineCheckerOptions options_in(const fs::path& dir) {
+  OnlineCheckerOptions o;
+  o.output_dir = dir.string();
+  return o;
+}
+
+std::vector<Value> failed_entries(const fs::path& dir) {
+  std::ifstream in(dir / "failed.log");
+  std::vector<Value> out;
+  for (std::string line; std::getline(in, line);) {
+    Value v;
+    std::string error;
+    EXPECT_TRUE(parse_json(line, v, error)) << error << ": " << line;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(OnlineChecker, AParentCallWithoutItsChildIsOneViolationCarryingTheParentsPreRecord) {
+  const fs::path dir = fresh_dir("missing_child");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  checker.add_lines("trace_API_7_1.log", step_lines(1, true) + step_lines(2, false) + step_lines(3, true));
+  checker.end_batch();
+  const OnlineCounts c = checker.counts();
+  EXPECT_EQ(c.violations, 1u);
+  EXPECT_EQ(c.invariants_violated, 1u);
+  EXPECT_EQ(c.triggered, 1u);
+  EXPECT_EQ(c.checked, 1u);
+  ASSERT_EQ(checker.states()[0].samples.size(), 1u);
+  const Record& evidence = checker.states()[0].samples[0];
+  EXPECT_EQ(evidence.type, RecordType::FunctionPre);
+  EXPECT_EQ(evidence.func_call_id, "p2");
+  EXPECT_EQ(evidence.step, 2);
+  EXPECT_EQ(checker.states()[0].first_step, 2);
+}
+
+TEST(OnlineChecker, AGoodStreamYieldsNoViolationAndAnEmptyFailedLog) {
+  const fs::path dir = fresh_dir("good");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  for (int step = 0; step < 20; ++step) {
+    checker.add_lines("trace_API_7_1.log", step_lines(step, true));
+    checker.end_batch();
+  }
+  EXPECT_EQ(checker.counts().violations, 0u);
+  EXPECT_EQ(checker.counts().triggered, 1u);
+  EXPECT_EQ(checker.counts().current_step, 19);
+  EXPECT_TRUE(fs::exists(dir / "failed.log"));
+  EXPECT_EQ(fs::file_size(dir / "failed.log"), 0u);
+  EXPECT_TRUE(fs::exists(dir / "invariants.json"));
+}
+
+TEST(OnlineChecker, RecordsOfApisNoInvariantNamesAreNotDispatched) {
+  const fs::path dir = fresh_dir("unrelated");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  std::string lines;
+  for (int i = 0; i < 50; ++i) lines += pre("torch.nn.functional.relu", "r" + std::to_string(i), i, 0) + post("torch.nn.functional.relu", "r" + std::to_string(i), i, 0);
+  checker.add_lines("trace_API_7_1.log", lines + step_lines(1, false));
+  checker.end_batch();
+  const OnlineCounts c = checker.counts();
+  EXPECT_EQ(c.records, 102u);
+  EXPECT_EQ(c.dispatched, 2u);  // the parent's pre and post only
+  EXPECT_EQ(c.violations, 1u);
+}
+
+TEST(OnlineChecker, FailedLogLinesParseAndHaveTheOriginalsFieldsAsViolationsOccur) {
+  const fs::path dir = fresh_dir("failed_log");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  checker.add_lines("trace_API_7_1.log", step_lines(4, false));
+  checker.end_batch();
+  // Appended at once, before any report or finish.
+  std::vector<Value> entries = failed_entries(dir);
+  ASSERT_EQ(entries.size(), 1u);
+  checker.add_lines("trace_API_7_1.log", step_lines(5, false));
+  checker.end_batch();
+  entries = failed_entries(dir);
+  ASSERT_EQ(entries.size(), 2u);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Value& e = entries[i];
+    ASSERT_TRUE(e.is_object());
+    EXPECT_EQ(*e.find("violated_id"), Value::integer(static_cast<int64_t>(i)));
+    EXPECT_EQ(*e.find("check_passed"), Value::boolean(false));
+    EXPECT_TRUE(e.find("detection_time")->is_number());
+    EXPECT_EQ(e.find("invariant")->find("relation")->as_string(), "APIContainRelation");
+    const Value& trace = *e.find("trace");
+    ASSERT_TRUE(trace.is_array());
+    ASSERT_EQ(trace.as_array().size(), 1u);
+    EXPECT_EQ(trace.as_array()[0].find("type")->as_string(), "function_call (pre)");
+    EXPECT_EQ(*trace.as_array()[0].find("meta_vars.step"), Value::integer(static_cast<int64_t>(4 + i)));
+  }
+}
+
+TEST(OnlineChecker, BadLinesAreCountedAndNamedBySourceAndLineNotThrown) {
+  const fs::path dir = fresh_dir("bad_lines");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  checker.add_lines("trace_API_7_1.log", step_lines(1, true) + "{\"type\": \n" + "{\"type\": \"function_call (pre)\"}\n");
+  checker.end_batch();
+  EXPECT_EQ(checker.counts().bad_lines, 2u);
+  ASSERT_EQ(checker.recent_errors().size(), 2u);
+  EXPECT_EQ(checker.recent_errors()[0].rfind("trace_API_7_1.log:5: invalid JSON", 0), 0u) << checker.recent_errors()[0];
+  EXPECT_NE(checker.recent_errors()[1].find("trace_API_7_1.log:6: field 'process_id'"), std::string::npos) << checker.recent_errors()[1];
+}
+
+TEST(OnlineChecker, InvariantsWithoutAnOnlineCheckAreCountedAsNotChecked) {
+  const fs::path dir = fresh_dir("not_checked");
+  Invariant other = contains(kParent, kChild);
+  other.relation = "FunctionLeadRelation";
+  OnlineChecker checker({contains(kParent, kChild), other}, {}, options_in(dir));
+  const OnlineCounts c = checker.counts();
+  EXPECT_EQ(c.checked, 1u);
+  EXPECT_EQ(c.not_checked, 1u);
+  const std::string html = checker.render_report();
+  EXPECT_NE(html.find("Checking Progress"), std::string::npos);
+  EXPECT_NE(html.find("Not checked"), std::string::npos);
+}
+
+TEST(OnlineChecker, ABatchOfSeveralFilesIsCheckedInTimeOrder) {
+  // The child's lines come in another source than the parent's (as a second thread's file would, for a
+  // var child); within the batch they are merged by time, so the parent sees its child.
+  const fs::path dir = fresh_dir("merge");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  const std::string p = pre(kParent, "p1", 100, 1) + post(kParent, "p1", 130, 1);
+  const std::string c = pre(kChild, "c1", 110, 1) + post(kChild, "c1", 120, 1);
+  checker.add_lines("a.log", p);
+  checker.add_lines("b.log", c);
+  checker.end_batch();
+  EXPECT_EQ(checker.counts().violations, 0u);
+}
+
+TEST(OnlineChecker, SameViolationsAsTheOfflineCheckOnASyntheticRunWithAMissingForeachAdd) {
+  const fs::path dir = fresh_dir("offline_agreement");
+  const fs::path trace_dir = dir / "trace";
+  SyntheticTraceSpec spec;
+  spec.iterations = 12;
+  spec.skip_foreach_add_at = 7;
+  write_synthetic_trace(trace_dir.string(), spec);
+  std::vector<Invariant> invariants = {contains(kParent, "torch._VariableFunctionsClass._foreach_add_"), contains(kParent, kChild)};
+
+  const TraceStore store = TraceStore::load_folder(trace_dir.string());
+  const TraceCheckReport offline = check_trace(store, invariants, {});
+
+  OnlineChecker checker(invariants, {}, options_in(dir / "online"));
+  for (const std::string& file : list_trace_files(trace_dir.string())) {
+    std::string text, error;
+    ASSERT_TRUE(read_file(file, text, error)) << error;
+    checker.add_lines(fs::path(file).filename().string(), text);
+  }
+  checker.end_batch();
+  ASSERT_EQ(offline.outcomes.size(), checker.states().size());
+  for (size_t i = 0; i < invariants.size(); ++i) {
+    EXPECT_EQ(checker.states()[i].violations, offline.outcomes[i].result.violation_count) << invariants[i].text_description;
+    EXPECT_EQ(checker.states()[i].check->triggered(), offline.outcomes[i].result.triggered);
+    const std::vector<int64_t> steps = violation_steps(store, offline.outcomes[i]);
+    EXPECT_EQ(std::vector<int64_t>(checker.states()[i].steps.begin(), checker.states()[i].steps.end()), steps);
+  }
+  EXPECT_EQ(checker.states()[0].violations, 1u);
+  EXPECT_EQ(checker.states()[0].first_step, 7);
+}

@@ -1,0 +1,90 @@
+// The in-process session behind the record sink: lines in through the C function pointers, violations
+// in failed.log at once, report.html and summary_<pid>.json at close, exceptions never escape.
+#include "check/online_session.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "trace/json_parse.h"
+
+namespace fs = std::filesystem;
+using namespace traincheck;
+
+namespace {
+
+const std::string kInvariant =
+    "{\"text_description\": \"step contains adam\", \"relation\": \"APIContainRelation\", \"params\": [{\"param_type\": "
+    "\"APIParam\", \"api_full_name\": \"torch.optim.adam.Adam.step\"}, {\"param_type\": \"APIParam\", \"api_full_name\": "
+    "\"torch.optim.adam.adam\"}], \"precondition\": {\"parent_func_call_pre\": {\"inverted\": false, \"preconditions\": "
+    "[{\"clauses\": \"Unconditional\"}]}}, \"num_positive_examples\": 5, \"num_negative_examples\": 0}\n";
+
+std::string line(const char* type, int64_t time) {
+  return "{\"type\": \"" + std::string(type) + "\", \"function\": \"torch.optim.adam.Adam.step\", \"func_call_id\": \"x" +
+         std::to_string(time / 10) + "\", \"process_id\": 7, \"thread_id\": 1, \"time\": " + std::to_string(time) +
+         ", \"meta_vars\": {\"step\": 3}}\n";
+}
+
+fs::path setup(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("tc_online_session_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "inv.json") << kInvariant;
+  return dir;
+}
+
+OnlineSessionOptions options(const fs::path& dir) {
+  OnlineSessionOptions o;
+  o.invariant_files = {(dir / "inv.json").string()};
+  o.output_dir = (dir / "online_check").string();
+  o.signatures_json = "{\"torch.optim.adam.Adam.step\": {\"params\": [{\"name\": \"self\"}, {\"name\": \"closure\"}]}}";
+  return o;
+}
+
+}  // namespace
+
+TEST(OnlineSession, ViolationsReachFailedLogDuringThePassAndTheSummaryAtClose) {
+  const fs::path dir = setup("sink");
+  OnlineSession session(options(dir));
+  const TcRecordSink sink = session.sink();
+  ASSERT_EQ(sink.version, TC_RECORD_SINK_VERSION);
+  const std::string text = line("function_call (pre)", 10) + line("function_call (post)", 15);
+  EXPECT_EQ(sink.on_lines(sink.context, TC_SINK_API, 7, 1, text.data(), text.size()), 0u);
+  EXPECT_EQ(sink.on_pass_end(sink.context), 0u);
+  std::ifstream failed(dir / "online_check" / "failed.log");
+  std::string first;
+  ASSERT_TRUE(std::getline(failed, first));
+  EXPECT_NE(first.find("\"violated_id\": 0"), std::string::npos);
+  EXPECT_EQ(sink.on_close(sink.context), 0u);
+  EXPECT_EQ(session.report_path(), (dir / "online_check" / "report.html").string());
+  EXPECT_TRUE(fs::exists(session.report_path()));
+  std::string summary_text, error;
+  ASSERT_TRUE(read_file(session.summary_path(), summary_text, error)) << error;
+  Value summary;
+  ASSERT_TRUE(parse_json(summary_text, summary, error)) << error;
+  EXPECT_EQ(*summary.find("violations"), Value::integer(1));
+  EXPECT_EQ(*summary.find("checked"), Value::integer(1));
+  EXPECT_EQ(summary.find("violated_invariants")->as_array().size(), 1u);
+  session.finish();  // idempotent
+}
+
+TEST(OnlineSession, ASecondSessionOfTheRunWritesItsOwnReport) {
+  const fs::path dir = setup("second");
+  OnlineSession first(options(dir));
+  OnlineSession second(options(dir));
+  EXPECT_EQ(fs::path(first.report_path()).filename(), "report.html");
+  EXPECT_EQ(fs::path(second.report_path()).filename(), "report_" + std::to_string(getpid()) + ".html");
+}
+
+TEST(OnlineSession, ABadInvariantFileIsAnErrorAtStartNamingTheFile) {
+  const fs::path dir = setup("bad");
+  std::ofstream(dir / "inv.json") << "{\"relation\": \n";
+  try {
+    OnlineSession session(options(dir));
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("inv.json:1"), std::string::npos) << e.what();
+  }
+}
