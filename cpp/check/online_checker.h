@@ -76,6 +76,10 @@ class OnlineChecker {
   // Throws InvariantFormatError.
   static std::vector<Invariant> load_invariants(const std::vector<std::string>& files);
 
+  // Adds signatures found later (api_signatures.json is written when a collect run ends); checks use
+  // them from the next record on.
+  void add_signatures(const ApiSignatures& more) { signatures_->merge(more); }
+
   // Checks one record now (the caller guarantees the delivery order of relation.h).
   void check_record(const Record& record);
 

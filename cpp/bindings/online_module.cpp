@@ -1,0 +1,72 @@
+// traincheck._online: the in-process online checker (check/online_session.h), a module of its own so
+// that the analyzer's code is loaded into training only when collect checks while it runs. It makes a
+// session and hands the recorder its sink as a PyCapsule (record/record_sink.h); `_core` installs it.
+//
+// The session is never freed: the recorder may call the sink until the process ends (interpreter
+// teardown included), so its context must outlive every module object.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
+
+#include "check/online_session.h"
+
+namespace nb = nanobind;
+
+namespace traincheck {
+namespace {
+
+OnlineSession* g_session = nullptr;
+TcRecordSink g_sink{};  // what the capsule points to; the recorder copies it
+
+OnlineSession& session() {
+  if (g_session == nullptr) throw nb::value_error("traincheck._online: start() was not called");
+  return *g_session;
+}
+
+nb::dict to_dict(const OnlineCounts& c) {
+  nb::dict d;
+  d["violations"] = c.violations;
+  d["invariants_violated"] = c.invariants_violated;
+  d["triggered"] = c.triggered;
+  d["checked"] = c.checked;
+  d["not_checked"] = c.not_checked;
+  d["records"] = c.records;
+  d["dispatched"] = c.dispatched;
+  d["bad_lines"] = c.bad_lines;
+  d["write_errors"] = c.write_errors;
+  return d;
+}
+
+}  // namespace
+}  // namespace traincheck
+
+NB_MODULE(_online, m) {
+  using namespace traincheck;
+  m.doc() = "TrainCheck in-process online checker (fed by the recorder's writer thread)";
+  m.def(
+      "start",
+      [](const std::vector<std::string>& invariant_files, const std::string& signatures_json, const std::string& output_dir,
+         double report_interval_s) {
+        if (g_session != nullptr) throw nb::value_error("traincheck._online: already started in this process");
+        OnlineSessionOptions o{invariant_files, signatures_json, output_dir, report_interval_s};
+        try {
+          g_session = new OnlineSession(std::move(o));
+        } catch (const std::exception& e) {
+          throw nb::value_error(e.what());
+        }
+        g_sink = g_session->sink();
+        PyObject* capsule = PyCapsule_New(&g_sink, TC_RECORD_SINK_CAPSULE, nullptr);
+        if (capsule == nullptr) throw nb::python_error();
+        return nb::steal(capsule);
+      },
+      nb::arg("invariant_files"), nb::arg("signatures_json"), nb::arg("output_dir"), nb::arg("report_interval_s") = 10.0,
+      "Load the invariants, open <output_dir>/failed.log and return the record sink capsule for _core.set_record_sink.");
+  m.def(
+      "counts", [] { return to_dict(session().counts()); }, "Counts so far (violations, triggered, checked, ...).");
+  m.def(
+      "finish", [] { session().finish(); }, nb::call_guard<nb::gil_scoped_release>(),
+      "Write report.html and summary_<pid>.json now (the recorder does it at shutdown; idempotent).");
+  m.def("errors", [] { return std::make_pair(session().errors(), session().last_error()); });
+  m.def("report_path", [] { return session().report_path(); });
+}

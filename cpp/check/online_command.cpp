@@ -1,0 +1,180 @@
+#include "check/online_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+
+#include "check/online_checker.h"
+#include "check/trace_tailer.h"
+#include "trace/cli_args.h"
+
+namespace traincheck {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string timestamp() {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
+  return stamp;
+}
+
+// Messages go to stderr and to the log file (the original's log: compat §3.4).
+class Log {
+ public:
+  Log(std::ostream& err, const std::string& path) : err_(err), file_(path, std::ios::app) {}
+  void line(const std::string& text) {
+    err_ << text << "\n";
+    file_ << text << "\n";
+    file_.flush();
+  }
+  bool ok() const { return static_cast<bool>(file_); }
+
+ private:
+  std::ostream& err_;
+  std::ofstream file_;
+};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+int run_online_check_command(int argc, const char* const* argv, std::ostream& err, const std::atomic<bool>& stop) {
+  ArgParser args("traincheck-onlinecheck", "Check traces against invariants while they are written.");
+  args.list({"-t", "--traces"}, "traces", "trace files to follow, combined into one trace", "FILE");
+  args.list({"-f", "--trace-folders"}, "trace_folders", "trace folders to follow (new trace_* files included)", "DIR");
+  args.list({"-i", "--invariants"}, "invariants", "invariant files (JSON lines)", "FILE");
+  args.option({"-o", "--output-dir"}, "output_dir", "results folder (default traincheck_onlinechecker_results_<time>_relation_first_<bool>)", "", "DIR");
+  args.flag({"--no-html-report"}, "no_html_report", "do not write report.html");
+  args.flag({"--check-relation-first"}, "check_relation_first", "accepted for compatibility (no effect online)");
+  args.flag({"-d", "--debug"}, "debug", "verbose progress");
+  args.option({"--threads"}, "threads", "accepted for compatibility (one checking thread)", "0", "N");
+  args.option({"--report-interval-seconds"}, "report_interval", "refresh report.html at least this often", "10.0", "SECONDS");
+  // Ours, beyond the original.
+  args.option({"--poll-interval-ms"}, "poll_ms", "how often the trace files are polled (ours)", "200", "MS");
+  args.option({"--exit-when-idle"}, "exit_when_idle", "stop once no trace data arrived for SECONDS (ours; 0: run until a signal)", "0", "SECONDS");
+  for (const char* f : {"--report-wandb", "--report-mlflow"}) args.flag({f}, f, "not supported; ignored");
+  for (const char* o : {"--wandb-project", "--wandb-entity", "--wandb-run-name", "--wandb-group", "--wandb-run-id",
+                        "--mlflow-experiment", "--mlflow-run-name"})
+    args.option({o}, o, "not supported; ignored");
+  args.list({"--wandb-tags"}, "--wandb-tags", "not supported; ignored");
+  std::string error;
+  if (!args.parse(argc, argv, error)) {
+    err << args.usage() << "traincheck-onlinecheck: error: " << error << "\n";
+    return 2;
+  }
+  if (args.help_requested()) {
+    err << args.usage();
+    return 0;
+  }
+  if (!args.has("invariants")) {
+    err << args.usage() << "traincheck-onlinecheck: error: the following arguments are required: -i/--invariants\n";
+    return 2;
+  }
+  if (!args.has("traces") && !args.has("trace_folders")) {
+    err << args.usage() << "traincheck-onlinecheck: error: one of -t/--traces or -f/--trace-folders is required\n";
+    return 2;
+  }
+  double report_interval = 10.0, idle_limit = 0.0;
+  long poll_ms = 200;
+  try {
+    report_interval = std::stod(args.get("report_interval"));
+    idle_limit = std::stod(args.get("exit_when_idle"));
+    poll_ms = std::stol(args.get("poll_ms"));
+  } catch (const std::exception&) {
+    err << "traincheck-onlinecheck: error: --report-interval-seconds, --exit-when-idle and --poll-interval-ms take numbers\n";
+    return 2;
+  }
+  if (poll_ms <= 0) poll_ms = 200;
+  if (args.flag_set("--report-wandb") || args.flag_set("--report-mlflow"))
+    err << "warning: W&B and MLflow reporting are not supported; ignored\n";
+  const std::string suffix = std::string("_relation_first_") + (args.flag_set("check_relation_first") ? "True" : "False");
+  const std::string stamp = timestamp();
+  std::string out_dir = args.get("output_dir");
+  if (out_dir.empty()) out_dir = "traincheck_onlinechecker_results_" + stamp + suffix;
+  Log log(err, "traincheck_onlinechecker_" + stamp + suffix + ".log");
+  const bool debug = args.flag_set("debug");
+  const bool html = !args.flag_set("no_html_report");
+  const std::string report_path = (fs::path(out_dir) / "report.html").string();
+
+  try {
+    OnlineCheckerOptions options;
+    options.output_dir = out_dir;
+    const std::vector<std::string> folders = args.get_list("trace_folders");
+    // Signatures of each folder; a collect run writes them at its end, so they are looked for until found.
+    std::vector<std::string> signature_files;
+    for (const std::string& f : folders) signature_files.push_back((fs::path(f) / "api_signatures.json").string());
+    ApiSignatures signatures;
+    auto load_new_signatures = [&](auto&& add) {
+      for (auto it = signature_files.begin(); it != signature_files.end();) {
+        std::error_code ec;
+        if (!fs::exists(*it, ec)) {
+          ++it;
+          continue;
+        }
+        add(ApiSignatures::load(*it));
+        it = signature_files.erase(it);
+      }
+    };
+    load_new_signatures([&](const ApiSignatures& s) { signatures.merge(s); });
+    OnlineChecker checker(OnlineChecker::load_invariants(args.get_list("invariants")), std::move(signatures), options);
+    const OnlineCounts at_start = checker.counts();
+    log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" + std::to_string(at_start.not_checked) +
+             " not checked: no online check for their relation); results in " + out_dir);
+
+    TraceTailer tailer(folders, args.get_list("traces"));
+    auto last_data = Clock::now(), last_report = Clock::now() - std::chrono::hours(1);
+    uint64_t reported_violations = ~0ull;
+    uint64_t reported_bad = 0;
+    for (;;) {
+      const bool stopping = stop.load();
+      load_new_signatures([&](const ApiSignatures& s) { checker.add_signatures(s); });
+      // One poll is one batch: what it read from every file is checked merged by time.
+      const size_t bytes = tailer.poll([&](const std::string& path, std::string_view lines) { checker.add_lines(path, lines); },
+                                       [&](const std::string& message) { log.line("warning: " + message); });
+      checker.end_batch();
+      if (bytes) last_data = Clock::now();
+      const OnlineCounts c = checker.counts();
+      const auto& errors = checker.recent_errors();
+      const size_t fresh = static_cast<size_t>(std::min<uint64_t>(c.bad_lines - reported_bad, errors.size()));
+      for (size_t i = errors.size() - fresh; i < errors.size(); ++i) log.line("warning: skipping bad line: " + errors[i]);
+      reported_bad = c.bad_lines;
+      if (debug && bytes) log.line("[onlinecheck] read " + std::to_string(bytes) + " bytes; " + std::to_string(c.violations) + " violations");
+      // Throttled as the original's: at once (at most once a second) when the violations changed, else
+      // every --report-interval-seconds.
+      const double since = seconds_since(last_report);
+      if (html && ((c.violations != reported_violations && since >= 1.0) || since >= report_interval)) {
+        checker.write_report(report_path);
+        last_report = Clock::now();
+        reported_violations = c.violations;
+      }
+      if (stopping) break;
+      if (idle_limit > 0 && seconds_since(last_data) >= idle_limit) {
+        log.line("No trace data for " + args.get("exit_when_idle") + " s; stopping (--exit-when-idle)");
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+    }
+    if (html) checker.write_report(report_path);
+    const OnlineCounts c = checker.counts();
+    // Verbatim: other tooling matches these lines (compat §3.4).
+    log.line("Checker stopped");
+    log.line("Total " + std::to_string(c.violations) + " violations found");
+    log.line("Total " + std::to_string(c.invariants_violated) + " invariants violated:");
+    for (const OnlineInvariantState& s : checker.states())
+      if (s.violations) log.line("  " + s.display_name + " (" + std::to_string(s.violations) + ")");
+  } catch (const std::exception& e) {
+    log.line("traincheck-onlinecheck: error: " + std::string(e.what()));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace traincheck
