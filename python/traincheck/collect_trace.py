@@ -39,6 +39,10 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("--disable-scan-proxy-in-args", action="store_true", help="Accepted for compatibility.")
     p.add_argument("--API-dump-stack-trace", action="store_true", help="Add the Python call stack to pre-records.")
     p.add_argument("-i", "--invariants", nargs="*", help="Invariant files: selective instrumentation.")
+    p.add_argument(
+        "--no-online-check", action="store_true",
+        help="With -i: do not check the invariants in-process while training runs (default: check, results in <output-dir>/online_check).",
+    )
     p.add_argument("--use-full-instr", action="store_true", help="Also record the APIs the original wraps without dumping.")
     p.add_argument("--models-to-track", nargs="*", help="Names of model variables to track.")
     p.add_argument("--model-tracker-style", choices=STYLES, default="proxy", help="Model tracker style.")
@@ -162,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
         style = args.model_tracker_style if args.models_to_track else None
         selective.write_instr_opts(plan, instr_opts, style)
 
+    online_check = None
+    if args.invariants and not args.no_online_check:
+        online_dir = os.path.join(output_dir, "online_check")
+        shutil.rmtree(online_dir, ignore_errors=True)  # a reused output dir: results of this run only
+        online_check = {"invariants": [os.path.abspath(f) for f in args.invariants], "output_dir": online_dir}
+
     if args.copy_all_files:
         _copy_all_files(os.path.dirname(args.pyscript), output_dir)
     write_env_dump(args, os.path.join(output_dir, "env_dump.txt"))
@@ -178,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "model_tracker_style": args.model_tracker_style,
         "tensor_hash": args.tensor_hash,
         "api_dump_stack_trace": bool(args.API_dump_stack_trace),
+        "online_check": online_check,
     }
     command = launcher.prepare(runtime_config, args.shscript, script_args)
     if args.only_instr:

@@ -102,15 +102,56 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
             for sig, previous in forwarded:
                 signal.signal(sig, previous)
         _report_instrumentation(output_dir, reported)
+        _report_online_check(output_dir)
         # A process killed by signal N reads as exit code 128+N, as in a shell.
         exit_code = code if code >= 0 else 128 - code
         log.write(f"Program exited with code {exit_code}\n".encode())
     return exit_code
 
 
+def online_check_summary(output_dir: str) -> dict | None:
+    """The in-process checker's results over every process of the run (each writes summary_<pid>.json
+    at exit); None when the run did not check online."""
+    folder = os.path.join(output_dir, "online_check")
+    if not os.path.isdir(folder):
+        return None
+    failed = os.path.join(folder, "failed.log")
+    total = {"violations": 0, "violated": set(), "triggered": set(), "checked": 0, "not_checked": 0, "processes": 0,
+             "failed_log": failed}
+    for path in sorted(glob.glob(os.path.join(folder, "summary_*.json"))):
+        try:
+            with open(path) as f:
+                s = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            continue
+        total["processes"] += 1
+        total["violations"] += s["violations"]
+        total["violated"].update(s["violated_invariants"])
+        total["triggered"].update(s["triggered_invariants"])
+        total["checked"] = max(total["checked"], s["checked"])
+        total["not_checked"] = max(total["not_checked"], s["not_checked"])
+    if total["processes"] == 0 and os.path.exists(failed):
+        # Killed before its exit handlers ran: failed.log (one line per violation) is all there is.
+        with open(failed) as f:
+            total["violations"] = sum(1 for line in f if line.strip())
+    return total
+
+
+def _report_online_check(output_dir: str) -> None:
+    s = online_check_summary(output_dir)
+    if s is None:
+        return
+    line = (f"online check: {s['violations']} violations of {len(s['violated'])} invariants "
+            f"({len(s['triggered'])} triggered, {s['checked']} checked, {s['not_checked']} not checked); see {s['failed_log']}")
+    if s["processes"] == 0:
+        line = f"online check: {s['violations']} violations (no summary: the program did not exit normally); see {s['failed_log']}"
+    print(f"traincheck-collect: {line}", file=sys.stderr, flush=True)
+
+
 def _watch_summary(output_dir: str, reported: set, stop: threading.Event) -> None:
     while not stop.wait(0.2):
         _report_instrumentation(output_dir, reported)
+        _report_online_check(output_dir)
         if reported:
             return
 

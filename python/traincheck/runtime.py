@@ -99,9 +99,36 @@ def _instrument(config: dict, core) -> dict:
 
     report = install(targets, options_for)
     _write_signatures_at_exit(report, config["output_dir"])
+    _start_online_check(config, core, report)
     if plan is None:
         return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
     return selective.resolution_summary(plan, report.api_names, roots)
+
+
+def _start_online_check(config: dict, core, report) -> None:
+    """In-process checking (collect -i, unless --no-online-check): the recorder's writer thread feeds every
+    trace line to the checker in traincheck._online, which appends violations to failed.log as it finds
+    them and writes report.html and summary_<pid>.json when the recorder shuts down. Imported only here,
+    so that otherwise no analyzer code is loaded into training."""
+    online = config.get("online_check")
+    if not online:
+        return
+    try:
+        from traincheck import _online
+        from traincheck.instrument.signatures import signature_entry
+
+        # Signatures of every wrapped API, known now (api_signatures.json is only written at exit).
+        classmethods = frozenset(report.classmethods)
+        signatures = {}
+        for name, wrapper in report.wrappers.items():
+            entry = signature_entry(core.unwrap(wrapper), drop_first=name in classmethods)
+            if entry is not None:
+                signatures[name] = entry
+        interval = float(os.environ.get("TRAINCHECK_ONLINE_REPORT_INTERVAL_S", "10"))
+        capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval)
+        core.set_record_sink(capsule)
+    except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches
+        print(f"traincheck: warning: online check disabled: {e}", file=sys.stderr)
 
 
 def _start_tracking(config: dict, core) -> None:

@@ -1,0 +1,139 @@
+"""Online checking: in-process during traincheck-collect -i (the recorder's writer thread feeds the checker
+in traincheck._online), and the traincheck-onlinecheck command that tails a trace folder."""
+import json
+import subprocess
+
+from conftest import SCRIPTS, collect
+
+INVARIANT = {
+    "text_description": "Adam.step contains _single_tensor_adam",
+    "relation": "APIContainRelation",
+    "params": [
+        {"param_type": "APIParam", "api_full_name": "torch.optim.adam.Adam.step"},
+        {"param_type": "APIParam", "api_full_name": "torch.optim.adam._single_tensor_adam"},
+    ],
+    "precondition": {"parent_func_call_pre": {"inverted": False, "preconditions": [{"clauses": "Unconditional"}]}},
+    "num_positive_examples": 10,
+    "num_negative_examples": 0,
+}
+
+# At step 4 the gradients are dropped before the update: Adam.step has nothing to update and never
+# reaches _single_tensor_adam.
+BUG = """    if len(times) == 3:
+        optimizer.zero_grad()
+    optimizer.step()
+"""
+
+# Appended to the script: what the training process itself can see before it exits.
+PROBE = """
+import os, sys, time
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline and not (os.path.exists("online_check/failed.log") and os.path.getsize("online_check/failed.log")):
+    time.sleep(0.05)
+seen = os.path.exists("online_check/failed.log") and os.path.getsize("online_check/failed.log") > 0
+print("violation seen while running:", seen)
+print("online module loaded:", "traincheck._online" in sys.modules)
+"""
+
+
+def scripts(tmp_path):
+    good = (SCRIPTS / "mlp_adam.py").read_text()
+    assert "    optimizer.step()\n" in good
+    (tmp_path / "good.py").write_text(good + PROBE)
+    (tmp_path / "buggy.py").write_text(good.replace("    optimizer.step()\n", BUG) + PROBE)
+    (tmp_path / "inv.json").write_text(json.dumps(INVARIANT) + "\n")
+
+
+def collect_run(tmp_path, script, out, *extra):
+    result = collect(tmp_path, "-p", script, "-i", "inv.json", "--output-dir", out, *extra, script_args=["--iters", "6"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def failed_entries(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run(cmd, cwd):
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_in_process_check_of_a_good_run_finds_nothing(tmp_path):
+    scripts(tmp_path)
+    result = collect_run(tmp_path, "good.py", "good")
+    online = tmp_path / "good" / "online_check"
+    assert (online / "failed.log").read_text() == ""
+    assert (online / "report.html").exists() and (online / "invariants.json").exists()
+    assert "online module loaded: True" in result.stdout
+    assert "traincheck-collect: online check: 0 violations of 0 invariants (1 triggered, 1 checked, 0 not checked); see " in result.stderr
+
+
+def test_in_process_check_reports_the_buggy_step_while_training_runs_as_the_offline_check_does(tmp_path):
+    scripts(tmp_path)
+    result = collect_run(tmp_path, "buggy.py", "buggy")
+    # Known inside the training process, before it exited: the writer thread appended it.
+    assert "violation seen while running: True" in result.stdout
+    entries = failed_entries(tmp_path / "buggy" / "online_check" / "failed.log")
+    assert len(entries) == 1
+    entry = entries[0]
+    assert entry["violated_id"] == 0 and entry["check_passed"] is False and isinstance(entry["detection_time"], int)
+    assert entry["invariant"]["text_description"] == INVARIANT["text_description"]
+    [record] = entry["trace"]
+    assert record["function"] == "torch.optim.adam.Adam.step" and record["type"] == "function_call (pre)"
+    assert record["meta_vars.step"] == 4
+    assert "online check: 1 violations of 1 invariants (1 triggered, 1 checked, 0 not checked)" in result.stderr
+
+    # The offline checker on the trace this same run wrote gives the same verdict.
+    run(["traincheck-check", "-f", "buggy", "-i", "inv.json", "-o", "offline"], tmp_path)
+    summary = json.loads((tmp_path / "offline" / "buggy" / "violations_summary.json").read_text())
+    assert [(v["first_step"], v["last_step"], v["occurrences"]) for v in summary["violations"]] == [(4, 4, 1)]
+    offline = failed_entries_indented(tmp_path / "offline" / "buggy" / "failed.log")
+    assert [(r["func_call_id"], r["meta_vars.step"]) for e in offline for r in e["trace"]] == [
+        (record["func_call_id"], record["meta_vars.step"])
+    ]
+
+
+def failed_entries_indented(path):
+    """The offline failed.log: indent-4 objects; split where a line starts with '{' (as the original reads it)."""
+    text, entries, current = path.read_text(), [], []
+    for line in text.splitlines():
+        if line.startswith("{") and current:
+            entries.append(json.loads("\n".join(current)))
+            current = []
+        current.append(line)
+    if current and "".join(current).strip():
+        entries.append(json.loads("\n".join(current)))
+    return entries
+
+
+def test_no_online_check_leaves_the_checker_out_of_the_training_process(tmp_path):
+    scripts(tmp_path)
+    result = collect_run(tmp_path, "buggy.py", "off", "--no-online-check")
+    assert not (tmp_path / "off" / "online_check").exists()
+    assert "online module loaded: False" in result.stdout
+    assert "online check:" not in result.stderr
+    # The YAML config key is the flag's name.
+    (tmp_path / "cfg.yml").write_text("pyscript: buggy.py\ninvariants: [inv.json]\nno_online_check: true\noutput_dir: cfg\n")
+    result = collect(tmp_path, "--use-config", "--config", "cfg.yml", script_args=["--iters", "2"])
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "cfg" / "online_check").exists()
+
+
+def test_traincheck_onlinecheck_on_a_collected_folder_finds_what_traincheck_check_finds(tmp_path):
+    scripts(tmp_path)
+    collect_run(tmp_path, "buggy.py", "buggy", "--no-online-check")
+    result = run(["traincheck-onlinecheck", "-f", "buggy", "-i", "inv.json", "-o", "oc", "--exit-when-idle", "1",
+                  "--report-interval-seconds", "0.5"], tmp_path)
+    [log] = list(tmp_path.glob("traincheck_onlinechecker_*_relation_first_False.log"))
+    lines = log.read_text().splitlines()
+    for verbatim in ("Checker stopped", "Total 1 violations found", "Total 1 invariants violated:"):
+        assert verbatim in lines, result.stderr
+    assert (tmp_path / "oc" / "report.html").exists() and (tmp_path / "oc" / "invariants.json").exists()
+    online = failed_entries(tmp_path / "oc" / "failed.log")
+
+    run(["traincheck-check", "-f", "buggy", "-i", "inv.json", "-o", "offline"], tmp_path)
+    offline = failed_entries_indented(tmp_path / "offline" / "buggy" / "failed.log")
+    key = lambda entries: sorted((e["invariant"]["text_description"], r["func_call_id"], r["meta_vars.step"]) for e in entries for r in e["trace"])
+    assert key(online) == key(offline) and len(online) == 1
