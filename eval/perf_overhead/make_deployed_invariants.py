@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     trace_dirs = {}
     for workload in workloads:
         src = work / "src" / workload
-        shutil.copytree(perf_run.WORKLOADS_DIR / workload, src, ignore=shutil.ignore_patterns("__pycache__"))
+        perf_run.copy_workload(perf_run.WORKLOADS_DIR, workload, src)
         trace_dir = work / "traces" / workload
         cmd = perf_run.build_command(method, src, trace_dir, opts)
         print(f"collecting {workload} ...", flush=True)

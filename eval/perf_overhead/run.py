@@ -331,14 +331,27 @@ def describe_status(record: RunRecord, opts: Options) -> str:
     return "ok"
 
 
+COMMON_MODULE = "workload_common.py"  # what the workloads share; see workloads/workload_common.py
+
+
+def copy_workload(workloads_dir: Path, workload: str, dest: Path) -> None:
+    """A private copy of `workloads_dir/<workload>` in `dest`, with the workloads' shared module
+    (`workload_common.py`, where `workloads_dir` has one) beside its `main.py`: every method runs the
+    script with its own folder as sys.path[0], and the copy is away from `workloads_dir`."""
+    shutil.copytree(workloads_dir / workload, dest,
+                    ignore=shutil.ignore_patterns("__pycache__", "_traincheck_*", TIMES_FILE, CPU_TIMES_FILE))
+    common = workloads_dir / COMMON_MODULE
+    if common.is_file():
+        shutil.copy2(common, dest / COMMON_MODULE)
+
+
 def run_one(workload: str, method: str, rnd: int, opts: Options) -> tuple[RunRecord, RunOutcome]:
     tag = f"{workload}_{method}_r{rnd + 1}"
     run_root = opts.out / "runs" / tag
     if run_root.exists():
         shutil.rmtree(run_root)
     src_dir, out_dir = run_root / "src", run_root / "out"
-    shutil.copytree(opts.workloads_dir / workload, src_dir,
-                    ignore=shutil.ignore_patterns("__pycache__", "_traincheck_*", TIMES_FILE, CPU_TIMES_FILE))
+    copy_workload(opts.workloads_dir, workload, src_dir)
     if method not in COLLECTOR_METHODS:
         out_dir.mkdir(parents=True)  # the collector makes its own output dir
     cmd = build_command(method, src_dir, out_dir, opts)

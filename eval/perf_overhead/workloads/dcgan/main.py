@@ -7,12 +7,19 @@ Writes one wall time per training iteration (seconds) to ./iteration_times.txt, 
 time per iteration to ./iteration_cpu_times.txt.
 """
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.optim as optim
-from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
+from torch.utils.data import TensorDataset
+
+try:
+    from workload_common import IterationTimer, add_common_arguments, batched_loader
+except ModuleNotFoundError:  # run in place: the shared module is in workloads/ (the runner's copies have it beside)
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from workload_common import IterationTimer, add_common_arguments, batched_loader
 
 
 def weights_init(m):
@@ -71,18 +78,9 @@ class Discriminator(nn.Module):
         return self.main(input).view(-1, 1).squeeze(1)
 
 
-def batched_loader(dataset, batch_size):
-    """A DataLoader that fetches each batch with one indexing call (a list of indices) rather than
-    batch_size item fetches and a collate. Loading is outside the timed step; this keeps it cheap under
-    the settrace baseline, which would otherwise spend most of its time limit formatting sample lists."""
-    sampler = BatchSampler(SequentialSampler(dataset), batch_size, drop_last=False)
-    return DataLoader(dataset, sampler=sampler, batch_size=None)
-
-
 def main():
     parser = argparse.ArgumentParser(description="DCGAN on synthetic images")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=50, help="training iterations to run")
+    add_common_arguments(parser, default_seed=1)
     parser.add_argument("--batch-size", type=int, default=None, help="default: 128 on cuda, 8 on cpu")
     parser.add_argument("--ngf", type=int, default=None, help="default: 64 on cuda, 8 on cpu")
     parser.add_argument("--ndf", type=int, default=None, help="default: 64 on cuda, 8 on cpu")
@@ -90,10 +88,6 @@ def main():
     parser.add_argument("--num-batches", type=int, default=20, help="distinct synthetic batches per epoch")
     parser.add_argument("--lr", type=float, default=0.0002)
     parser.add_argument("--beta1", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--times-file", default="iteration_times.txt", help="wall time per iteration")
-    parser.add_argument("--cpu-times-file", default="iteration_cpu_times.txt",
-                        help="CPU time of the process (all its threads) per iteration")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -117,47 +111,37 @@ def main():
     optimizerD = optim.Adam(netD.parameters(), lr=args.lr, betas=(args.beta1, 0.999))
     optimizerG = optim.Adam(netG.parameters(), lr=args.lr, betas=(args.beta1, 0.999))
 
-    times_file = open(args.times_file, "w")
-    cpu_times_file = open(args.cpu_times_file, "w")
-    iteration = 0
-    while iteration < args.iters:
-        for i, (data,) in enumerate(dataloader):
-            iter_start, cpu_start = time.perf_counter(), time.process_time()
-            # (1) Update D network: maximize log(D(x)) + log(1 - D(G(z)))
-            netD.zero_grad()
-            real_cpu = data.to(device)
-            b_size = real_cpu.size(0)
-            label = torch.full((b_size,), real_label, dtype=real_cpu.dtype, device=device)
-            output = netD(real_cpu)
-            errD_real = criterion(output, label)
-            errD_real.backward()
-            noise = torch.randn(b_size, nz, 1, 1, device=device)
-            fake = netG(noise)
-            label.fill_(fake_label)
-            output = netD(fake.detach())
-            errD_fake = criterion(output, label)
-            errD_fake.backward()
-            errD = errD_real + errD_fake
-            optimizerD.step()
-            # (2) Update G network: maximize log(D(G(z)))
-            netG.zero_grad()
-            label.fill_(real_label)
-            output = netD(fake)
-            errG = criterion(output, label)
-            errG.backward()
-            optimizerG.step()
-            if on_gpu:
-                torch.cuda.synchronize()
-            wall_time, cpu_time = time.perf_counter() - iter_start, time.process_time() - cpu_start
-            times_file.write(f"{wall_time}\n")
-            times_file.flush()
-            cpu_times_file.write(f"{cpu_time}\n")
-            cpu_times_file.flush()
-            iteration += 1
-            if iteration >= args.iters:
-                break
-    times_file.close()
-    cpu_times_file.close()
+    with IterationTimer(args.times_file, args.cpu_times_file, device) as timer:
+        iteration = 0
+        while iteration < args.iters:
+            for i, (data,) in enumerate(dataloader):
+                with timer.iteration():
+                    # (1) Update D network: maximize log(D(x)) + log(1 - D(G(z)))
+                    netD.zero_grad()
+                    real_cpu = data.to(device)
+                    b_size = real_cpu.size(0)
+                    label = torch.full((b_size,), real_label, dtype=real_cpu.dtype, device=device)
+                    output = netD(real_cpu)
+                    errD_real = criterion(output, label)
+                    errD_real.backward()
+                    noise = torch.randn(b_size, nz, 1, 1, device=device)
+                    fake = netG(noise)
+                    label.fill_(fake_label)
+                    output = netD(fake.detach())
+                    errD_fake = criterion(output, label)
+                    errD_fake.backward()
+                    errD = errD_real + errD_fake
+                    optimizerD.step()
+                    # (2) Update G network: maximize log(D(G(z)))
+                    netG.zero_grad()
+                    label.fill_(real_label)
+                    output = netD(fake)
+                    errG = criterion(output, label)
+                    errG.backward()
+                    optimizerG.step()
+                iteration += 1
+                if iteration >= args.iters:
+                    break
     print(f"dcgan: {iteration} iterations, Loss_D {errD.item():.4f} Loss_G {errG.item():.4f}")
 
 

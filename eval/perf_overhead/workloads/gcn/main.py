@@ -7,12 +7,19 @@ process's CPU time per iteration to ./iteration_cpu_times.txt.
 """
 import argparse
 import math
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
+
+try:
+    from workload_common import IterationTimer, add_common_arguments
+except ModuleNotFoundError:  # run in place: the shared module is in workloads/ (the runner's copies have it beside)
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from workload_common import IterationTimer, add_common_arguments
 
 
 class GraphConvolution(nn.Module):
@@ -72,8 +79,7 @@ def synthetic_graph(num_nodes, num_edges, num_features, num_classes, generator):
 
 def main():
     parser = argparse.ArgumentParser(description="GCN on a synthetic citation graph")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=50, help="training iterations (epochs) to run")
+    add_common_arguments(parser, default_seed=42)
     parser.add_argument("--num-nodes", type=int, default=2708)
     parser.add_argument("--num-edges", type=int, default=5429)
     parser.add_argument("--num-features", type=int, default=1433)
@@ -82,10 +88,6 @@ def main():
     parser.add_argument("--dropout", type=float, default=0.5)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--times-file", default="iteration_times.txt", help="wall time per iteration")
-    parser.add_argument("--cpu-times-file", default="iteration_cpu_times.txt",
-                        help="CPU time of the process (all its threads) per iteration")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -98,25 +100,15 @@ def main():
     model = GCN(nfeat=features.shape[1], nhid=args.hidden, nclass=args.num_classes, dropout=args.dropout).to(device)
     optimizer = optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
 
-    times_file = open(args.times_file, "w")
-    cpu_times_file = open(args.cpu_times_file, "w")
-    for epoch in range(args.iters):
-        iter_start, cpu_start = time.perf_counter(), time.process_time()
-        model.train()
-        optimizer.zero_grad()
-        output = model(features, adj)
-        loss_train = F.nll_loss(output[idx_train], labels[idx_train])
-        loss_train.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        wall_time, cpu_time = time.perf_counter() - iter_start, time.process_time() - cpu_start
-        times_file.write(f"{wall_time}\n")
-        times_file.flush()
-        cpu_times_file.write(f"{cpu_time}\n")
-        cpu_times_file.flush()
-    times_file.close()
-    cpu_times_file.close()
+    with IterationTimer(args.times_file, args.cpu_times_file, device) as timer:
+        for epoch in range(args.iters):
+            with timer.iteration():
+                model.train()
+                optimizer.zero_grad()
+                output = model(features, adj)
+                loss_train = F.nll_loss(output[idx_train], labels[idx_train])
+                loss_train.backward()
+                optimizer.step()
     print(f"gcn: {args.iters} iterations, last loss {loss_train.item():.4f}")
 
 

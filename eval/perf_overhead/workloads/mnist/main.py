@@ -4,14 +4,21 @@ Writes one wall time per training iteration (seconds) to ./iteration_times.txt, 
 process's CPU time per iteration to ./iteration_cpu_times.txt.
 """
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
-from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
+from torch.utils.data import TensorDataset
+
+try:
+    from workload_common import IterationTimer, add_common_arguments, batched_loader
+except ModuleNotFoundError:  # run in place: the shared module is in workloads/ (the runner's copies have it beside)
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from workload_common import IterationTimer, add_common_arguments, batched_loader
 
 
 class Net(nn.Module):
@@ -51,28 +58,15 @@ def synthetic_mnist(num_samples, generator):
     return TensorDataset(images, labels)
 
 
-def batched_loader(dataset, batch_size):
-    """A DataLoader that fetches each batch with one indexing call (a list of indices) rather than
-    batch_size item fetches and a collate. Loading is outside the timed step; this keeps it cheap under
-    the settrace baseline, which would otherwise spend most of its time limit formatting sample lists."""
-    sampler = BatchSampler(SequentialSampler(dataset), batch_size, drop_last=False)
-    return DataLoader(dataset, sampler=sampler, batch_size=None)
-
-
 def main():
     parser = argparse.ArgumentParser(description="MNIST CNN on synthetic data")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=50, help="training iterations to run")
+    add_common_arguments(parser, default_seed=1)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--width", type=float, default=None,
                         help="conv channel multiplier (default: 1.0 on cuda, 0.25 on cpu)")
     parser.add_argument("--num-samples", type=int, default=1280, help="synthetic training set size")
     parser.add_argument("--lr", type=float, default=1.0)
     parser.add_argument("--gamma", type=float, default=0.7)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--times-file", default="iteration_times.txt", help="wall time per iteration")
-    parser.add_argument("--cpu-times-file", default="iteration_cpu_times.txt",
-                        help="CPU time of the process (all its threads) per iteration")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -86,34 +80,24 @@ def main():
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
 
-    times_file = open(args.times_file, "w")
-    cpu_times_file = open(args.cpu_times_file, "w")
-    iteration = 0
-    epoch = 0
-    while iteration < args.iters:
-        epoch += 1
-        model.train()
-        for batch_idx, (data, target) in enumerate(train_loader):
-            iter_start, cpu_start = time.perf_counter(), time.process_time()
-            data, target = data.to(device), target.to(device)
-            optimizer.zero_grad()
-            output = model(data)
-            loss = F.nll_loss(output, target)
-            loss.backward()
-            optimizer.step()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            wall_time, cpu_time = time.perf_counter() - iter_start, time.process_time() - cpu_start
-            times_file.write(f"{wall_time}\n")
-            times_file.flush()
-            cpu_times_file.write(f"{cpu_time}\n")
-            cpu_times_file.flush()
-            iteration += 1
-            if iteration >= args.iters:
-                break
-        scheduler.step()
-    times_file.close()
-    cpu_times_file.close()
+    with IterationTimer(args.times_file, args.cpu_times_file, device) as timer:
+        iteration = 0
+        epoch = 0
+        while iteration < args.iters:
+            epoch += 1
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                with timer.iteration():
+                    data, target = data.to(device), target.to(device)
+                    optimizer.zero_grad()
+                    output = model(data)
+                    loss = F.nll_loss(output, target)
+                    loss.backward()
+                    optimizer.step()
+                iteration += 1
+                if iteration >= args.iters:
+                    break
+            scheduler.step()
     print(f"mnist: {iteration} iterations, {epoch} epochs, last loss {loss.item():.4f}")
 
 

@@ -8,13 +8,20 @@ Writes one wall time per training iteration (seconds) to ./iteration_times.txt, 
 process's CPU time per iteration to ./iteration_cpu_times.txt.
 """
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
-from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler
+from torch.utils.data import Dataset
+
+try:
+    from workload_common import IterationTimer, add_common_arguments, batched_loader
+except ModuleNotFoundError:  # run in place: the shared module is in workloads/ (the runner's copies have it beside)
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from workload_common import IterationTimer, add_common_arguments, batched_loader
 
 
 class SiameseNetwork(nn.Module):
@@ -74,27 +81,14 @@ class SyntheticPairs(Dataset):
         return self.images1[index], self.images2[index], self.targets[index]
 
 
-def batched_loader(dataset, batch_size):
-    """A DataLoader that fetches each batch with one indexing call (a list of indices) rather than
-    batch_size item fetches and a collate. Loading is outside the timed step; this keeps it cheap under
-    the settrace baseline, which would otherwise spend most of its time limit formatting sample lists."""
-    sampler = BatchSampler(SequentialSampler(dataset), batch_size, drop_last=False)
-    return DataLoader(dataset, sampler=sampler, batch_size=None)
-
-
 def main():
     parser = argparse.ArgumentParser(description="Siamese network on synthetic image pairs")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=50, help="training iterations to run")
+    add_common_arguments(parser, default_seed=1)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--width", type=int, default=None, help="backbone channels (default: 32 on cuda, 8 on cpu)")
     parser.add_argument("--num-pairs", type=int, default=1280, help="synthetic training set size")
     parser.add_argument("--lr", type=float, default=1.0)
     parser.add_argument("--gamma", type=float, default=0.7)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--times-file", default="iteration_times.txt", help="wall time per iteration")
-    parser.add_argument("--cpu-times-file", default="iteration_cpu_times.txt",
-                        help="CPU time of the process (all its threads) per iteration")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -107,32 +101,22 @@ def main():
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     criterion = nn.BCELoss()
 
-    times_file = open(args.times_file, "w")
-    cpu_times_file = open(args.cpu_times_file, "w")
-    iteration = 0
-    while iteration < args.iters:
-        model.train()
-        for batch_idx, (images_1, images_2, targets) in enumerate(train_loader):
-            iter_start, cpu_start = time.perf_counter(), time.process_time()
-            images_1, images_2, targets = images_1.to(device), images_2.to(device), targets.to(device)
-            optimizer.zero_grad()
-            outputs = model(images_1, images_2).squeeze()
-            loss = criterion(outputs, targets)
-            loss.backward()
-            optimizer.step()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            wall_time, cpu_time = time.perf_counter() - iter_start, time.process_time() - cpu_start
-            times_file.write(f"{wall_time}\n")
-            times_file.flush()
-            cpu_times_file.write(f"{cpu_time}\n")
-            cpu_times_file.flush()
-            iteration += 1
-            if iteration >= args.iters:
-                break
-        scheduler.step()
-    times_file.close()
-    cpu_times_file.close()
+    with IterationTimer(args.times_file, args.cpu_times_file, device) as timer:
+        iteration = 0
+        while iteration < args.iters:
+            model.train()
+            for batch_idx, (images_1, images_2, targets) in enumerate(train_loader):
+                with timer.iteration():
+                    images_1, images_2, targets = images_1.to(device), images_2.to(device), targets.to(device)
+                    optimizer.zero_grad()
+                    outputs = model(images_1, images_2).squeeze()
+                    loss = criterion(outputs, targets)
+                    loss.backward()
+                    optimizer.step()
+                iteration += 1
+                if iteration >= args.iters:
+                    break
+            scheduler.step()
     print(f"siamese: {iteration} iterations, last loss {loss.item():.4f}")
 
 

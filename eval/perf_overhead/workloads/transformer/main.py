@@ -8,11 +8,18 @@ process's CPU time per iteration to ./iteration_cpu_times.txt.
 """
 import argparse
 import math
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+try:
+    from workload_common import IterationTimer, add_common_arguments
+except ModuleNotFoundError:  # run in place: the shared module is in workloads/ (the runner's copies have it beside)
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from workload_common import IterationTimer, add_common_arguments
 
 
 class PositionalEncoding(nn.Module):
@@ -90,8 +97,7 @@ def get_batch(source, i, bptt):
 
 def main():
     parser = argparse.ArgumentParser(description="Transformer language model on a synthetic corpus")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=50, help="training iterations to run")
+    add_common_arguments(parser, default_seed=1111)
     parser.add_argument("--vocab-size", type=int, default=None, help="default: 33278 on cuda, 1000 on cpu")
     parser.add_argument("--corpus-tokens", type=int, default=20000)
     parser.add_argument("--emsize", type=int, default=200)
@@ -103,10 +109,6 @@ def main():
     parser.add_argument("--clip", type=float, default=0.25)
     parser.add_argument("--batch-size", type=int, default=None, help="default: 20 on cuda, 10 on cpu")
     parser.add_argument("--bptt", type=int, default=35)
-    parser.add_argument("--seed", type=int, default=1111)
-    parser.add_argument("--times-file", default="iteration_times.txt", help="wall time per iteration")
-    parser.add_argument("--cpu-times-file", default="iteration_cpu_times.txt",
-                        help="CPU time of the process (all its threads) per iteration")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -121,35 +123,25 @@ def main():
     criterion = nn.NLLLoss()
     lr = args.lr
 
-    times_file = open(args.times_file, "w")
-    cpu_times_file = open(args.cpu_times_file, "w")
-    iteration = 0
-    while iteration < args.iters:
-        model.train()
-        for batch, i in enumerate(range(0, train_data.size(0) - 1, args.bptt)):
-            iter_start, cpu_start = time.perf_counter(), time.process_time()
-            data, targets = get_batch(train_data, i, args.bptt)
-            model.zero_grad()
-            output = model(data)
-            output = output.view(-1, ntokens)
-            loss = criterion(output, targets)
-            loss.backward()
-            # `clip_grad_norm` helps prevent the exploding gradient problem.
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-            for p in model.parameters():
-                p.data.add_(p.grad, alpha=-lr)
-            if on_gpu:
-                torch.cuda.synchronize()
-            wall_time, cpu_time = time.perf_counter() - iter_start, time.process_time() - cpu_start
-            times_file.write(f"{wall_time}\n")
-            times_file.flush()
-            cpu_times_file.write(f"{cpu_time}\n")
-            cpu_times_file.flush()
-            iteration += 1
-            if iteration >= args.iters:
-                break
-    times_file.close()
-    cpu_times_file.close()
+    with IterationTimer(args.times_file, args.cpu_times_file, device) as timer:
+        iteration = 0
+        while iteration < args.iters:
+            model.train()
+            for batch, i in enumerate(range(0, train_data.size(0) - 1, args.bptt)):
+                with timer.iteration():
+                    data, targets = get_batch(train_data, i, args.bptt)
+                    model.zero_grad()
+                    output = model(data)
+                    output = output.view(-1, ntokens)
+                    loss = criterion(output, targets)
+                    loss.backward()
+                    # `clip_grad_norm` helps prevent the exploding gradient problem.
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+                    for p in model.parameters():
+                        p.data.add_(p.grad, alpha=-lr)
+                iteration += 1
+                if iteration >= args.iters:
+                    break
     print(f"transformer: {iteration} iterations, last loss {loss.item():.4f}")
 
 
