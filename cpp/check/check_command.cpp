@@ -8,11 +8,11 @@
 #include <ostream>
 #include <set>
 
+#include "check/check_args.h"
 #include "check/checker.h"
 #include "check/report_html.h"
 #include "check/result_writer.h"
 #include "relations/registry.h"
-#include "trace/cli_args.h"
 
 namespace traincheck {
 
@@ -20,40 +20,10 @@ namespace fs = std::filesystem;
 
 int run_check_command(int argc, const char* const* argv, std::ostream& err) {
   ArgParser args("traincheck-check", "Check traces against invariants.");
-  args.list({"-t", "--traces"}, "traces", "trace files, combined into one trace", "FILE");
-  args.list({"-f", "--trace-folders"}, "trace_folders", "trace folders, each one trace", "DIR");
-  args.list({"-i", "--invariants"}, "invariants", "invariant files (JSON lines)", "FILE");
-  args.option({"-o", "--output-dir"}, "output_dir", "results folder (default traincheck_checker_results_<time>_relation_first_<bool>)", "", "DIR");
-  args.flag({"--no-html-report"}, "no_html_report", "do not write report.html");
-  args.flag({"--check-relation-first"}, "check_relation_first", "evaluate the relation before the precondition");
+  add_check_flags(args, "traincheck_checker_results");
   args.option({"-b", "--backend"}, "backend", "accepted for compatibility; ignored", "pandas", "NAME");
-  args.flag({"-d", "--debug"}, "debug", "verbose progress");
   args.option({"--threads"}, "threads", "worker threads (0: one per core)", "0", "N");
-  // External reporting of the original; accepted so command lines keep working, not implemented.
-  for (const char* f : {"--report-wandb", "--report-mlflow"}) args.flag({f}, f, "not supported; ignored");
-  for (const char* o : {"--wandb-project", "--wandb-entity", "--wandb-run-name", "--wandb-group", "--wandb-run-id",
-                        "--mlflow-experiment", "--mlflow-run-name"})
-    args.option({o}, o, "not supported; ignored");
-  args.list({"--wandb-tags"}, "--wandb-tags", "not supported; ignored");
-  std::string error;
-  if (!args.parse(argc, argv, error)) {
-    err << args.usage() << "traincheck-check: error: " << error << "\n";
-    return 2;
-  }
-  if (args.help_requested()) {
-    err << args.usage();
-    return 0;
-  }
-  if (!args.has("invariants")) {
-    err << args.usage() << "traincheck-check: error: the following arguments are required: -i/--invariants\n";
-    return 2;
-  }
-  if (!args.has("traces") && !args.has("trace_folders")) {
-    err << args.usage() << "traincheck-check: error: one of -t/--traces or -f/--trace-folders is required\n";
-    return 2;
-  }
-  if (args.flag_set("--report-wandb") || args.flag_set("--report-mlflow"))
-    err << "warning: W&B and MLflow reporting are not supported; ignored\n";
+  if (auto status = parse_check_flags(args, "traincheck-check", argc, argv, err)) return *status;
   CheckOptions options;
   options.check_relation_first = args.flag_set("check_relation_first");
   size_t threads = 0;

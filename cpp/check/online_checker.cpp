@@ -43,6 +43,14 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
+// memmem: glibc's two-way search, much faster than string_view::find on JSON, where the first
+// character of a key ('"') is everywhere.
+size_t find_in(std::string_view hay, std::string_view needle, size_t from) {
+  if (from >= hay.size()) return std::string_view::npos;
+  const void* at = ::memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - hay.data()) : std::string_view::npos;
+}
+
 }  // namespace
 
 std::vector<Invariant> OnlineChecker::load_invariants(const std::vector<std::string>& files) {
@@ -96,6 +104,30 @@ std::string OnlineChecker::failed_log_path() const { return (fs::path(options_.o
 bool OnlineChecker::wanted(const Record& r) const {
   if (!all_records_.empty()) return true;
   return r.is_api() ? by_function_.find(r.function) != by_function_.end() : by_var_type_.find(r.var_type) != by_var_type_.end();
+}
+
+// Before parsing: the values of every `"function"` / `"var_type"` key in the raw line. A line is skipped
+// only when it has such keys and no check wants any of their values; the record's own key is among them,
+// so a wanted record is never skipped, and a line this cannot read (escapes, no key) is parsed. Parsing is
+// most of the cost of a record, and most records of a run are of APIs no invariant names.
+bool OnlineChecker::may_be_wanted(std::string_view line) const {
+  if (!all_records_.empty()) return true;
+  bool found_key = false;
+  for (const auto& [key, table] : {std::pair<std::string_view, const Table*>{"\"function\"", &by_function_},
+                                   std::pair<std::string_view, const Table*>{"\"var_type\"", &by_var_type_}}) {
+    for (size_t at = find_in(line, key, 0); at != std::string_view::npos; at = find_in(line, key, at + 1)) {
+      size_t v = at + key.size();
+      while (v < line.size() && (line[v] == ' ' || line[v] == ':')) ++v;
+      if (v >= line.size() || line[v] != '"') return true;
+      const size_t end = line.find('"', v + 1);
+      if (end == std::string_view::npos) return true;
+      const std::string_view value = line.substr(v + 1, end - v - 1);
+      if (value.find('\\') != std::string_view::npos) return true;
+      if (by_function_.find(value) != by_function_.end() || by_var_type_.find(value) != by_var_type_.end()) return true;
+      found_key = true;
+    }
+  }
+  return !found_key;
 }
 
 void OnlineChecker::note_progress(const Record& r) {
@@ -171,6 +203,8 @@ void OnlineChecker::add_lines(std::string_view source, std::string_view text) {
     while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
     while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
     if (b == e) continue;
+    ++counts_.lines;
+    if (!may_be_wanted(std::string_view(data + b, e - b))) continue;
     if (!parse_trace_line(*parser_, data + b, e - b, r, error)) {
       ++counts_.bad_lines;
       if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());

@@ -3,7 +3,8 @@
 // traincheck-onlinecheck (online_command.h), which tails trace files.
 //
 // Dispatch: each invariant's OnlineCheck says which records it needs (OnlineInterest); a record that no
-// invariant names costs one hash lookup on its function (API records) or var_type (state records).
+// invariant names costs one hash lookup on its function (API records) or var_type (state records), and
+// a line of add_lines is not even parsed when its raw "function"/"var_type" value names no check.
 // Violations are appended to <out>/failed.log as they are found, one JSON object per line:
 //   {"violated_id": n, "invariant": {...}, "check_passed": false, "detection_time": <CLOCK_MONOTONIC ns>,
 //    "trace": [records]}
@@ -42,7 +43,8 @@ struct OnlineCounts {
   size_t triggered = 0;    // checked invariants whose precondition held at least once
   size_t checked = 0;      // invariants with an online check
   size_t not_checked = 0;  // relation not implemented, or it has no online check
-  uint64_t records = 0;    // records parsed or offered
+  uint64_t lines = 0;      // non-blank lines given to add_lines
+  uint64_t records = 0;    // records parsed (lines that may concern a check) or offered to check_record
   uint64_t dispatched = 0;  // records some check needed
   uint64_t bad_lines = 0;   // lines that did not parse (recent_errors() names them)
   uint64_t write_errors = 0;  // failed.log appends that failed
@@ -107,6 +109,7 @@ class OnlineChecker {
 
  private:
   bool wanted(const Record& r) const;
+  bool may_be_wanted(std::string_view line) const;
   void dispatch(const Record& r);
   void report(OnlineInvariantState& state, OnlineViolation& violation);
   void note_progress(const Record& r);

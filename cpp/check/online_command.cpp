@@ -8,9 +8,9 @@
 #include <ostream>
 #include <thread>
 
+#include "check/check_args.h"
 #include "check/online_checker.h"
 #include "check/trace_tailer.h"
-#include "trace/cli_args.h"
 
 namespace traincheck {
 
@@ -48,40 +48,13 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 int run_online_check_command(int argc, const char* const* argv, std::ostream& err, const std::atomic<bool>& stop) {
   ArgParser args("traincheck-onlinecheck", "Check traces against invariants while they are written.");
-  args.list({"-t", "--traces"}, "traces", "trace files to follow, combined into one trace", "FILE");
-  args.list({"-f", "--trace-folders"}, "trace_folders", "trace folders to follow (new trace_* files included)", "DIR");
-  args.list({"-i", "--invariants"}, "invariants", "invariant files (JSON lines)", "FILE");
-  args.option({"-o", "--output-dir"}, "output_dir", "results folder (default traincheck_onlinechecker_results_<time>_relation_first_<bool>)", "", "DIR");
-  args.flag({"--no-html-report"}, "no_html_report", "do not write report.html");
-  args.flag({"--check-relation-first"}, "check_relation_first", "accepted for compatibility (no effect online)");
-  args.flag({"-d", "--debug"}, "debug", "verbose progress");
+  add_check_flags(args, "traincheck_onlinechecker_results");
   args.option({"--threads"}, "threads", "accepted for compatibility (one checking thread)", "0", "N");
   args.option({"--report-interval-seconds"}, "report_interval", "refresh report.html at least this often", "10.0", "SECONDS");
   // Ours, beyond the original.
   args.option({"--poll-interval-ms"}, "poll_ms", "how often the trace files are polled (ours)", "200", "MS");
   args.option({"--exit-when-idle"}, "exit_when_idle", "stop once no trace data arrived for SECONDS (ours; 0: run until a signal)", "0", "SECONDS");
-  for (const char* f : {"--report-wandb", "--report-mlflow"}) args.flag({f}, f, "not supported; ignored");
-  for (const char* o : {"--wandb-project", "--wandb-entity", "--wandb-run-name", "--wandb-group", "--wandb-run-id",
-                        "--mlflow-experiment", "--mlflow-run-name"})
-    args.option({o}, o, "not supported; ignored");
-  args.list({"--wandb-tags"}, "--wandb-tags", "not supported; ignored");
-  std::string error;
-  if (!args.parse(argc, argv, error)) {
-    err << args.usage() << "traincheck-onlinecheck: error: " << error << "\n";
-    return 2;
-  }
-  if (args.help_requested()) {
-    err << args.usage();
-    return 0;
-  }
-  if (!args.has("invariants")) {
-    err << args.usage() << "traincheck-onlinecheck: error: the following arguments are required: -i/--invariants\n";
-    return 2;
-  }
-  if (!args.has("traces") && !args.has("trace_folders")) {
-    err << args.usage() << "traincheck-onlinecheck: error: one of -t/--traces or -f/--trace-folders is required\n";
-    return 2;
-  }
+  if (auto status = parse_check_flags(args, "traincheck-onlinecheck", argc, argv, err)) return *status;
   double report_interval = 10.0, idle_limit = 0.0;
   long poll_ms = 200;
   try {
@@ -93,8 +66,6 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     return 2;
   }
   if (poll_ms <= 0) poll_ms = 200;
-  if (args.flag_set("--report-wandb") || args.flag_set("--report-mlflow"))
-    err << "warning: W&B and MLflow reporting are not supported; ignored\n";
   const std::string suffix = std::string("_relation_first_") + (args.flag_set("check_relation_first") ? "True" : "False");
   const std::string stamp = timestamp();
   std::string out_dir = args.get("output_dir");

@@ -67,34 +67,36 @@ uint64_t OnlineSession::fail_locked(const char* what) {
   return 1;
 }
 
-uint64_t OnlineSession::on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept {
+// Runs `body` under the session's lock; an exception becomes one counted error, never a throw into the
+// recorder's writer thread.
+template <typename Body>
+uint64_t OnlineSession::guarded(void* context, const char* where, Body&& body) noexcept {
   auto* self = static_cast<OnlineSession*>(context);
   std::lock_guard<std::mutex> lock(self->mutex_);
   try {
-    // Named as the file the lines go to, so a bad line's message points at it.
-    const std::string source = std::string(kind == TC_SINK_VAR ? "trace_VAR_" : "trace_API_") + std::to_string(pid) + "_" +
-                               std::to_string(tid) + ".log";
-    self->checker_->add_lines(source, std::string_view(data, size));
+    body(*self);
     return 0;
   } catch (const std::exception& e) {
     return self->fail_locked(e.what());
   } catch (...) {
-    return self->fail_locked("unknown exception in on_lines");
+    return self->fail_locked(where);
   }
 }
 
+uint64_t OnlineSession::on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept {
+  return guarded(context, "unknown exception in on_lines", [&](OnlineSession& self) {
+    // Named as the file the lines go to, so a bad line's message points at it.
+    const std::string source = std::string(kind == TC_SINK_VAR ? "trace_VAR_" : "trace_API_") + std::to_string(pid) + "_" +
+                               std::to_string(tid) + ".log";
+    self.checker_->add_lines(source, std::string_view(data, size));
+  });
+}
+
 uint64_t OnlineSession::on_pass_end(void* context) noexcept {
-  auto* self = static_cast<OnlineSession*>(context);
-  std::lock_guard<std::mutex> lock(self->mutex_);
-  try {
-    self->checker_->end_batch();
-    self->refresh_report_locked(false);
-    return 0;
-  } catch (const std::exception& e) {
-    return self->fail_locked(e.what());
-  } catch (...) {
-    return self->fail_locked("unknown exception in on_pass_end");
-  }
+  return guarded(context, "unknown exception in on_pass_end", [](OnlineSession& self) {
+    self.checker_->end_batch();
+    self.refresh_report_locked(false);
+  });
 }
 
 uint64_t OnlineSession::on_close(void* context) noexcept {

@@ -55,6 +55,8 @@ class OnlineSession {
   static uint64_t on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept;
   static uint64_t on_pass_end(void* context) noexcept;
   static uint64_t on_close(void* context) noexcept;
+  template <typename Body>
+  static uint64_t guarded(void* context, const char* where, Body&& body) noexcept;
   void refresh_report_locked(bool force);
   uint64_t fail_locked(const char* what);
 

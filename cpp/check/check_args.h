@@ -1,0 +1,22 @@
+// The command line that traincheck-check and traincheck-onlinecheck share (compat §3.3, §3.4): traces
+// or trace folders, invariants, output folder, report and debug flags, and the original's W&B / MLflow
+// flags (accepted so command lines keep working; not implemented).
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "trace/cli_args.h"
+
+namespace traincheck {
+
+// Adds the shared flags. `output_prefix` names the default output folder in the help
+// ("traincheck_checker_results").
+void add_check_flags(ArgParser& args, const std::string& output_prefix);
+
+// Parses, handles -h, and checks that -i and one of -t/-f are given. nullopt: go on; otherwise the
+// command's exit status (usage and the error already written to `err`).
+std::optional<int> parse_check_flags(ArgParser& args, const std::string& prog, int argc, const char* const* argv, std::ostream& err);
+
+}  // namespace traincheck
