@@ -2,9 +2,10 @@
 
     python -m eval.perf_overhead.run            # from the repository root: every workload, every method
 
-Each (workload, method) runs in its own process. Rounds alternate the methods (rotated per round) and all
-workloads, so that slow drifts of machine load hit every method alike; settrace runs in the first round
-only, and a method that hit its time limit is not repeated. Per run, the workload's iteration times are
+Each (workload, method) runs in its own process. Within a round, the methods of a workload run at the
+same time and take turns iteration by iteration (lockstep), so that the i-th iterations of all methods
+meet the same machine state; settrace (and the original's full instrumentation) run alone, settrace in
+the first round only, and a method that hit its time limit is not repeated. Per run, the workload's iteration times are
 kept in `<out>/raw/`, the repeats are merged per iteration (median) into
 `<out>/e2e_<workload>_<method>.txt`, and the analysis writes `<out>/overhead_e2e.csv`,
 `<out>/performance.pdf` and `.png`, and prints a table. See README.md here.
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +47,9 @@ COLLECTOR_METHODS = ("monkey-patch", "selective", "peer-monkey-patch", "peer-sel
 # Methods run in the first round only: their overhead (tens to hundreds of x) dwarfs the machine's noise,
 # and each run costs up to its time limit.
 FIRST_ROUND_ONLY = ("settrace",)
+# Methods that run alone rather than in the lockstep ring (see run_lockstep): so slow that the others
+# would spend their time limits waiting for their turn.
+NOT_IN_LOCKSTEP = ("settrace", "peer-monkey-patch")
 DEFAULT_TIME_LIMITS = {"settrace": 60.0}
 DEFAULT_TIME_LIMIT = 300.0
 KILL_GRACE_SECONDS = 10.0
@@ -72,8 +77,9 @@ class Options:
     methods: list[str]
     device: str = "cpu"
     iters: int = 100
-    repeats: int = 2
+    repeats: int = 3
     warmup: int = 5
+    lockstep: bool = True
     time_limits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TIME_LIMITS))
     default_time_limit: float = DEFAULT_TIME_LIMIT
     out: Path = Path("perf_res")
@@ -187,26 +193,40 @@ class RunOutcome:
     cpu_times: list[float] = field(default_factory=list)
 
 
-def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
-                        times_path: Path) -> RunOutcome:
-    """Run `cmd` in its own process group; past `limit` seconds stop the whole group (SIGTERM, then
-    SIGKILL) and keep the iterations it completed."""
-    start = time.perf_counter()
-    with open(log_path, "w") as log:
-        log.write("$ " + " ".join(cmd) + "\n")
-        log.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        timed_out = False
-        try:
-            proc.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            stop_process_group(proc)
-        except BaseException:  # Ctrl-C of the runner: leave nothing behind
-            stop_process_group(proc)
-            raise
-    elapsed = time.perf_counter() - start
+@dataclass
+class Launched:
+    """A run's process, started in its own process group, with the moment it must be stopped."""
+    proc: subprocess.Popen
+    log: object
+    started: float
+    deadline: float
+
+
+def launch(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path) -> Launched:
+    log = open(log_path, "w")
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    now = time.perf_counter()
+    return Launched(proc, log, now, now + limit)
+
+
+def wait_for(run: Launched, times_path: Path) -> RunOutcome:
+    """Wait for a launched run; past its deadline stop the whole group (SIGTERM, then SIGKILL) and keep
+    the iterations it completed."""
+    proc, timed_out = run.proc, False
+    try:
+        proc.wait(timeout=max(0.0, run.deadline - time.perf_counter()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        stop_process_group(proc)
+    except BaseException:  # Ctrl-C of the runner: leave nothing behind
+        stop_process_group(proc)
+        raise
+    finally:
+        run.log.close()
+    elapsed = time.perf_counter() - run.started
     times = analysis.read_iteration_times(times_path) if times_path.is_file() else []
     cpu_path = times_path.with_name(CPU_TIMES_FILE)
     cpu_times = analysis.read_iteration_times(cpu_path) if cpu_path.is_file() else []
@@ -219,6 +239,12 @@ def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: f
     else:
         status = "ok"
     return RunOutcome(status, None if timed_out else proc.returncode, elapsed, times, cpu_times)
+
+
+def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
+                        times_path: Path) -> RunOutcome:
+    """Run `cmd` alone under a time limit (see wait_for)."""
+    return wait_for(launch(cmd, cwd, env, limit, log_path), times_path)
 
 
 def stop_process_group(proc: subprocess.Popen) -> None:
@@ -292,32 +318,52 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
     not_repeated: set[tuple[str, str]] = set()
     started = time.perf_counter()
     index = 0
+
+    def prefix(rnd: int, workload: str, method: str) -> str:
+        return f"[{index:>3}/{total}] round {rnd + 1} {workload:<12} {method:<18}"
+
+    def keep(record: RunRecord, outcome: RunOutcome) -> None:
+        records.append(record)
+        write_manifest(records, out / "runs.csv")  # after every run: an interrupted run keeps it
+        name = analysis.result_file_name(record.workload, record.method)
+        for times, store, folder in ((outcome.times, runs, out), (outcome.cpu_times, cpu_runs, out / CPU_DIR)):
+            if times:
+                store.setdefault((record.workload, record.method), []).append(times)
+                merged = analysis.merge_repeats(store[(record.workload, record.method)])
+                (folder / name).write_text(format_times(merged))
+        if record.status == "time limit":
+            not_repeated.add((record.workload, record.method))
+
+    def result_line(record: RunRecord) -> str:
+        total_min = (time.perf_counter() - started) / 60
+        return (f" {record.elapsed:6.1f}s  {record.iterations:>4} iterations  "
+                f"{describe_status(record, opts)}  [{total_min:.1f} min]")
+
     for rnd in range(opts.repeats):
         for workload in opts.workloads:
+            todo = []
             for method in rotated(methods, rnd):
                 if rnd > 0 and method in FIRST_ROUND_ONLY:
                     continue
                 index += 1
-                prefix = f"[{index:>3}/{total}] round {rnd + 1} {workload:<12} {method:<18}"
                 if (workload, method) in not_repeated:
-                    printer(f"{prefix} not repeated (it hit its time limit)", flush=True)
+                    printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time limit)", flush=True)
                     continue
-                printer(f"{prefix} ...", end="", flush=True)
+                todo.append(method)
+            ring = [m for m in todo if opts.lockstep and m not in NOT_IN_LOCKSTEP]
+            if len(ring) < 2:
+                ring = []
+            for method in (m for m in todo if m not in ring):
+                printer(f"{prefix(rnd, workload, method)} ...", end="", flush=True)
                 record, outcome = run_one(workload, method, rnd, opts)
-                records.append(record)
-                write_manifest(records, out / "runs.csv")  # after every run: an interrupted run keeps it
-                name = analysis.result_file_name(workload, method)
-                for times, store, folder in ((outcome.times, runs, out),
-                                             (outcome.cpu_times, cpu_runs, out / CPU_DIR)):
-                    if times:
-                        store.setdefault((workload, method), []).append(times)
-                        merged = analysis.merge_repeats(store[(workload, method)])
-                        (folder / name).write_text(format_times(merged))
-                if record.status == "time limit":
-                    not_repeated.add((workload, method))
-                total_min = (time.perf_counter() - started) / 60
-                printer(f" {record.elapsed:6.1f}s  {record.iterations:>4} iterations  "
-                        f"{describe_status(record, opts)}  [{total_min:.1f} min]", flush=True)
+                keep(record, outcome)
+                printer(result_line(record), flush=True)
+            if ring:
+                printer(f"{'':>9} round {rnd + 1} {workload:<12} {' + '.join(ring)}, in lockstep ...", flush=True)
+                for record, outcome in run_lockstep(workload, ring, rnd, opts):
+                    keep(record, outcome)
+                    printer(f"{'':>9} round {rnd + 1} {workload:<12} {record.method:<18}" + result_line(record),
+                            flush=True)
     return records
 
 
@@ -345,7 +391,19 @@ def copy_workload(workloads_dir: Path, workload: str, dest: Path) -> None:
         shutil.copy2(common, dest / COMMON_MODULE)
 
 
-def run_one(workload: str, method: str, rnd: int, opts: Options) -> tuple[RunRecord, RunOutcome]:
+@dataclass
+class PreparedRun:
+    workload: str
+    method: str
+    round: int
+    tag: str
+    run_root: Path
+    out_dir: Path
+    cmd: list[str]
+
+
+def prepare_run(workload: str, method: str, rnd: int, opts: Options) -> PreparedRun:
+    """A fresh folder with a private copy of the workload, and the command line to run there."""
     tag = f"{workload}_{method}_r{rnd + 1}"
     run_root = opts.out / "runs" / tag
     if run_root.exists():
@@ -354,20 +412,56 @@ def run_one(workload: str, method: str, rnd: int, opts: Options) -> tuple[RunRec
     copy_workload(opts.workloads_dir, workload, src_dir)
     if method not in COLLECTOR_METHODS:
         out_dir.mkdir(parents=True)  # the collector makes its own output dir
-    cmd = build_command(method, src_dir, out_dir, opts)
-    outcome = run_with_time_limit(cmd, cwd=out_dir if out_dir.exists() else run_root,
-                                  env=child_environment(method, opts), limit=opts.time_limit(method),
-                                  log_path=opts.out / "logs" / f"{tag}.log",
-                                  times_path=out_dir / TIMES_FILE)
+    return PreparedRun(workload, method, rnd, tag, run_root, out_dir, build_command(method, src_dir, out_dir, opts))
+
+
+def start_run(run: PreparedRun, opts: Options, extra_env: dict[str, str] | None = None) -> Launched:
+    env = child_environment(run.method, opts)
+    env.update(extra_env or {})
+    return launch(run.cmd, cwd=run.out_dir if run.out_dir.exists() else run.run_root, env=env,
+                  limit=opts.time_limit(run.method), log_path=opts.out / "logs" / f"{run.tag}.log")
+
+
+def finish_run(run: PreparedRun, launched: Launched, opts: Options) -> tuple[RunRecord, RunOutcome]:
+    outcome = wait_for(launched, run.out_dir / TIMES_FILE)
     if outcome.times:
-        (opts.out / "raw" / f"{tag}.txt").write_text(format_times(outcome.times))
+        (opts.out / "raw" / f"{run.tag}.txt").write_text(format_times(outcome.times))
     if outcome.cpu_times:
-        (opts.out / "raw" / f"{tag}.cpu.txt").write_text(format_times(outcome.cpu_times))
+        (opts.out / "raw" / f"{run.tag}.cpu.txt").write_text(format_times(outcome.cpu_times))
     if not opts.keep_runs:
-        shutil.rmtree(run_root, ignore_errors=True)
-    record = RunRecord(workload, method, rnd + 1, outcome.status, outcome.returncode, len(outcome.times),
-                       outcome.elapsed)
+        shutil.rmtree(run.run_root, ignore_errors=True)
+    record = RunRecord(run.workload, run.method, run.round + 1, outcome.status, outcome.returncode,
+                       len(outcome.times), outcome.elapsed)
     return record, outcome
+
+
+def run_one(workload: str, method: str, rnd: int, opts: Options) -> tuple[RunRecord, RunOutcome]:
+    run = prepare_run(workload, method, rnd, opts)
+    return finish_run(run, start_run(run, opts), opts)
+
+
+def run_lockstep(workload: str, methods: list[str], rnd: int, opts: Options) -> list[tuple[RunRecord, RunOutcome]]:
+    """Run `methods` on `workload` at the same time, taking turns iteration by iteration (a ring of FIFOs,
+    see TurnTaking in workloads/workload_common.py): each method's i-th iteration runs right after the
+    previous method's, on the same machine state. Start-up and the recorder's writer thread overlap;
+    timed regions never do."""
+    runs = [prepare_run(workload, m, rnd, opts) for m in methods]
+    fifo_dir = Path(tempfile.mkdtemp(prefix="turns_", dir=opts.out / "runs"))
+    fifos = [fifo_dir / f"{i}.fifo" for i in range(len(runs))]
+    for f in fifos:
+        os.mkfifo(f)
+    launched = []
+    try:
+        for i, run in enumerate(runs):
+            turns = f"{fifos[i]},{fifos[(i + 1) % len(runs)]},{1 if i == 0 else 0}"
+            launched.append(start_run(run, opts, {"TC_EVAL_TURNS": turns}))
+        return [finish_run(run, proc, opts) for run, proc in zip(runs, launched)]
+    except BaseException:
+        for proc in launched:
+            stop_process_group(proc.proc)
+        raise
+    finally:
+        shutil.rmtree(fifo_dir, ignore_errors=True)
 
 
 def format_times(times: list[float]) -> str:
@@ -447,8 +541,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"default: {' '.join(BASE_METHODS)} (plus {' '.join(PEER_METHODS)} with --peer-venv)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--iters", type=int, default=100, help="training iterations per run (default: 100)")
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="rounds; runs of a method are merged per iteration by median (default: 2)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="rounds; runs of a method are merged per iteration by median (default: 3)")
+    parser.add_argument("--no-lockstep", dest="lockstep", action="store_false",
+                        help="run every method alone, one after the other, instead of taking turns "
+                             "iteration by iteration (see README)")
     parser.add_argument("--warmup", type=int, default=5, help="iterations dropped by the analysis (default: 5)")
     parser.add_argument("--time-limit", action="append", default=[], metavar="[METHOD=]SECONDS",
                         help=f"stop a run after this long and use its completed iterations; default "
@@ -485,7 +582,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
                    default_time_limit=default_limit, out=args.out, invariants=args.invariants,
                    peer_venv=args.peer_venv.resolve() if args.peer_venv else None,
                    track_vars=args.track_vars, threads=args.threads, keep_runs=args.keep_runs,
-                   workloads_dir=workloads_dir, workload_args=args.workload_args)
+                   workloads_dir=workloads_dir, workload_args=args.workload_args, lockstep=args.lockstep)
 
 
 def write_setup(opts: Options, path: Path) -> None:

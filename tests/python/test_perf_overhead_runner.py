@@ -150,3 +150,41 @@ def test_end_to_end_settrace_stopped_by_its_limit_still_counts(tmp_path, fake_wo
     if importlib.util.find_spec("matplotlib") is not None:
         assert (out / "performance.png").stat().st_size > 0 and (out / "performance.pdf").stat().st_size > 0
 
+
+
+# A workload on the shared timer: each timed iteration sleeps 10 ms and logs its monotonic start and end.
+TIMED_WORKLOAD = textwrap.dedent("""
+    import argparse, time
+    import torch
+    from workload_common import IterationTimer, add_common_arguments
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser, default_seed=0)
+    args = parser.parse_args()
+    with open("intervals.txt", "w") as log, \\
+            IterationTimer(args.times_file, args.cpu_times_file, torch.device(args.device)) as timer:
+        for i in range(args.iters):
+            with timer.iteration():
+                start = time.monotonic()
+                time.sleep(0.01)
+                log.write(f"{start} {time.monotonic()}\\n")
+                log.flush()
+""")
+
+
+def test_methods_of_a_round_run_in_lockstep(tmp_path):
+    root = tmp_path / "workloads"
+    (root / "timed").mkdir(parents=True)
+    (root / "timed" / "main.py").write_text(TIMED_WORKLOAD)
+    (root / "timed" / "md-config.yml").write_text("pyscript: main.py\nmodules_to_instr: [torch]\n")
+    (root / "workload_common.py").write_text((perf_run.WORKLOADS_DIR / "workload_common.py").read_text())
+    opts = options(tmp_path, root, workloads=["timed"], methods=["naive", "monkey-patch"], iters=5,
+                   keep_runs=True)
+    records = perf_run.run_evaluation(opts, printer=lambda *a, **k: None)
+    assert sorted((r.method, r.status, r.iterations) for r in records) == [("monkey-patch", "ok", 5),
+                                                                           ("naive", "ok", 5)]
+    runs = opts.out / "runs"
+    logs = [[tuple(map(float, line.split())) for line in (runs / f"timed_{m}_r1" / "out" / "intervals.txt")
+             .read_text().splitlines()] for m in ("naive", "monkey-patch")]
+    sequence = [logs[m][i] for i in range(5) for m in range(2)]  # naive leads the ring in round 1
+    for earlier, later in zip(sequence, sequence[1:]):
+        assert earlier[1] <= later[0]

@@ -5,6 +5,8 @@ The workloads import this as a top-level module. The runner (`run.py`) copies it
 of a workload's `main.py`, which is the script's folder (`sys.path[0]`) when run directly, under the settrace
 baseline or under traincheck-collect; a workload run in place finds it one folder up.
 """
+import os
+import select
 import time
 
 import torch
@@ -42,7 +44,7 @@ class IterationTimer:
     def __init__(self, times_file, cpu_times_file, device):
         self._times = open(times_file, "w")
         self._cpu_times = open(cpu_times_file, "w")
-        self._iteration = _TimedIteration(self, device.type == "cuda")
+        self._iteration = _TimedIteration(self, device.type == "cuda", TurnTaking.from_environment())
         self.count = 0
 
     def iteration(self):
@@ -58,6 +60,7 @@ class IterationTimer:
     def close(self):
         self._times.close()
         self._cpu_times.close()
+        self._iteration.turns.close()
 
     def __enter__(self):
         return self
@@ -70,12 +73,13 @@ class _TimedIteration:
     """The clocks of one iteration. The timed region runs from the end of `__enter__` to the start of
     `__exit__`: under the settrace baseline only these two frames' events fall in it."""
 
-    __slots__ = ("_timer", "_sync_cuda", "_wall_start", "_cpu_start")
+    __slots__ = ("_timer", "_sync_cuda", "turns", "_wall_start", "_cpu_start")
 
-    def __init__(self, timer, sync_cuda):
-        self._timer, self._sync_cuda = timer, sync_cuda
+    def __init__(self, timer, sync_cuda, turns):
+        self._timer, self._sync_cuda, self.turns = timer, sync_cuda, turns
 
     def __enter__(self):
+        self.turns.wait()
         self._wall_start, self._cpu_start = time.perf_counter(), time.process_time()
 
     def __exit__(self, exc_type, exc, tb):
@@ -85,6 +89,79 @@ class _TimedIteration:
             torch.cuda.synchronize()
         wall_time, cpu_time = time.perf_counter() - self._wall_start, time.process_time() - self._cpu_start
         self._timer.record(wall_time, cpu_time)
+        self.turns.pass_on()
+
+
+class TurnTaking:
+    """Lockstep with the other runs of the same workload (the runner's `--lockstep`): each process's
+    iteration i runs right after the previous process's iteration i, never at the same time, so that all
+    methods' i-th iterations meet the same machine. On the small shared machines this evaluation runs on,
+    the speed of a core drifts by +-15% over seconds, which separate, successive runs cannot cancel.
+
+    The runner names two FIFOs in TC_EVAL_TURNS="<mine>,<next>,<first>": wait for a byte on mine before an
+    iteration (outside the timed region), write one to the next process's after it. A partner that
+    stopped (time limit, failure) ends the lockstep: this process then runs on alone, never blocked.
+    """
+
+    GIVE_UP_SECONDS = 600.0  # a partner silent this long is considered gone
+
+    def __init__(self, mine=None, nxt=None, first=False):
+        self._mine_path, self._next_path, self._has_turn = mine, nxt, first
+        self._mine = self._next = None
+        self.active = mine is not None
+
+    @classmethod
+    def from_environment(cls):
+        spec = os.environ.get("TC_EVAL_TURNS")
+        if not spec:
+            return cls()
+        mine, nxt, first = spec.split(",")
+        return cls(mine, nxt, first == "1")
+
+    def _open(self):
+        # Own end first, without blocking; then the next process's, retrying until it has opened its own.
+        self._mine = os.open(self._mine_path, os.O_RDONLY | os.O_NONBLOCK)
+        deadline = time.monotonic() + self.GIVE_UP_SECONDS
+        while self._next is None:
+            try:
+                self._next = os.open(self._next_path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def wait(self):
+        if not self.active:
+            return
+        try:
+            if self._mine is None:
+                self._open()
+            if self._has_turn:
+                self._has_turn = False
+                return
+            ready, _, _ = select.select([self._mine], [], [], self.GIVE_UP_SECONDS)
+            if not ready or os.read(self._mine, 1) == b"":  # timed out, or every writer closed
+                self.close()
+        except OSError:
+            self.close()
+
+    def pass_on(self):
+        if not self.active:
+            return
+        try:
+            os.write(self._next, b"t")
+        except OSError:  # the next process is gone (EPIPE)
+            self.close()
+
+    def close(self):
+        self.active = False
+        for fd in (self._mine, self._next):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._mine = self._next = None
 
 
 def batched_loader(dataset, batch_size):
