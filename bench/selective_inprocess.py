@@ -112,7 +112,14 @@ class ToolState:
             self.core.clear_record_sink()
         self.core.set_recording(False)
 
+BLOCK_WARMUP = 10  # untimed iterations first: installing or removing wrappers de-specialises bytecode
+
+
 def run_block(step, iters, annotate, meta_vars):
+    for _ in range(BLOCK_WARMUP):
+        if annotate:
+            meta_vars.start_step()
+        step()
     thread_times = []
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for _ in range(iters):

@@ -317,10 +317,11 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
     (out / CPU_DIR).mkdir(exist_ok=True)
     not_repeated: set[tuple[str, str]] = set()
     started = time.perf_counter()
-    index = 0
+    counter = iter(range(1, total + 1))
 
     def prefix(rnd: int, workload: str, method: str) -> str:
-        return f"[{index:>3}/{total}] round {rnd + 1} {workload:<12} {method:<18}"
+        """The progress prefix of the next run: its number of all runs, round, workload and method."""
+        return f"[{next(counter):>3}/{total}] round {rnd + 1} {workload:<12} {method:<18}"
 
     def keep(record: RunRecord, outcome: RunOutcome) -> None:
         records.append(record)
@@ -345,7 +346,6 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
             for method in rotated(methods, rnd):
                 if rnd > 0 and method in FIRST_ROUND_ONLY:
                     continue
-                index += 1
                 if (workload, method) in not_repeated:
                     printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time limit)", flush=True)
                     continue
@@ -362,8 +362,7 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
                 printer(f"{'':>9} round {rnd + 1} {workload:<12} {' + '.join(ring)}, in lockstep ...", flush=True)
                 for record, outcome in run_lockstep(workload, ring, rnd, opts):
                     keep(record, outcome)
-                    printer(f"{'':>9} round {rnd + 1} {workload:<12} {record.method:<18}" + result_line(record),
-                            flush=True)
+                    printer(prefix(rnd, workload, record.method) + result_line(record), flush=True)
     return records
 
 

@@ -151,7 +151,6 @@ def _report_online_check(output_dir: str) -> None:
 def _watch_summary(output_dir: str, reported: set, stop: threading.Event) -> None:
     while not stop.wait(0.2):
         _report_instrumentation(output_dir, reported)
-        _report_online_check(output_dir)
         if reported:
             return
 

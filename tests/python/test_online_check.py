@@ -68,6 +68,7 @@ def test_in_process_check_of_a_good_run_finds_nothing(tmp_path):
     assert (online / "report.html").exists() and (online / "invariants.json").exists()
     assert "online module loaded: True" in result.stdout
     assert "traincheck-collect: online check: 0 violations of 0 invariants (1 triggered, 1 checked, 0 not checked); see " in result.stderr
+    assert result.stderr.count("online check:") == 1  # one summary, at exit
 
 
 def test_in_process_check_reports_the_buggy_step_while_training_runs_as_the_offline_check_does(tmp_path):
