@@ -1,10 +1,11 @@
 """Selective instrumentation's per-iteration cost, measured inside one process.
 
-    python bench/selective_inprocess.py [--blocks 10] [--iters 60] [--workloads mlp_adam mnist transformer]
+    python bench/selective_inprocess.py [--blocks 30] [--iters 10] [--workloads mlp_adam mnist transformer]
 
 Why in one process: separate processes of the same script differ by several percent in per-iteration time
-on these machines (memory layout, which core, neighbours), more than the 2% budget we must resolve. Here
-one process alternates blocks of iterations: `plain` (nothing installed), then the tool's state under
+on these machines (memory layout, which core, neighbours), more than the 2% budget we must resolve, and a
+core's speed drifts by +-15% over seconds. Here one process alternates many short blocks of iterations
+(the drift is slow next to a block): `plain` (nothing installed), then the tool's state under
 test, installed before its block and removed after it, in rotating order. Every block runs the same
 model, optimizer and batch. A block's figure is the median per-iteration time of the training thread
 (thread CPU time) and, as a second view, the wall time and the whole process's CPU time (recorder writer
@@ -112,7 +113,7 @@ class ToolState:
             self.core.clear_record_sink()
         self.core.set_recording(False)
 
-BLOCK_WARMUP = 10  # untimed iterations first: installing or removing wrappers de-specialises bytecode
+BLOCK_WARMUP = 5  # untimed iterations first: installing or removing wrappers de-specialises bytecode
 
 
 def run_block(step, iters, annotate, meta_vars):
@@ -176,8 +177,8 @@ def measure(name, make_step, blocks, iters, states, meta_vars):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--blocks", type=int, default=10)
-    parser.add_argument("--iters", type=int, default=60, help="iterations per block")
+    parser.add_argument("--blocks", type=int, default=30)
+    parser.add_argument("--iters", type=int, default=10, help="timed iterations per block")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     parser.add_argument("--invariants", default=str(DEPLOYED))
     args = parser.parse_args()
