@@ -34,8 +34,12 @@ void bind_recorder(nb::module_& m) {
       "Sampling switch: when off, wrappers only call the original.");
   m.def("is_recording", [] { return g_recording_enabled.load(std::memory_order_relaxed); });
   m.def(
-      "publish_meta_vars", [](const std::string& json_object) { return Recorder::instance().publish_meta(json_object); },
-      "Make json_object (the serialised meta_vars dict) the snapshot that later events carry.");
+      "publish_meta_vars", [](const std::string& json_members) { return Recorder::instance().publish_meta(json_members); },
+      "Make json_members (the serialised meta_vars dict without 'step' and without braces) what later\n"
+      "events carry beside their step.");
+  m.def(
+      "set_step", [](int64_t step) { Recorder::instance().publish_step(step); },
+      "The meta_vars.step of later events (one store per iteration; nothing is interned).");
   m.def("stats", [] {
     const RecorderStats s = Recorder::instance().stats();
     nb::dict d;

@@ -1,6 +1,6 @@
 // Binary layout of recorded events, shared by the training-thread encoder and the writer's formatter.
 //
-// An event is a fixed 40-byte header followed by an optional payload of tagged values (arguments,
+// An event is a fixed 48-byte header followed by an optional payload of tagged values (arguments,
 // return values, exception text). Events are 8-byte aligned and never span two chunks of a stream.
 // Strings that repeat (API names, type names, dtype names, meta-var snapshots) are interned ids.
 #pragma once
@@ -30,12 +30,13 @@ struct EventHeader {
   uint8_t flags;
   uint16_t reserved;
   uint32_t api_id;   // interned API name
-  uint32_t meta_id;  // interned meta_vars snapshot (JSON object text)
+  uint32_t meta_id;  // interned meta_vars members other than "step" (JSON members text, maybe empty)
   uint64_t time_ns;  // when this event happened
   uint64_t call_ns;  // the call's pre time: with the thread's uuid it forms func_call_id
   uint64_t obj_id;   // id(self) for bound methods
+  int64_t step;      // meta_vars.step: kept out of meta_id, which would otherwise intern a snapshot per step
 };
-static_assert(sizeof(EventHeader) == 40);
+static_assert(sizeof(EventHeader) == 48);
 
 inline constexpr uint32_t align8(uint32_t n) { return (n + 7u) & ~7u; }
 

@@ -263,13 +263,24 @@ const char* type_string(EventKind kind) {
   return "unknown";
 }
 
+// "meta_vars": the step from the header first, then the published members (stage, user keys).
+void append_meta_vars(std::string& out, const EventHeader& h, const FormatContext& ctx) {
+  out += ",\"meta_vars\":{\"step\":";
+  append_json_int(out, h.step);
+  const std::string_view members = h.meta_id == StringTable::kInvalid ? std::string_view() : ctx.metas.get(h.meta_id);
+  if (!members.empty()) {
+    out += ',';
+    out += members;
+  }
+  out += '}';
+}
+
 void append_common_keys(std::string& out, const EventHeader& h, const FormatContext& ctx) {
   out += ",\"process_id\":";
   append_json_uint(out, ctx.process_id);
   out += ",\"thread_id\":";
   append_json_uint(out, ctx.thread_id);
-  out += ",\"meta_vars\":";
-  out += ctx.metas.get(h.meta_id);
+  append_meta_vars(out, h, ctx);
 }
 
 // A state_change record (compat §5.3).
@@ -337,8 +348,7 @@ void format_event(std::string& out, const std::byte* event, const FormatContext&
   append_json_uint(out, ctx.thread_id);
   out += ",\"process_id\":";
   append_json_uint(out, ctx.process_id);
-  out += ",\"meta_vars\":";
-  out += ctx.metas.get(h.meta_id);
+  append_meta_vars(out, h, ctx);
   out += ",\"type\":\"";
   out += type_string(h.kind);
   out += "\",\"function\":";

@@ -114,7 +114,7 @@ Recorder& Recorder::instance() {
 
 Recorder::Recorder() : pool_(kMaxChunks) {
   pid_ = static_cast<uint64_t>(getpid());
-  current_meta_.store(metas_.add("{\"step\":0}"), std::memory_order_relaxed);
+  current_meta_.store(metas_.add(""), std::memory_order_relaxed);
   pthread_atfork(&Recorder::at_fork_prepare, &Recorder::at_fork_parent, &Recorder::at_fork_child);
 }
 
@@ -133,8 +133,8 @@ void Recorder::ensure_writer_locked() {
   writer_ = new std::thread([this] { writer_loop(); });
 }
 
-uint32_t Recorder::publish_meta(std::string_view json_object) {
-  const uint32_t id = metas_.add(json_object);
+uint32_t Recorder::publish_meta(std::string_view json_members) {
+  const uint32_t id = metas_.add(json_members);
   current_meta_.store(id, std::memory_order_release);
   return id;
 }
@@ -178,8 +178,8 @@ void Recorder::emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t tim
     s->count_dropped();
     return;
   }
-  EventHeader h{size, kind, flags, 0, api_id, current_meta_.load(std::memory_order_relaxed),
-                time_ns, call_ns, obj_id};
+  EventHeader h{size,    kind,    flags,  0, api_id, current_meta_.load(std::memory_order_relaxed),
+                time_ns, call_ns, obj_id, current_step_.load(std::memory_order_relaxed)};
   std::memcpy(at, &h, sizeof h);
   if (payload_size) std::memcpy(at + sizeof h, payload, payload_size);
   const uint32_t used = static_cast<uint32_t>(sizeof h) + payload_size;

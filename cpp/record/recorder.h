@@ -48,9 +48,12 @@ class Recorder {
   void shutdown();
 
   uint32_t intern_name(std::string_view name) { return names_.add(name); }
-  // Publishes a new meta_vars snapshot (a JSON object text) that later events refer to.
-  uint32_t publish_meta(std::string_view json_object);
+  // Publishes the meta_vars members other than "step" (JSON members without braces, e.g.
+  // "\"stage\":\"training\"", or empty) that later events carry. Called when they change (rarely).
+  uint32_t publish_meta(std::string_view json_members);
   uint32_t current_meta() const { return current_meta_.load(std::memory_order_relaxed); }
+  // The step that later events carry as meta_vars.step (every iteration: one store, nothing interned).
+  void publish_step(int64_t step) { current_step_.store(step, std::memory_order_relaxed); }
 
   // The calling thread's stream (registers the thread on first use, and again after fork).
   EventStream* stream();
@@ -91,6 +94,7 @@ class Recorder {
   StringTable names_;
   StringTable metas_;
   std::atomic<uint32_t> current_meta_{0};
+  std::atomic<int64_t> current_step_{0};
   ChunkPool pool_;
 
   mutable std::mutex mutex_;  // guards streams_, writer state and the flush handshake

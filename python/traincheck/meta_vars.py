@@ -1,8 +1,9 @@
 """Meta-vars (step, stage, user keys) and step sampling (compat §4.5).
 
 Every trace record carries the meta-vars that held when its event happened. Rather than serialising a dict
-per call, each *change* publishes one JSON snapshot to the C++ recorder, and events carry its id.
-Changes happen a few times per iteration at most.
+per call, each *change* of the keys other than "step" (stage, user keys: rare) publishes their JSON text
+to the C++ recorder, and events carry its id; the step, which changes every iteration, is one integer
+store that events copy into their header. So a run of any length interns a bounded number of snapshots.
 """
 
 from __future__ import annotations
@@ -37,22 +38,22 @@ def attach_recorder(core, sampling_interval: int, warm_up_steps: int) -> None:
     _recorder = core
     _policy["interval"] = max(1, int(sampling_interval))
     _policy["warm_up"] = max(0, int(warm_up_steps))
+    _changed_other_keys()  # this recorder has not seen them yet
     _publish()
 
 
-_rest_json = {"text": None}  # the snapshot's keys other than "step", serialised once per change
+_rest_json = {"text": None}  # the keys other than "step" as JSON members, serialised once per change
 
 
 def _publish() -> None:
-    """Hand the recorder a JSON snapshot; per step only the step number is formatted anew."""
+    """Hand the recorder what changed: the other keys' JSON when they changed, and the step."""
     if _recorder is None:
         return
-    rest = _rest_json["text"]
-    if rest is None:
+    if _rest_json["text"] is None:
         others = {k: v for k, v in _meta.items() if k != "step"}
-        rest = _rest_json["text"] = json.dumps(others, separators=(",", ":"), default=str)[1:-1]
-    step = _meta.get("step", 0)
-    _recorder.publish_meta_vars(f'{{"step":{step},{rest}}}' if rest else f'{{"step":{step}}}')
+        _rest_json["text"] = json.dumps(others, separators=(",", ":"), default=str)[1:-1]
+        _recorder.publish_meta_vars(_rest_json["text"])
+    _recorder.set_step(_meta.get("step", 0))
 
 
 def _changed_other_keys() -> None:

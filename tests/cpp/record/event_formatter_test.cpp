@@ -12,13 +12,13 @@ namespace {
 struct Fixture {
   StringTable names;
   StringTable metas;
-  uint32_t meta_id = metas.add("{\"step\":1,\"stage\":\"training\"}");
+  uint32_t meta_id = metas.add("\"stage\":\"training\"");
   FormatContext ctx{names, metas, 42, 7, "0123456789abcdef0123456789abcdef"};
 
   std::string format(EventKind kind, uint8_t flags, uint32_t api, const PayloadEncoder* payload,
                      uint64_t obj_id = 0) {
     std::vector<std::byte> event(align8(sizeof(EventHeader) + (payload ? payload->size() : 0)));
-    EventHeader h{static_cast<uint32_t>(event.size()), kind, flags, 0, api, meta_id, 2000, 1000, obj_id};
+    EventHeader h{static_cast<uint32_t>(event.size()), kind, flags, 0, api, meta_id, 2000, 1000, obj_id, 1};
     std::memcpy(event.data(), &h, sizeof h);
     if (payload) std::memcpy(event.data() + sizeof h, payload->data(), payload->size());
     std::string out;
@@ -70,6 +70,15 @@ TEST(EventFormatter, ArgumentsAreTypedAndContainersKeepJsonValues) {
             std::string::npos)
       << line;
   EXPECT_NE(line.find("\"obj_id\":null"), std::string::npos);
+}
+
+TEST(EventFormatter, MetaVarsCarryTheHeadersStepBeforeThePublishedMembers) {
+  Fixture f;
+  const uint32_t api = f.names.add("torch.relu");
+  f.meta_id = f.metas.add("");  // nothing published but the step
+  EXPECT_NE(f.format(EventKind::kCallPre, 0, api, nullptr).find(",\"meta_vars\":{\"step\":1},"), std::string::npos);
+  f.meta_id = StringTable::kInvalid;  // a full table: the step alone, still valid JSON
+  EXPECT_NE(f.format(EventKind::kCallPre, 0, api, nullptr).find(",\"meta_vars\":{\"step\":1},"), std::string::npos);
 }
 
 TEST(EventFormatter, FilteredArgumentsKeepTheirPositionalIndices) {
@@ -163,7 +172,7 @@ TEST(EventFormatter, VarStateRecordCarriesDigestsAttributesAndOptionalModeAndDum
   p.end_container(dict, 1);
 
   std::vector<std::byte> event(align8(sizeof(EventHeader) + p.size()));
-  EventHeader h{static_cast<uint32_t>(event.size()), EventKind::kVarState, 0, 0, name, f.meta_id, 500, 500, 0};
+  EventHeader h{static_cast<uint32_t>(event.size()), EventKind::kVarState, 0, 0, name, f.meta_id, 500, 500, 0, 1};
   std::memcpy(event.data(), &h, sizeof h);
   std::memcpy(event.data() + sizeof h, p.data(), p.size());
   std::string line;
@@ -192,7 +201,7 @@ TEST(EventFormatter, SamplerVarStateHasNoModeAndNullGradWithoutDigest) {
   v.tensor = TensorSummary{f.names.add("torch.float32"), kTensorIsCpu, 0, 4, 0, 1, 0};
   p.raw(&v, sizeof v);
   std::vector<std::byte> event(align8(sizeof(EventHeader) + p.size()));
-  EventHeader h{static_cast<uint32_t>(event.size()), EventKind::kVarState, 0, 0, f.names.add("w"), f.meta_id, 9, 9, 0};
+  EventHeader h{static_cast<uint32_t>(event.size()), EventKind::kVarState, 0, 0, f.names.add("w"), f.meta_id, 9, 9, 0, 1};
   std::memcpy(event.data(), &h, sizeof h);
   std::memcpy(event.data() + sizeof h, p.data(), p.size());
   std::string line;
