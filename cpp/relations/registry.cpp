@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "relations/api_contain.h"
+#include "relations/consistency.h"
 
 namespace traincheck {
 
 const std::vector<const Relation*>& implemented_relations() {
   static const ApiContainRelation api_contain;
-  static const std::vector<const Relation*> all = {&api_contain};
+  static const ConsistencyRelation consistency;
+  static const std::vector<const Relation*> all = {&api_contain, &consistency};
   return all;
 }
 

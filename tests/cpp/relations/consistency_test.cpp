@@ -1,0 +1,280 @@
+#include "relations/consistency.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <tuple>
+
+#include "infer/engine.h"
+#include "relations/registry.h"
+#include "trace/trace_reader.h"
+
+using namespace traincheck;
+
+namespace {
+
+// A DDP-like trace: every rank writes one state record per parameter per step (the sampler tracker's
+// shape: attributes.data is an int digest), ranks slightly apart in time; parameters differ in shape.
+struct DdpSpec {
+  int ranks = 2;
+  int params = 6;
+  int steps = 6;
+  int diverge_rank = -1;  // bug injection: this rank's parameter 0 differs from step `diverge_from` on
+  int diverge_from = -1;
+  std::string prefix = "_TRAINCHECK_";
+  int64_t base_pid = 1000;
+};
+
+std::string ddp_text(const DdpSpec& spec) {
+  std::string out;
+  for (int step = 0; step < spec.steps; ++step)
+    for (int r = 0; r < spec.ranks; ++r)
+      for (int p = 0; p < spec.params; ++p) {
+        int64_t data = 1000003LL * (p + 1) + 7919LL * step;
+        if (r == spec.diverge_rank && p == 0 && step >= spec.diverge_from) data += 424242;
+        const int64_t time = 1000000 + step * 10000 + r + p * 2;
+        out += "{\"var_name\":\"model." + std::to_string(p) + ".weight\",\"var_type\":\"torch.nn.Parameter\",";
+        out += "\"process_id\":" + std::to_string(spec.base_pid + r) + ",\"thread_id\":7,";
+        out += "\"meta_vars\":{\"step\":" + std::to_string(step) + ",\"stage\":\"training\",\"_DATA_PARALLEL_RANK\":" +
+               std::to_string(r) + "},\"type\":\"state_change\",\"attributes\":{\"" + spec.prefix +
+               "data_ID\":" + std::to_string(5000 + 100 * r + p) + ",\"data\":" + std::to_string(data) +
+               ",\"dtype\":\"torch.float32\",\"shape\":[" + std::to_string(p + 1) + ",4],\"ndim\":2,\"nbytes\":" +
+               std::to_string(16 * (p + 1)) + ",\"requires_grad\":true},\"time\":" + std::to_string(time) + "}\n";
+      }
+  // A later record (the run goes on after the last step), so the last states have a liveness.
+  out += "{\"var_name\":\"end\",\"var_type\":\"Marker\",\"process_id\":" + std::to_string(spec.base_pid) +
+         ",\"thread_id\":7,\"meta_vars\":{\"step\":" + std::to_string(spec.steps) +
+         ",\"stage\":\"training\"},\"type\":\"state_change\",\"attributes\":{\"x\":1},\"time\":" +
+         std::to_string(1000000 + spec.steps * 10000) + "}\n";
+  return out;
+}
+
+TraceStore ddp_trace(const std::string& name, const DdpSpec& spec) {
+  return TraceStore(name, read_trace_text(name, ddp_text(spec)));
+}
+
+// The compat doc's real example (an invariant of the original, used to detect DDP parameters going out
+// of sync).
+const char* kRealExample =
+    R"({"text_description": "real", "relation": "ConsistencyRelation", "params": [)"
+    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"},)"
+    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"}],)"
+    R"("precondition": {"var": {"inverted": false, "preconditions": [{"clauses": [)"
+    R"({"type": "unequal", "prop_name": "process_id", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "unequal", "prop_name": "attributes._ML_DAIKON_data_ID", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "unequal", "prop_name": "meta_vars._DATA_PARALLEL_RANK", "additional_path": "None", "prop_dtype": "float"},)"
+    R"({"type": "consistent", "prop_name": "attributes.nbytes", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "consistent", "prop_name": "meta_vars.step", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "consistent", "prop_name": "attributes.ndim", "additional_path": "None", "prop_dtype": "int"}]}]}},)"
+    R"("num_positive_examples": 448, "num_negative_examples": 2352})";
+
+Invariant real_example() { return invariant_from_json(kRealExample); }
+
+using PairKey = std::tuple<int64_t, std::string, int64_t, int64_t, std::string, int64_t>;  // (pid, name, step) x 2
+
+PairKey key_of(const Record& a, const Record& b) {
+  return {a.process_id, std::string(a.var_name), a.step, b.process_id, std::string(b.var_name), b.step};
+}
+
+std::vector<OnlineViolation> run_online(const TraceStore& t, const Invariant& inv, ConsistencyOnlineCheck** out = nullptr) {
+  static std::unique_ptr<OnlineCheck> keep;
+  keep = ConsistencyRelation().make_online_check(inv);
+  std::vector<OnlineViolation> violations;
+  for (const Record& r : t.records()) keep->on_record(r, violations);
+  if (out) *out = static_cast<ConsistencyOnlineCheck*>(keep.get());
+  return violations;
+}
+
+}  // namespace
+
+TEST(Consistency, IsRegistered) {
+  ASSERT_NE(find_relation("ConsistencyRelation"), nullptr);
+  EXPECT_EQ(find_relation("ConsistencyRelation")->name(), "ConsistencyRelation");
+}
+
+TEST(Consistency, OverlapIsIntersectionOverUnionAboveOnePercent) {
+  EXPECT_TRUE(ConsistencyRelation::overlaps(0, 100, 0, 100));
+  EXPECT_TRUE(ConsistencyRelation::overlaps(0, 100, 97, 200));   // 3 / 200
+  EXPECT_FALSE(ConsistencyRelation::overlaps(0, 100, 98, 200));  // 2 / 200: not above 1%
+  EXPECT_FALSE(ConsistencyRelation::overlaps(0, 100, 99, 300));  // 1 / 300
+  EXPECT_FALSE(ConsistencyRelation::overlaps(0, 100, 100, 200));
+  EXPECT_TRUE(ConsistencyRelation::close_values(Value::real(1.0), Value::real(1.0 + 1e-10)));
+  EXPECT_FALSE(ConsistencyRelation::close_values(Value::integer(1), Value::integer(2)));
+}
+
+TEST(Consistency, RealExampleParsesPassesOnEqualRanksAndFindsTheDivergentStep) {
+  const Invariant inv = real_example();
+  ASSERT_EQ(inv.relation, "ConsistencyRelation");
+  DdpSpec spec;
+  spec.prefix = "_ML_DAIKON_";
+  const TraceStore good = ddp_trace("good", spec);
+  const ConsistencyRelation rel;
+  CheckResult r = rel.check(good, inv, {});
+  EXPECT_TRUE(r.triggered);
+  EXPECT_TRUE(r.passed()) << r.violation_count;
+
+  spec.diverge_rank = 1;
+  spec.diverge_from = 2;
+  const TraceStore bad = ddp_trace("bad", spec);
+  r = rel.check(bad, inv, {});
+  ASSERT_EQ(r.violation_count, 4u);  // steps 2..5 of model.0.weight, each pair once
+  std::vector<int64_t> steps;
+  for (const Violation& v : r.violations) {
+    ASSERT_EQ(v.records.size(), 2u);
+    const Record& a = bad.record(v.records[0]);
+    const Record& b = bad.record(v.records[1]);
+    EXPECT_EQ(a.var_name, "model.0.weight");
+    EXPECT_EQ(b.var_name, "model.0.weight");
+    EXPECT_NE(a.process_id, b.process_id);
+    EXPECT_EQ(a.step, b.step);
+    steps.push_back(a.step);
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{2, 3, 4, 5}));  // in time order
+  CheckOptions one;
+  one.max_violations = 1;
+  r = rel.check(bad, inv, one);
+  EXPECT_EQ(r.violation_count, 4u);
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 2);
+}
+
+TEST(Consistency, TheLegacyIdPrefixIsTheCurrentOne) {
+  // The real example's clause on _ML_DAIKON_data_ID reads the tracker's _TRAINCHECK_data_ID (keys are
+  // canonical, compat §13 item 14); without it, the precondition would never hold.
+  DdpSpec spec;
+  spec.diverge_rank = 0;
+  spec.diverge_from = 4;
+  const TraceStore t = ddp_trace("current_prefix", spec);
+  const CheckResult r = ConsistencyRelation().check(t, real_example(), {});
+  EXPECT_TRUE(r.triggered);
+  EXPECT_EQ(r.violation_count, 2u);
+}
+
+TEST(Consistency, OnlineAgreesWithOfflineExceptForPairsOfLastStates) {
+  const Invariant inv = real_example();
+  for (int diverge_from : {-1, 0, 2, 5}) {
+    DdpSpec spec;
+    spec.prefix = "_ML_DAIKON_";
+    spec.ranks = 3;
+    spec.diverge_rank = diverge_from < 0 ? -1 : 1;
+    spec.diverge_from = diverge_from;
+    const TraceStore t = ddp_trace("online", spec);
+    const CheckResult offline = ConsistencyRelation().check(t, inv, {});
+    std::vector<PairKey> expected;
+    for (const Violation& v : offline.violations) {
+      const Record& a = t.record(v.records[0]);
+      const Record& b = t.record(v.records[1]);
+      if (a.step == spec.steps - 1 || b.step == spec.steps - 1) continue;  // last states never end online
+      expected.push_back(key_of(a, b));
+    }
+    ConsistencyOnlineCheck* check = nullptr;
+    const std::vector<OnlineViolation> online = run_online(t, inv, &check);
+    std::vector<PairKey> got;
+    for (const OnlineViolation& v : online) {
+      ASSERT_EQ(v.records.size(), 2u);
+      got.push_back(key_of(v.records[0], v.records[1]));
+    }
+    std::sort(expected.begin(), expected.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, expected) << "diverge_from " << diverge_from;
+    EXPECT_EQ(check->triggered(), offline.triggered);
+    // Bounded: the open state and about one ended state per instance.
+    EXPECT_LE(check->tracked_states(), 2u * spec.ranks * spec.params);
+    if (diverge_from == 2) {
+      ASSERT_FALSE(online.empty());
+      EXPECT_EQ(online.front().records[0].step, 2);
+    }
+  }
+}
+
+TEST(Consistency, OnlineInterestIsTheParamsVarTypes) {
+  const std::unique_ptr<OnlineCheck> check = ConsistencyRelation().make_online_check(real_example());
+  const OnlineInterest in = check->interest();
+  EXPECT_FALSE(in.all_records);
+  EXPECT_EQ(in.var_types, std::vector<std::string>{"torch.nn.Parameter"});
+  EXPECT_TRUE(in.functions.empty());
+}
+
+TEST(Consistency, InferLearnsDataConsistencyWithASeparatingPrecondition) {
+  const TraceStore good = ddp_trace("infer_good", DdpSpec{});
+  DdpSpec bad_spec;
+  bad_spec.diverge_rank = 1;
+  bad_spec.diverge_from = 2;
+  const TraceStore bad = ddp_trace("infer_bad", bad_spec);
+  const ConsistencyRelation rel;
+
+  const std::vector<Hypothesis> hs = rel.generate(good);
+  const Hypothesis* data = nullptr;
+  for (const Hypothesis& h : hs)
+    if (h.invariant.params[0].attr_name == "data" && h.invariant.params[1].attr_name == "data") data = &h;
+  ASSERT_NE(data, nullptr);
+  // Steps 1..5 (the initial state is skipped): 6 equal pairs across ranks each, and every other
+  // overlapping pair of the step is a negative: C(12, 2) - 6 = 60.
+  EXPECT_EQ(data->positives.size(), 5u * 6);
+  EXPECT_EQ(data->negatives.size(), 5u * 60);
+  // Constant attributes (dtype, shape) have no second state, so no hypothesis.
+  for (const Hypothesis& h : hs) EXPECT_NE(h.invariant.params[0].attr_name, "dtype");
+
+  const std::vector<const Relation*> relations = {&rel};
+  const InferResult result = infer_invariants({&good}, relations, InferOptions{});
+  const Invariant* learned = nullptr;
+  for (const Invariant& inv : result.invariants)
+    if (inv.params[0].attr_name == "data") learned = &inv;
+  ASSERT_NE(learned, nullptr);
+  ASSERT_TRUE(learned->precondition.has_value());
+  const PreconditionGroup* group = learned->precondition->find("var");
+  ASSERT_NE(group, nullptr);
+  ASSERT_FALSE(group->disjuncts.empty());
+  EXPECT_FALSE(group->disjuncts[0].unconditional);
+  EXPECT_EQ(learned->num_positive_examples, 30);
+  // Like the real example: different processes (ranks), same parameter (its name and size).
+  std::set<std::string> clauses;
+  for (const Clause& c : group->disjuncts[0].clauses) clauses.insert(std::string(clause_type_name(c.type)) + " " + c.prop_name);
+  EXPECT_TRUE(clauses.count("unequal process_id"));
+  EXPECT_TRUE(clauses.count("unequal meta_vars._DATA_PARALLEL_RANK"));
+  EXPECT_TRUE(clauses.count("consistent var_name"));
+  EXPECT_TRUE(clauses.count("consistent attributes.nbytes"));
+  EXPECT_FALSE(clauses.count("consistent attributes.data"));  // skipped key
+
+  EXPECT_TRUE(rel.check(good, *learned, {}).passed());
+  EXPECT_TRUE(rel.check(good, *learned, {}).triggered);
+  const CheckResult r = rel.check(bad, *learned, {});
+  ASSERT_FALSE(r.passed());
+  EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 2);
+  EXPECT_EQ(bad.record(r.violations[0].records[0]).var_name, "model.0.weight");
+  const std::vector<OnlineViolation> online = run_online(bad, *learned);
+  ASSERT_FALSE(online.empty());
+  EXPECT_EQ(online.front().records[0].step, 2);
+}
+
+TEST(Consistency, CollectExamplesFromAnotherTraceAndTiming) {
+  DdpSpec big;
+  big.ranks = 4;
+  big.params = 30;
+  big.steps = 300;
+  const auto t0 = std::chrono::steady_clock::now();
+  const TraceStore t = ddp_trace("big", big);
+  const auto t1 = std::chrono::steady_clock::now();
+  const ConsistencyRelation rel;
+  const std::vector<Hypothesis> hs = rel.generate(t);
+  const auto t2 = std::chrono::steady_clock::now();
+  ASSERT_EQ(hs.size(), 1u);
+  // 120 instances: per step (initial skipped) C(120, 2) overlapping pairs, 30 * C(4, 2) equal ones.
+  EXPECT_EQ(hs[0].positives.size(), 299u * 180);
+  EXPECT_EQ(hs[0].positives.size() + hs[0].negatives.size(), 299u * 7140);
+  Hypothesis h = hs[0];
+  h.positives.clear();
+  h.negatives.clear();
+  rel.collect_examples(t, h);
+  EXPECT_EQ(h.positives.size(), hs[0].positives.size());
+  Invariant inv = real_example();
+  inv.precondition.reset();
+  const auto t3 = std::chrono::steady_clock::now();
+  const CheckResult r = rel.check(t, inv, {});
+  const auto t4 = std::chrono::steady_clock::now();
+  EXPECT_EQ(r.violation_count, 299u * 7140 - 299u * 180 + 7140 - 180);  // unconditional: every unequal pair
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  std::printf("4 ranks x 30 params x 300 steps (%zu records): load %.0f ms, generate %.0f ms, check %.0f ms\n",
+              t.records().size(), ms(t0, t1), ms(t1, t2), ms(t3, t4));
+}
