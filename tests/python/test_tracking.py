@@ -126,6 +126,34 @@ def test_ddp_ranks_write_their_own_files_and_agree_until_one_rank_perturbs_a_par
     assert all(weight[s][0] != weight[s][1] for s in (2, 3, 4, 5))  # from that step on
 
 
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not installed")
+def test_consistency_learned_from_a_good_ddp_run_catches_the_rank_that_diverges(tmp_path):
+    _ddp_digests(tmp_path, "good", 0)
+    _ddp_digests(tmp_path, "bad", 2)
+    for cmd in (["traincheck-infer", "-f", "good", "-o", "inv.json"],
+                ["traincheck-check", "-f", "good", "bad", "-i", "inv.json", "-o", "results"]):
+        result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+    invariants = [json.loads(line) for line in (tmp_path / "inv.json").read_text().splitlines()]
+    data = [inv for inv in invariants if inv["relation"] == "ConsistencyRelation"
+            and [p["attr_name"] for p in inv["params"]] == ["data", "data"]]
+    assert len(data) == 1, [inv["text_description"] for inv in invariants]
+    assert "not checked" not in result.stderr
+    good = json.loads((tmp_path / "results" / "good" / "violations_summary.json").read_text())
+    assert not any(v["relation_type"] == "ConsistencyRelation" for v in good["violations"])
+    bad = json.loads((tmp_path / "results" / "bad" / "violations_summary.json").read_text())
+    consistency = [v for v in bad["violations"] if v["relation_type"] == "ConsistencyRelation"]
+    assert len(consistency) == 1 and consistency[0]["first_step"] == 2, bad
+
+    # Online, tailing both ranks' files: the same pairs, except the last step's (never ended online).
+    result = subprocess.run(["traincheck-onlinecheck", "-f", "bad", "-i", "inv.json", "-o", "live", "--exit-when-idle", "2"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    entries = [json.loads(line) for line in (tmp_path / "live" / "failed.log").read_text().splitlines()]
+    steps = sorted(e["trace"][0]["meta_vars.step"] for e in entries if e["invariant"]["relation"] == "ConsistencyRelation")
+    assert steps == [2, 3, 4]
+
+
 MANUAL_SGD = """
 import torch, torch.nn as nn
 torch.manual_seed(0)
