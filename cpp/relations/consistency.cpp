@@ -256,10 +256,12 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
     }
     const uint32_t recs[2] = {s1->records.back(), s2->records.back()};
     if (group != nullptr) {
-      std::vector<RecordView> views;
-      if (enrich) views = make_enriched_views(trace, recs, storage);
-      else views = {RecordView{&trace.record(recs[0]), nullptr}, RecordView{&trace.record(recs[1]), nullptr}};
-      if (!group->holds(views)) return;
+      if (enrich) {
+        if (!group->holds(make_enriched_views(trace, recs, storage))) return;
+      } else {
+        const RecordView views[2] = {RecordView{&trace.record(recs[0]), nullptr}, RecordView{&trace.record(recs[1]), nullptr}};
+        if (!group->holds(views)) return;
+      }
     }
     result.triggered = true;
     if (!(s1->value == s2->value)) found.push_back(Found{s1->end, s2->end, recs[0], recs[1]});

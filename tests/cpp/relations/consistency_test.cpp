@@ -274,7 +274,17 @@ TEST(Consistency, CollectExamplesFromAnotherTraceAndTiming) {
   const CheckResult r = rel.check(t, inv, {});
   const auto t4 = std::chrono::steady_clock::now();
   EXPECT_EQ(r.violation_count, 299u * 7140 - 299u * 180 + 7140 - 180);  // unconditional: every unequal pair
+  h = Hypothesis{};
+  const std::vector<const Relation*> relations = {&rel};
+  const InferResult inferred = infer_invariants({&t}, relations, InferOptions{});
+  const auto t5 = std::chrono::steady_clock::now();
+  ASSERT_EQ(inferred.invariants.size(), 1u);
+  const CheckResult learned = rel.check(t, inferred.invariants[0], {});
+  const auto t6 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(learned.triggered);
+  EXPECT_TRUE(learned.passed());
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  std::printf("4 ranks x 30 params x 300 steps (%zu records): load %.0f ms, generate %.0f ms, check %.0f ms\n",
-              t.records().size(), ms(t0, t1), ms(t1, t2), ms(t3, t4));
+  std::printf("4 ranks x 30 params x 300 steps (%zu records): load %.0f ms, generate %.0f ms, check without "
+              "precondition %.0f ms, infer (generate + learn) %.0f ms, check the learned invariant %.0f ms\n",
+              t.records().size(), ms(t0, t1), ms(t1, t2), ms(t3, t4), ms(t4, t5), ms(t5, t6));
 }
