@@ -4,13 +4,15 @@
 
 #include "relations/api_contain.h"
 #include "relations/consistency.h"
+#include "relations/consistent_output.h"
 
 namespace traincheck {
 
 const std::vector<const Relation*>& implemented_relations() {
   static const ApiContainRelation api_contain;
   static const ConsistencyRelation consistency;
-  static const std::vector<const Relation*> all = {&api_contain, &consistency};
+  static const ConsistentOutputRelation consistent_output;
+  static const std::vector<const Relation*> all = {&api_contain, &consistency, &consistent_output};
   return all;
 }
 

@@ -1,0 +1,256 @@
+#include "relations/consistent_output.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "infer/engine.h"
+#include "relations/registry.h"
+#include "trace/trace_reader.h"
+
+using namespace traincheck;
+
+namespace {
+
+constexpr const char* kRelu = "torch.nn.functional.relu";
+constexpr const char* kAutocast = "torch.amp.autocast_mode.autocast";
+
+// JSONL for one thread: calls with pre and post records, one time unit apart.
+struct TraceText {
+  std::string text;
+  int64_t time = 1000;
+  int id = 0;
+  void call(const std::string& fn, int step, const std::string& post_extra, const std::string& pre_extra = "",
+            const std::string& post_type = "function_call (post)") {
+    const std::string cid = "c" + std::to_string(id++);
+    auto head = [&](const std::string& type) {
+      return "{\"func_call_id\":\"" + cid + "\",\"thread_id\":7,\"process_id\":1,\"meta_vars\":{\"step\":" +
+             std::to_string(step) + ",\"stage\":\"training\"},\"type\":\"" + type + "\",\"function\":\"" + fn +
+             "\",\"is_bound_method\":false,\"obj_id\":5,";
+    };
+    text += head("function_call (pre)") + pre_extra + "\"args\":{},\"kwargs\":{},\"time\":" + std::to_string(time++) + "}\n";
+    text += head(post_type) + post_extra + "\"time\":" + std::to_string(time++) + "}\n";
+  }
+  // relu returning one tensor of `dtype` (a fresh id per call, as real traces have).
+  void relu(int step, const std::string& dtype) {
+    call(kRelu, step, "\"return_values\":{\"torch.Tensor\":{\"_TRAINCHECK_data_ID\":" + std::to_string(9000 + id) +
+                          ",\"dtype\":\"" + dtype + "\",\"shape\":[4,4],\"ndim\":2,\"requires_grad\":false}},");
+  }
+};
+
+TraceStore store(const std::string& name, const TraceText& t) { return TraceStore(name, read_trace_text(name, t.text)); }
+
+// relu returns float32 at every step, float16 at `bad_step` (-1: never); a NoneType function too.
+TraceText relu_run(int steps, int bad_step = -1) {
+  TraceText t;
+  for (int s = 0; s < steps; ++s) {
+    t.relu(s, s == bad_step ? "torch.float16" : "torch.float32");
+    t.call("torch.cuda.synchronize", s, "\"return_values\":{\"NoneType\":null},");
+  }
+  return t;
+}
+
+const Invariant* find_dtype_invariant(const std::vector<Invariant>& invs, const std::string& dtype) {
+  for (const Invariant& inv : invs)
+    if (inv.relation == "ConsistentOutputRelation" && inv.params[0].api_full_name == kRelu &&
+        inv.params[1].attr_name == "dtype" && inv.params[1].const_value && to_json(*inv.params[1].const_value) == "\"" + dtype + "\"")
+      return &inv;
+  return nullptr;
+}
+
+std::vector<OnlineViolation> run_online(const TraceStore& t, const Invariant& inv, bool* triggered = nullptr) {
+  std::unique_ptr<OnlineCheck> check = ConsistentOutputRelation().make_online_check(inv);
+  std::vector<OnlineViolation> violations;
+  for (const Record& r : t.records()) check->on_record(r, violations);
+  if (triggered) *triggered = check->triggered();
+  EXPECT_EQ(static_cast<ConsistentOutputOnlineCheck*>(check.get())->open_calls(), 0u);
+  return violations;
+}
+
+std::vector<int64_t> offline_steps(const TraceStore& t, const CheckResult& r) {
+  std::vector<int64_t> out;
+  for (const Violation& v : r.violations) out.push_back(t.record(v.records[0]).step);
+  return out;
+}
+
+std::vector<int64_t> online_steps(const std::vector<OnlineViolation>& vs) {
+  std::vector<int64_t> out;
+  for (const OnlineViolation& v : vs) out.push_back(v.records[0].step);
+  return out;
+}
+
+// The compat doc's real example (§8.3), with the clauses it shows.
+const char* kRealExample =
+    R"({"text_description": "real", "relation": "ConsistentOutputRelation", "params": [)"
+    R"({"param_type": "APIParam", "api_full_name": "torch.nn.functional.relu"},)"
+    R"({"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "dtype", "const_value": "torch.float16"}],)"
+    R"("precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": [)"
+    R"({"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", "prop_dtype": "str", "values": ["training"]},)"
+    R"({"type": "constant", "prop_name": "meta_vars.context_managers.torch.amp.autocast_mode.autocast", "additional_path": ["dtype"], "prop_dtype": "str", "values": ["torch.float16"]},)"
+    R"({"type": "exist", "prop_name": "meta_vars.context_managers.torch.amp.autocast_mode.autocast", "additional_path": "None", "prop_dtype": "None"}]}]}},)"
+    R"("num_positive_examples": 503, "num_negative_examples": 497})";
+
+// relu outside autocast returns float32; inside autocast(dtype=float16) it returns float16, except at
+// `bad_step`, where it returns float32.
+TraceText autocast_run(int steps, int bad_step) {
+  TraceText t;
+  const std::string cm = kAutocast;
+  for (int s = 0; s < steps; ++s) {
+    t.relu(s, "torch.float32");
+    t.call(cm + ".__init__", s, "\"return_values\":{\"NoneType\":null},", "");
+    const std::string empty_args = "\"args\":{},\"kwargs\":{}";
+    t.text.replace(t.text.rfind(empty_args), empty_args.size(),
+                   "\"args\":{\"1\":{\"str\":\"cuda\"}},\"kwargs\":{\"dtype\":{\"str\":\"torch.float16\"}}");
+    t.call(cm + ".__enter__", s, "\"return_values\":{\"NoneType\":null},");
+    t.relu(s, s == bad_step ? "torch.float32" : "torch.float16");
+    t.call(cm + ".__exit__", s, "\"return_values\":{\"NoneType\":null},");
+  }
+  return t;
+}
+
+// relu always returns float32, unconditionally.
+Invariant relu_float32() {
+  return invariant_from_json(
+      R"({"text_description": "t", "relation": "ConsistentOutputRelation", "params": [)"
+      R"({"param_type": "APIParam", "api_full_name": "torch.nn.functional.relu"},)"
+      R"({"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "dtype", "const_value": "torch.float32"}],)"
+      R"("precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}},)"
+      R"("num_positive_examples": 6, "num_negative_examples": 0})");
+}
+
+}  // namespace
+
+TEST(ConsistentOutput, IsRegistered) {
+  ASSERT_NE(find_relation("ConsistentOutputRelation"), nullptr);
+  EXPECT_EQ(find_relation("ConsistentOutputRelation")->name(), "ConsistentOutputRelation");
+}
+
+TEST(ConsistentOutput, ReturnedTensorsOfSingleAndTupleResults) {
+  TraceText t;
+  t.call("f", 0, "\"return_values\":[{\"torch.cuda.HalfTensor\":{\"dtype\":\"torch.float16\"}},{\"int\":3},"
+                 "{\"torch.nn.parameter.Parameter\":{\"dtype\":\"torch.float16\"}}],");
+  t.call("g", 0, "\"return_values\":{\"torch.Size\":[2,3]},");
+  t.call("h", 0, "");  // selective collection: no return_values
+  const TraceStore s = store("rt", t);
+  EXPECT_EQ(ConsistentOutputRelation::returned_tensors(s.record(s.calls()[s.calls_of("f")[0]].post)).size(), 2u);
+  EXPECT_TRUE(ConsistentOutputRelation::returned_tensors(s.record(s.calls()[s.calls_of("g")[0]].post)).empty());
+  EXPECT_TRUE(ConsistentOutputRelation::returned_tensors(s.record(s.calls()[s.calls_of("h")[0]].post)).empty());
+  EXPECT_TRUE(ConsistentOutputRelation::outputs_match(s.record(s.calls()[s.calls_of("f")[0]].post), "dtype",
+                                                      Value::string("torch.float16")));
+  EXPECT_FALSE(ConsistentOutputRelation::outputs_match(s.record(s.calls()[s.calls_of("h")[0]].post), "dtype",
+                                                       Value::string("torch.float16")));
+}
+
+TEST(ConsistentOutput, InferLearnsFloat32AndItFindsTheFloat16CallOfflineAndOnline) {
+  const TraceStore good = store("good", relu_run(8));
+  const std::vector<const Relation*> relations = {find_relation("ConsistentOutputRelation")};
+  const InferResult result = infer_invariants({&good}, relations, InferOptions{});
+  const Invariant* learned = find_dtype_invariant(result.invariants, "torch.float32");
+  ASSERT_NE(learned, nullptr);
+  EXPECT_EQ(learned->params[1].var_type, "torch.Tensor");
+  EXPECT_EQ(learned->num_positive_examples, 8);
+  // No id hypotheses, and nothing about the NoneType function.
+  for (const Invariant& inv : result.invariants) {
+    EXPECT_EQ(inv.params[0].api_full_name, kRelu);
+    EXPECT_EQ(inv.params[1].attr_name.find("_TRAINCHECK_"), std::string::npos);
+  }
+
+  const ConsistentOutputRelation rel;
+  const CheckResult ok = rel.check(good, *learned, {});
+  EXPECT_TRUE(ok.passed());
+  EXPECT_TRUE(ok.triggered);
+  EXPECT_TRUE(run_online(good, *learned).empty());
+
+  const TraceStore bad = store("bad", relu_run(8, 5));
+  const CheckResult r = rel.check(bad, *learned, {});
+  ASSERT_EQ(r.violation_count, 1u);
+  EXPECT_EQ(offline_steps(bad, r), std::vector<int64_t>{5});
+  ASSERT_EQ(r.violations[0].records.size(), 2u);
+  EXPECT_EQ(bad.record(r.violations[0].records[1]).type, RecordType::FunctionPost);
+  bool triggered = false;
+  const std::vector<OnlineViolation> online = run_online(bad, *learned, &triggered);
+  EXPECT_TRUE(triggered);
+  EXPECT_EQ(online_steps(online), offline_steps(bad, r));
+  EXPECT_EQ(online[0].records[1].type, RecordType::FunctionPost);
+}
+
+TEST(ConsistentOutput, MixedDtypesGiveExamplesOfBothSignsAndCollectFromAnotherTrace) {
+  const TraceStore bad = store("mixed", relu_run(8, 5));
+  const std::vector<Hypothesis> hs = ConsistentOutputRelation().generate(bad);
+  const Hypothesis* f32 = nullptr;
+  for (const Hypothesis& h : hs)
+    if (h.invariant.params[1].attr_name == "dtype" && to_json(*h.invariant.params[1].const_value) == "\"torch.float32\"") f32 = &h;
+  ASSERT_NE(f32, nullptr);
+  EXPECT_EQ(f32->positives.size(), 7u);
+  EXPECT_EQ(f32->negatives.size(), 1u);
+  // float16 was returned once: no hypothesis.
+  for (const Hypothesis& h : hs) EXPECT_NE(to_json(*h.invariant.params[1].const_value), "\"torch.float16\"");
+  // The shape (a list) is a hypothesis too, as make_hashable makes it one in the original.
+  bool shape = false;
+  for (const Hypothesis& h : hs) shape = shape || (h.invariant.params[1].attr_name == "shape");
+  EXPECT_TRUE(shape);
+
+  Hypothesis copy = *f32;
+  const TraceStore good = store("other", relu_run(4));
+  ConsistentOutputRelation().collect_examples(good, copy);
+  EXPECT_EQ(copy.positives.size(), 11u);
+  EXPECT_EQ(copy.negatives.size(), 1u);
+}
+
+TEST(ConsistentOutput, PostWithoutReturnValuesIsANegativeAndAViolation) {
+  TraceText t = relu_run(6);
+  t.call(kRelu, 6, "");  // selective collection left return_values out, or nothing was returned
+  const TraceStore s = store("noret", t);
+  const std::vector<Hypothesis> hs = ConsistentOutputRelation().generate(s);
+  size_t negatives = 0;
+  for (const Hypothesis& h : hs)
+    if (h.invariant.params[1].attr_name == "dtype") negatives = h.negatives.size();
+  EXPECT_EQ(negatives, 1u);
+
+  const Invariant inv = relu_float32();
+  const CheckResult r = ConsistentOutputRelation().check(s, inv, {});
+  EXPECT_EQ(offline_steps(s, r), std::vector<int64_t>{6});
+  EXPECT_EQ(online_steps(run_online(s, inv)), std::vector<int64_t>{6});
+}
+
+TEST(ConsistentOutput, ExceptionCallsAreNotChecked) {
+  TraceText t = relu_run(3);
+  t.call(kRelu, 3, "\"exception\":\"RuntimeError\",\"exception_msg\":\"oom\",", "", "function_call (post) (exception)");
+  const TraceStore s = store("exc", t);
+  const Invariant inv = relu_float32();
+  EXPECT_TRUE(ConsistentOutputRelation().check(s, inv, {}).passed());
+  EXPECT_TRUE(run_online(s, inv).empty());
+}
+
+TEST(ConsistentOutput, RealExampleParsesAndIsCheckedUnderAutocast) {
+  const Invariant inv = invariant_from_json(kRealExample);
+  const Relation* rel = find_relation(inv.relation);
+  ASSERT_NE(rel, nullptr);  // checked, not "relation not implemented yet"
+
+  const TraceStore good = store("ac_good", autocast_run(5, -1));
+  const CheckResult ok = rel->check(good, inv, {});
+  EXPECT_TRUE(ok.triggered);  // the relu calls inside autocast
+  EXPECT_TRUE(ok.passed());   // the float32 calls outside autocast fail the precondition
+
+  const TraceStore bad = store("ac_bad", autocast_run(5, 3));
+  const CheckResult r = rel->check(bad, inv, {});
+  EXPECT_EQ(offline_steps(bad, r), std::vector<int64_t>{3});
+
+  // Online, context managers are not tracked: the autocast clauses never hold, so nothing is checked.
+  bool triggered = true;
+  EXPECT_TRUE(run_online(bad, inv, &triggered).empty());
+  EXPECT_FALSE(triggered);
+}
+
+TEST(ConsistentOutput, OnlineInterestIsTheApi) {
+  const std::unique_ptr<OnlineCheck> check = ConsistentOutputRelation().make_online_check(invariant_from_json(kRealExample));
+  const OnlineInterest i = check->interest();
+  EXPECT_FALSE(i.all_records);
+  EXPECT_EQ(i.functions, std::vector<std::string>{kRelu});
+  EXPECT_TRUE(i.var_types.empty());
+}
+
+TEST(ConsistentOutput, DisplayName) {
+  EXPECT_EQ(ConsistentOutputRelation().display_name(invariant_from_json(kRealExample)),
+            "relu() returns tensors with dtype = torch.float16");
+}
