@@ -19,6 +19,8 @@
 // attribute fails it (the original's pd.NA). Exception and incomplete calls are neither examples nor
 // checked.
 //
+// Online: CallOnlineCheck (call_checks.cpp) applies the same verdict at the post-record.
+//
 // Differences from the original:
 //   - every call is examined (no sample of 1000 calls per function);
 //   - a (attr, value) pair becomes a hypothesis only when at least two calls of one trace return it
@@ -35,6 +37,7 @@
 #include <unordered_map>
 
 #include "invariant/precondition.h"
+#include "relations/call_checks.h"
 
 namespace traincheck {
 
@@ -42,21 +45,6 @@ namespace {
 
 constexpr std::string_view kGroup = "pre_event";
 constexpr std::string_view kTensorType = "torch.Tensor";
-
-bool is_tensor_type(std::string_view type) {
-  if (type.find("Parameter") != std::string_view::npos) return true;
-  return type.starts_with("torch.") && type.find("Tensor", 6) != std::string_view::npos;
-}
-
-void add_tensor(const Value& v, std::vector<const Object*>& out) {
-  if (!v.is_object() || v.as_object().size() != 1) return;
-  const Member& m = v.as_object().front();
-  if (is_tensor_type(key_name(m.key)) && m.value.is_object()) out.push_back(&m.value.as_object());
-}
-
-bool is_id_attribute(std::string_view attr) {
-  return attr.starts_with("_TRAINCHECK_") || attr.starts_with("_ML_DAIKON_");
-}
 
 // Values a hypothesis can hold: scalars and lists of scalars (make_hashable turns lists into tuples).
 bool is_constant_candidate(const Value& v) {
@@ -66,13 +54,6 @@ bool is_constant_candidate(const Value& v) {
   for (const Value& x : v.as_array())
     if (!x.is_hashable()) return false;
   return true;
-}
-
-std::vector<uint32_t> complete_calls(const TraceStore& trace, std::string_view function) {
-  std::vector<uint32_t> out;
-  for (uint32_t ci : trace.calls_of(function))
-    if (trace.calls()[ci].status == CallStatus::Complete) out.push_back(ci);
-  return out;
 }
 
 Hypothesis make_hypothesis(std::string_view function, std::string_view attr, const Value& value) {
@@ -116,11 +97,34 @@ std::vector<const Object*> ConsistentOutputRelation::returned_tensors(const Reco
   std::vector<const Object*> out;
   const Value* rv = post.get(keys().return_values);
   if (rv == nullptr) return out;
+  auto add = [&](const Value& v) {
+    if (const Object* t = tensor_payload(v)) out.push_back(t);
+  };
   if (rv->is_array()) {
-    for (const Value& item : rv->as_array()) add_tensor(item, out);
+    for (const Value& item : rv->as_array()) add(item);
   } else {
-    add_tensor(*rv, out);
+    add(*rv);
   }
+  return out;
+}
+
+const Object* ConsistentOutputRelation::tensor_payload(const Value& v) {
+  if (!v.is_object() || v.as_object().size() != 1) return nullptr;
+  const Member& m = v.as_object().front();
+  const std::string_view type = key_name(m.key);
+  const bool tensor = type.find("Parameter") != std::string_view::npos ||
+                      (type.starts_with("torch.") && type.find("Tensor", 6) != std::string_view::npos);
+  return tensor && m.value.is_object() ? &m.value.as_object() : nullptr;
+}
+
+bool ConsistentOutputRelation::is_tool_attribute(std::string_view attr) {
+  return attr.starts_with("_TRAINCHECK_") || attr.starts_with("_ML_DAIKON_");
+}
+
+std::vector<uint32_t> complete_calls(const TraceStore& trace, std::string_view function) {
+  std::vector<uint32_t> out;
+  for (uint32_t ci : trace.calls_of(function))
+    if (trace.calls()[ci].status == CallStatus::Complete) out.push_back(ci);
   return out;
 }
 
@@ -147,7 +151,7 @@ std::vector<Hypothesis> ConsistentOutputRelation::generate(const TraceStore& tra
       for (const Object* t : returned_tensors(trace.record(trace.calls()[ci].post)))
         for (const Member& m : *t) {
           const std::string_view attr = key_name(m.key);
-          if (is_id_attribute(attr) || !is_constant_candidate(m.value)) continue;
+          if (is_tool_attribute(attr) || !is_constant_candidate(m.value)) continue;
           std::vector<const Value*>& values = in_call[attr];
           bool dup = false;
           for (const Value* v : values) dup = dup || *v == m.value;
@@ -176,38 +180,21 @@ void ConsistentOutputRelation::collect_examples(const TraceStore& trace, Hypothe
 }
 
 CheckResult ConsistentOutputRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {
-  CheckResult result;
   const std::optional<Target> target = target_of(inv);
-  if (!target) return result;
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
-  std::vector<Field> storage;
-  for (uint32_t ci : complete_calls(trace, target->function)) {
-    const CallEvent& call = trace.calls()[ci];
-    const uint32_t pre = call.pre;
-    auto precondition_holds = [&] {
-      if (group == nullptr) return true;
-      std::vector<RecordView> views = make_enriched_views(trace, std::span<const uint32_t>(&pre, 1), storage);
-      return group->holds(views);
-    };
-    auto matches = [&] { return outputs_match(trace.record(call.post), *target->attr, *target->value); };
-    // --check-relation-first only changes the order of the two tests; the outcome is the same.
-    bool holds = false, ok = true;
-    if (options.check_relation_first) {
-      ok = matches();
-      holds = precondition_holds();
-    } else {
-      holds = precondition_holds();
-      if (holds) ok = matches();
-    }
-    if (!holds) continue;
-    result.triggered = true;
-    if (!ok) result.add_violation(Violation{{call.pre, call.post}}, options.max_violations);
-  }
-  return result;
+  if (!target) return {};
+  return check_calls(trace, inv, target->function, options, [&](const Record&, const Record& post) {
+    return std::optional<bool>(outputs_match(post, *target->attr, *target->value));
+  });
 }
 
 std::unique_ptr<OnlineCheck> ConsistentOutputRelation::make_online_check(const Invariant& inv, const ApiSignatures*) const {
-  return std::make_unique<ConsistentOutputOnlineCheck>(inv);
+  const std::optional<Target> target = target_of(inv);
+  if (!target) return std::make_unique<CallOnlineCheck>(std::string(), std::nullopt, nullptr);
+  return std::make_unique<CallOnlineCheck>(
+      std::string(target->function), pre_event_group(inv),
+      [attr = *target->attr, expected = *target->value](const Record&, const Record& post) {
+        return std::optional<bool>(outputs_match(post, attr, expected));
+      });
 }
 
 std::string ConsistentOutputRelation::display_name(const Invariant& inv) const {

@@ -1,13 +1,11 @@
 // ConsistentOutputRelation: see the header of consistent_output.cpp (offline) and
-// consistent_output_online.cpp (online).
+// call_checks.cpp (online).
 #pragma once
 
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "invariant/precondition.h"
 #include "invariant/relation.h"
 
 namespace traincheck {
@@ -29,26 +27,16 @@ class ConsistentOutputRelation final : public Relation {
   // The verdict shared by inference, the offline and the online check: the call returned at least one
   // tensor and every returned tensor has `attr` equal to `expected`.
   static bool outputs_match(const Record& post, std::string_view attr, const Value& expected);
+  // The payload of a recorded value {type: payload} whose type names a tensor (torch.*Tensor*) or a
+  // Parameter; null otherwise.
+  static const Object* tensor_payload(const Value& recorded);
+  // The tool's own object ids (_TRAINCHECK_*_ID, legacy _ML_DAIKON_*): never hypotheses, they differ
+  // run to run.
+  static bool is_tool_attribute(std::string_view attr);
 };
 
-// The online form of ConsistentOutputRelation::check (how it works: consistent_output_online.cpp).
-class ConsistentOutputOnlineCheck final : public OnlineCheck {
- public:
-  explicit ConsistentOutputOnlineCheck(const Invariant& invariant);
-  void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
-  bool triggered() const override { return triggered_; }
-  // The API's records.
-  OnlineInterest interest() const override;
-  // Calls whose pre-record passed the precondition and whose post has not come yet.
-  size_t open_calls() const { return open_.size(); }
-
- private:
-  bool valid_ = false;
-  bool triggered_ = false;
-  std::string function_, attr_;
-  Value expected_;
-  std::optional<PreconditionGroup> precondition_;
-  std::unordered_map<std::string, Record> open_;  // func_call_id -> pre-record
-};
+// The calls of `function` that returned (neither raised nor left open): the only ones judged by the
+// relations about a call's outputs.
+std::vector<uint32_t> complete_calls(const TraceStore& trace, std::string_view function);
 
 }  // namespace traincheck

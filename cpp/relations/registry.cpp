@@ -4,6 +4,7 @@
 
 #include "relations/api_contain.h"
 #include "relations/consistency.h"
+#include "relations/consistent_input_output.h"
 #include "relations/consistent_output.h"
 
 namespace traincheck {
@@ -12,7 +13,9 @@ const std::vector<const Relation*>& implemented_relations() {
   static const ApiContainRelation api_contain;
   static const ConsistencyRelation consistency;
   static const ConsistentOutputRelation consistent_output;
-  static const std::vector<const Relation*> all = {&api_contain, &consistency, &consistent_output};
+  static const ConsistentInputOutputRelation consistent_input_output;
+  static const std::vector<const Relation*> all = {&api_contain, &consistency, &consistent_output,
+                                                   &consistent_input_output};
   return all;
 }
 

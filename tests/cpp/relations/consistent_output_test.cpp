@@ -4,7 +4,9 @@
 
 #include <set>
 
+#include "call_trace_text.h"
 #include "infer/engine.h"
+#include "relations/call_checks.h"
 #include "relations/registry.h"
 #include "trace/trace_reader.h"
 
@@ -15,22 +17,8 @@ namespace {
 constexpr const char* kRelu = "torch.nn.functional.relu";
 constexpr const char* kAutocast = "torch.amp.autocast_mode.autocast";
 
-// JSONL for one thread: calls with pre and post records, one time unit apart.
-struct TraceText {
-  std::string text;
-  int64_t time = 1000;
-  int id = 0;
-  void call(const std::string& fn, int step, const std::string& post_extra, const std::string& pre_extra = "",
-            const std::string& post_type = "function_call (post)") {
-    const std::string cid = "c" + std::to_string(id++);
-    auto head = [&](const std::string& type) {
-      return "{\"func_call_id\":\"" + cid + "\",\"thread_id\":7,\"process_id\":1,\"meta_vars\":{\"step\":" +
-             std::to_string(step) + ",\"stage\":\"training\"},\"type\":\"" + type + "\",\"function\":\"" + fn +
-             "\",\"is_bound_method\":false,\"obj_id\":5,";
-    };
-    text += head("function_call (pre)") + pre_extra + "\"args\":{},\"kwargs\":{},\"time\":" + std::to_string(time++) + "}\n";
-    text += head(post_type) + post_extra + "\"time\":" + std::to_string(time++) + "}\n";
-  }
+// JSONL for one thread (call_trace_text.h), plus relu calls.
+struct TraceText : CallTraceText {
   // relu returning one tensor of `dtype` (a fresh id per call, as real traces have).
   void relu(int step, const std::string& dtype) {
     call(kRelu, step, "\"return_values\":{\"torch.Tensor\":{\"_TRAINCHECK_data_ID\":" + std::to_string(9000 + id) +
@@ -59,24 +47,7 @@ const Invariant* find_dtype_invariant(const std::vector<Invariant>& invs, const 
 }
 
 std::vector<OnlineViolation> run_online(const TraceStore& t, const Invariant& inv, bool* triggered = nullptr) {
-  std::unique_ptr<OnlineCheck> check = ConsistentOutputRelation().make_online_check(inv);
-  std::vector<OnlineViolation> violations;
-  for (const Record& r : t.records()) check->on_record(r, violations);
-  if (triggered) *triggered = check->triggered();
-  EXPECT_EQ(static_cast<ConsistentOutputOnlineCheck*>(check.get())->open_calls(), 0u);
-  return violations;
-}
-
-std::vector<int64_t> offline_steps(const TraceStore& t, const CheckResult& r) {
-  std::vector<int64_t> out;
-  for (const Violation& v : r.violations) out.push_back(t.record(v.records[0]).step);
-  return out;
-}
-
-std::vector<int64_t> online_steps(const std::vector<OnlineViolation>& vs) {
-  std::vector<int64_t> out;
-  for (const OnlineViolation& v : vs) out.push_back(v.records[0].step);
-  return out;
+  return run_call_online(ConsistentOutputRelation(), t, inv, triggered);
 }
 
 // The compat doc's real example (§8.3), with the clauses it shows.
@@ -97,10 +68,8 @@ TraceText autocast_run(int steps, int bad_step) {
   const std::string cm = kAutocast;
   for (int s = 0; s < steps; ++s) {
     t.relu(s, "torch.float32");
-    t.call(cm + ".__init__", s, "\"return_values\":{\"NoneType\":null},", "");
-    const std::string empty_args = "\"args\":{},\"kwargs\":{}";
-    t.text.replace(t.text.rfind(empty_args), empty_args.size(),
-                   "\"args\":{\"1\":{\"str\":\"cuda\"}},\"kwargs\":{\"dtype\":{\"str\":\"torch.float16\"}}");
+    t.call(cm + ".__init__", s, "\"return_values\":{\"NoneType\":null},",
+           "\"args\":{\"1\":{\"str\":\"cuda\"}},\"kwargs\":{\"dtype\":{\"str\":\"torch.float16\"}}");
     t.call(cm + ".__enter__", s, "\"return_values\":{\"NoneType\":null},");
     t.relu(s, s == bad_step ? "torch.float32" : "torch.float16");
     t.call(cm + ".__exit__", s, "\"return_values\":{\"NoneType\":null},");
@@ -215,7 +184,8 @@ TEST(ConsistentOutput, PostWithoutReturnValuesIsANegativeAndAViolation) {
 
 TEST(ConsistentOutput, ExceptionCallsAreNotChecked) {
   TraceText t = relu_run(3);
-  t.call(kRelu, 3, "\"exception\":\"RuntimeError\",\"exception_msg\":\"oom\",", "", "function_call (post) (exception)");
+  t.call(kRelu, 3, "\"exception\":\"RuntimeError\",\"exception_msg\":\"oom\",", "\"args\":{},\"kwargs\":{}",
+         "function_call (post) (exception)");
   const TraceStore s = store("exc", t);
   const Invariant inv = relu_float32();
   EXPECT_TRUE(ConsistentOutputRelation().check(s, inv, {}).passed());

@@ -1,0 +1,74 @@
+// Checking relations judged per call (ConsistentOutput, ConsistentInputOutput).
+//
+// Offline: check_calls walks the function's complete calls. Online (CallOnlineCheck): a pre-record of the API that passes the precondition is kept until its call's post-record (or
+// exception record) arrives; the post is then judged by the relation's verdict, the offline check's,
+// and a violation carries [pre, post] as offline. State: the API's open calls (one per thread at a time
+// for a non-reentrant API), dropped when they close; calls that never close stay, as offline they are
+// incomplete and unchecked.
+//
+// Same verdicts as the offline check on a finished trace, except for clauses on
+// meta_vars.context_managers.* (not tracked online, as for APIContain: the field is absent, so such a
+// clause does not hold and the call is not checked).
+#include "relations/call_checks.h"
+
+#include <utility>
+
+#include "relations/consistent_output.h"
+
+namespace traincheck {
+
+CallOnlineCheck::CallOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition, CallVerdict verdict)
+    : function_(std::move(function)), precondition_(std::move(precondition)), verdict_(std::move(verdict)) {}
+
+OnlineInterest CallOnlineCheck::interest() const {
+  OnlineInterest i;
+  i.all_records = false;
+  if (!function_.empty()) i.functions = {function_};
+  return i;
+}
+
+void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
+  if (function_.empty() || !r.is_api() || r.function != function_) return;
+  if (r.type == RecordType::FunctionPre) {
+    if (precondition_) {
+      const RecordView view{&r, nullptr};
+      if (!precondition_->holds(std::span<const RecordView>(&view, 1))) return;
+    }
+    open_.insert_or_assign(std::string(r.func_call_id), r);
+    return;
+  }
+  auto it = open_.find(std::string(r.func_call_id));
+  if (it == open_.end()) return;
+  Record pre = std::move(it->second);
+  open_.erase(it);
+  if (r.type != RecordType::FunctionPost) return;  // an exception: not checked, as offline
+  triggered_ = true;
+  if (!verdict_(pre, r).value_or(true)) violations.push_back(OnlineViolation{{std::move(pre), r}});
+}
+
+std::optional<PreconditionGroup> pre_event_group(const Invariant& inv) {
+  if (inv.precondition)
+    if (const PreconditionGroup* g = inv.precondition->find("pre_event")) return *g;
+  return std::nullopt;
+}
+
+CheckResult check_calls(const TraceStore& trace, const Invariant& inv, std::string_view function,
+                        const CheckOptions& options, const CallVerdict& verdict) {
+  CheckResult result;
+  const PreconditionGroup* group = inv.precondition ? inv.precondition->find("pre_event") : nullptr;
+  std::vector<Field> storage;
+  for (uint32_t ci : complete_calls(trace, function)) {
+    const CallEvent& call = trace.calls()[ci];
+    const uint32_t pre = call.pre;
+    if (group != nullptr) {
+      std::vector<RecordView> views = make_enriched_views(trace, std::span<const uint32_t>(&pre, 1), storage);
+      if (!group->holds(views)) continue;
+    }
+    result.triggered = true;
+    const std::optional<bool> ok = verdict(trace.record(pre), trace.record(call.post));
+    if (ok && !*ok) result.add_violation(Violation{{call.pre, call.post}}, options.max_violations);
+  }
+  return result;
+}
+
+}  // namespace traincheck
