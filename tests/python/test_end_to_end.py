@@ -31,9 +31,9 @@ def test_invariants_from_good_runs_pass_a_good_run_and_catch_the_buggy_step(tmp_
     run(["traincheck-infer", "-f", "good1", "good2", "-o", "inv.json"], tmp_path)
     invariants = [json.loads(line) for line in (tmp_path / "inv.json").read_text().splitlines()]
     assert len(invariants) > 10
-    assert {inv["relation"] for inv in invariants} == {"APIContainRelation"}
+    assert "APIContainRelation" in {inv["relation"] for inv in invariants}
     assert any(
-        [p["api_full_name"] for p in inv["params"]] == ["torch.optim.adam.Adam.step", "torch.optim.adam._single_tensor_adam"]
+        [p.get("api_full_name") for p in inv["params"]] == ["torch.optim.adam.Adam.step", "torch.optim.adam._single_tensor_adam"]
         for inv in invariants
     )
 

@@ -143,15 +143,40 @@ def test_consistency_learned_from_a_good_ddp_run_catches_the_rank_that_diverges(
     assert not any(v["relation_type"] == "ConsistencyRelation" for v in good["violations"])
     bad = json.loads((tmp_path / "results" / "bad" / "violations_summary.json").read_text())
     consistency = [v for v in bad["violations"] if v["relation_type"] == "ConsistencyRelation"]
-    assert len(consistency) == 1 and consistency[0]["first_step"] == 2, bad
+    # Found at the perturbed step. When rank 0 writes its step-2 state after rank 1 does, its step-1 state
+    # still overlaps rank 1's perturbed one, and a learned precondition without "same step" (a good run
+    # whose ranks never drift apart gives no example against it) reports that pair, at step 1.
+    assert len(consistency) == 1 and consistency[0]["first_step"] in (1, 2), bad
+    offline = [e for e in json_objects((tmp_path / "results" / "bad" / "failed.log").read_text())
+               if e["invariant"]["relation"] == "ConsistencyRelation"]
+    assert perturbed_state_in(offline[0]["trace"])
 
-    # Online, tailing both ranks' files: the same pairs, except the last step's (never ended online).
+    # Online, tailing both ranks' files: the same verdict, from the same first pair.
     result = subprocess.run(["traincheck-onlinecheck", "-f", "bad", "-i", "inv.json", "-o", "live", "--exit-when-idle", "2"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     entries = [json.loads(line) for line in (tmp_path / "live" / "failed.log").read_text().splitlines()]
-    steps = sorted(e["trace"][0]["meta_vars.step"] for e in entries if e["invariant"]["relation"] == "ConsistencyRelation")
-    assert steps == [2, 3, 4]
+    online = [e for e in entries if e["invariant"]["relation"] == "ConsistencyRelation"]
+    assert online and min(r["meta_vars.step"] for e in online for r in e["trace"]) in (1, 2)
+    assert any(perturbed_state_in(e["trace"]) for e in online)
+
+
+def json_objects(text):
+    """The JSON objects of a file that holds them one after another (the checker's failed.log)."""
+    decoder, at, out = json.JSONDecoder(), 0, []
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return out
+        obj, at = decoder.raw_decode(text, at)
+        out.append(obj)
+
+
+def perturbed_state_in(records):
+    """Whether a violation's records include rank 1's model.0.weight from the step it was perturbed."""
+    return any(r.get("var_name") == "model.0.weight" and r.get("meta_vars._DATA_PARALLEL_RANK") == 1
+               and r.get("meta_vars.step") == 2 for r in records)
 
 
 MANUAL_SGD = """
