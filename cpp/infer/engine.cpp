@@ -97,7 +97,9 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
     for (const TraceStore* t : traces)
       if (std::find(h.generated_by.begin(), h.generated_by.end(), t) == h.generated_by.end())
         owner[i]->collect_examples(*t, h);
-    std::optional<GroupedPreconditions> pre = find_precondition(h, owner[i]->precondition_keys_to_skip(), options.precondition);
+    std::optional<GroupedPreconditions> pre = find_precondition(
+        h, PreconditionKeys{owner[i]->precondition_keys_to_skip(), owner[i]->precondition_consistent_keys_to_keep()},
+        options.precondition);
     if (!pre) {
       failure[i] = "Precondition not found";
       pre_progress.tick();

@@ -39,13 +39,23 @@ Conjunction make_conjunction(std::vector<Clause> clauses) {
 
 class Learner {
  public:
-  Learner(const std::vector<ExampleView>& examples, const std::vector<std::string>& skip, const PreconditionOptions& opt)
-      : examples_(examples), skip_(skip), opt_(opt), local_(examples.size()) {}
+  Learner(const std::vector<ExampleView>& examples, const PreconditionKeys& keys, const PreconditionOptions& opt)
+      : examples_(examples), keys_(keys), opt_(opt), local_(examples.size()) {}
+
+  // The clauses every positive supports that the relation keeps regardless of negatives; with no
+  // negatives at all they are the whole precondition (none: unconditional).
+  Conjunction kept_base(const std::vector<uint32_t>& pos) {
+    std::vector<Clause> base;
+    for (Candidate& c : merged_candidates(pos))
+      if (kept(c) && c.ids.size() == pos.size()) base.push_back(std::move(c.clause));
+    if (base.empty()) return Conjunction{true, {}};
+    return make_conjunction(std::move(base));
+  }
 
   std::vector<Conjunction> solve(const std::vector<uint32_t>& pos, const std::vector<uint32_t>& neg, int depth,
                                  bool skip_pruning) {
     if (depth > opt_.max_depth || pos.empty()) return {};
-    if (neg.empty()) return {Conjunction{true, {}}};
+    if (neg.empty()) return {kept_base(pos)};
     std::vector<Candidate> cands = merged_candidates(pos);
 
     // Which clauses ever reject a negative, and which negatives survive the base clauses.
@@ -65,7 +75,7 @@ class Learner {
     if (!skip_pruning) {
       std::vector<Candidate> kept;
       for (size_t c = 0; c < cands.size(); ++c) {
-        if (rejects[c]) kept.push_back(std::move(cands[c]));
+        if (rejects[c] || this->kept(cands[c])) kept.push_back(std::move(cands[c]));
         else pruned_.insert(cands[c].key);
       }
       cands = std::move(kept);
@@ -123,7 +133,7 @@ class Learner {
   const std::vector<std::pair<Clause, std::string>>& local(uint32_t example) {
     if (!local_[example]) {
       std::vector<std::pair<Clause, std::string>> keyed;
-      for (Clause& c : find_local_clauses(examples_[example], skip_)) {
+      for (Clause& c : find_local_clauses(examples_[example], keys_.skip)) {
         std::string key = c.key();
         keyed.emplace_back(std::move(c), std::move(key));
       }
@@ -193,8 +203,13 @@ class Learner {
     return out;
   }
 
+  bool kept(const Candidate& c) const {
+    return c.clause.type == ClauseType::Consistent &&
+           std::find(keys_.keep_consistent.begin(), keys_.keep_consistent.end(), c.clause.prop_name) != keys_.keep_consistent.end();
+  }
+
   const std::vector<ExampleView>& examples_;
-  const std::vector<std::string>& skip_;
+  const PreconditionKeys& keys_;
   const PreconditionOptions& opt_;
   std::vector<std::optional<std::vector<std::pair<Clause, std::string>>>> local_;
   std::set<std::string> pruned_;  // per learner, i.e. per group of one hypothesis
@@ -262,11 +277,9 @@ std::vector<Clause> find_local_clauses(const ExampleView& example, const std::ve
 
 PreconditionGroup learn_precondition_group(const std::vector<ExampleView>& positives,
                                            const std::vector<ExampleView>& negatives,
-                                           const std::vector<std::string>& keys_to_skip,
-                                           const PreconditionOptions& options) {
+                                           const PreconditionKeys& keys, const PreconditionOptions& options) {
   PreconditionGroup group;
   if (positives.empty()) return group;
-  if (negatives.empty()) return PreconditionGroup::unconditional();
   std::vector<ExampleView> all;
   all.reserve(positives.size() + negatives.size());
   all.insert(all.end(), positives.begin(), positives.end());
@@ -275,19 +288,19 @@ PreconditionGroup learn_precondition_group(const std::vector<ExampleView>& posit
   for (uint32_t i = 0; i < pos.size(); ++i) pos[i] = i;
   for (uint32_t i = 0; i < neg.size(); ++i) neg[i] = static_cast<uint32_t>(positives.size() + i);
   {
-    Learner learner(all, keys_to_skip, options);
+    Learner learner(all, keys, options);
     group.disjuncts = learner.solve(pos, neg, 0, false);
   }
-  if (group.disjuncts.empty()) {
+  if (group.disjuncts.empty() && !neg.empty()) {
     // "Holds unless ...": learn what the negatives share, then negate (compat §7.2 step 11).
-    Learner learner(all, keys_to_skip, options);
+    Learner learner(all, keys, options);
     group.disjuncts = learner.solve(neg, pos, 0, false);
     group.inverted = !group.disjuncts.empty();
   }
   return group;
 }
 
-std::optional<GroupedPreconditions> find_precondition(const Hypothesis& h, const std::vector<std::string>& keys_to_skip,
+std::optional<GroupedPreconditions> find_precondition(const Hypothesis& h, const PreconditionKeys& keys,
                                                       const PreconditionOptions& options) {
   GroupedPreconditions out;
   bool any = false;
@@ -308,7 +321,7 @@ std::optional<GroupedPreconditions> find_precondition(const Hypothesis& h, const
     };
     std::vector<ExampleView> pos = views_of(h.positives, pos_idx);
     std::vector<ExampleView> neg = views_of(h.negatives, neg_idx);
-    PreconditionGroup group = learn_precondition_group(pos, neg, keys_to_skip, options);
+    PreconditionGroup group = learn_precondition_group(pos, neg, keys, options);
     if (!group.disjuncts.empty()) any = true;
     out.groups.emplace_back(h.group_names[g], std::move(group));
   }

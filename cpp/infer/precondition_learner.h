@@ -28,17 +28,25 @@ struct PreconditionOptions {
 // One example as the learner sees it: its (enriched) records.
 using ExampleView = std::vector<RecordView>;
 
+// What a relation tells the learner about the fields of its examples.
+struct PreconditionKeys {
+  // Substrings of field names the learner must not use (Relation::precondition_keys_to_skip).
+  std::vector<std::string> skip;
+  // Fields whose `consistent` clause is kept whenever every positive supports it, even when no negative
+  // needs it (Relation::precondition_consistent_keys_to_keep). A good run may simply lack the negatives
+  // that would show a clause matters.
+  std::vector<std::string> keep_consistent;
+};
+
 // Learns one group. An empty result (no disjuncts) means "not found"; `inverted` is set when only the
 // swapped problem (negatives as positives) had a solution.
 PreconditionGroup learn_precondition_group(const std::vector<ExampleView>& positives,
                                            const std::vector<ExampleView>& negatives,
-                                           const std::vector<std::string>& keys_to_skip,
-                                           const PreconditionOptions& options);
+                                           const PreconditionKeys& keys, const PreconditionOptions& options);
 
 // Learns every group of a hypothesis (examples enriched with context managers at depth 0). nullopt
 // when every group came back empty (the hypothesis fails).
-std::optional<GroupedPreconditions> find_precondition(const Hypothesis& hypothesis,
-                                                      const std::vector<std::string>& keys_to_skip,
+std::optional<GroupedPreconditions> find_precondition(const Hypothesis& hypothesis, const PreconditionKeys& keys,
                                                       const PreconditionOptions& options);
 
 // The clauses one example supports on its own (step 4 of §7.2); exposed for tests.

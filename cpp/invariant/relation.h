@@ -101,6 +101,9 @@ class Relation {
   virtual void merge(Hypothesis& into, Hypothesis&& other) const;
   // Field-name substrings the precondition learner must not use for this relation.
   virtual std::vector<std::string> precondition_keys_to_skip() const { return {}; }
+  // Fields whose `consistent` clause the learner keeps whenever every positive supports it, even if no
+  // negative of the training runs needs it.
+  virtual std::vector<std::string> precondition_consistent_keys_to_keep() const { return {}; }
 
   virtual CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const = 0;
   // nullptr: the relation has no online check. `signatures` (may be null; must outlive the check) bind

@@ -36,7 +36,9 @@
 //     would report each violation twice;
 //   - generation buckets by exact value, so two float states within 1e-8 but not equal do not count
 //     towards a hypothesis (examples still use the 1e-8 tolerance; the check is exact, as the original);
-//   - hypotheses are not stage-restricted.
+//   - hypotheses are not stage-restricted;
+//   - "same step" (consistent meta_vars.step) is kept in the precondition whenever every positive has
+//     it, even if no negative of the training runs needs it (see precondition_consistent_keys_to_keep).
 #include "relations/consistency.h"
 
 #include <algorithm>
@@ -229,6 +231,14 @@ std::vector<std::string> ConsistencyRelation::precondition_keys_to_skip() const 
   // What the original means to skip (the compared attribute); its tuple-built key never matched, so
   // it skips these two for every hypothesis (compat §8.2).
   return {"attributes.data", "attributes.grad"};
+}
+
+std::vector<std::string> ConsistencyRelation::precondition_consistent_keys_to_keep() const {
+  // A good run whose ranks stay in lockstep has no overlapping states of different steps, so no
+  // negative shows that the step matters, and the original drops "same step". A later run with rank
+  // skew then compares a rank's step-k state with another's step k-1 and reports the step boundary,
+  // not the step where the ranks diverged.
+  return {"meta_vars.step"};
 }
 
 CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {

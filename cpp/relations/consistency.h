@@ -20,6 +20,8 @@ class ConsistencyRelation final : public Relation {
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   std::vector<std::string> precondition_keys_to_skip() const override;
+  // meta_vars.step: states compared across instances belong to the same step.
+  std::vector<std::string> precondition_consistent_keys_to_keep() const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;
   std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
                                                  const ApiSignatures* signatures = nullptr) const override;

@@ -143,13 +143,17 @@ def test_consistency_learned_from_a_good_ddp_run_catches_the_rank_that_diverges(
     assert not any(v["relation_type"] == "ConsistencyRelation" for v in good["violations"])
     bad = json.loads((tmp_path / "results" / "bad" / "violations_summary.json").read_text())
     consistency = [v for v in bad["violations"] if v["relation_type"] == "ConsistencyRelation"]
-    # Found at the perturbed step. When rank 0 writes its step-2 state after rank 1 does, its step-1 state
-    # still overlaps rank 1's perturbed one, and a learned precondition without "same step" (a good run
-    # whose ranks never drift apart gives no example against it) reports that pair, at step 1.
-    assert len(consistency) == 1 and consistency[0]["first_step"] in (1, 2), bad
+    # Found at the perturbed step, and only between states of one step: the good run's ranks never
+    # drift apart, so no negative example argues for "same step", but the learner keeps it for
+    # Consistency. Without it, rank skew pairs rank 0's step-1 state with rank 1's perturbed step-2 one.
+    clauses = data[0]["precondition"]["var"]["preconditions"][0]["clauses"]
+    assert {"type": "consistent", "prop_name": "meta_vars.step"}.items() <= next(
+        c for c in clauses if c["prop_name"] == "meta_vars.step").items(), clauses
+    assert len(consistency) == 1 and consistency[0]["first_step"] == 2, bad
     offline = [e for e in json_objects((tmp_path / "results" / "bad" / "failed.log").read_text())
                if e["invariant"]["relation"] == "ConsistencyRelation"]
     assert perturbed_state_in(offline[0]["trace"])
+    assert all(same_step_pairs(e["trace"]) for e in offline)
 
     # Online, tailing both ranks' files: the same verdict, from the same first pair.
     result = subprocess.run(["traincheck-onlinecheck", "-f", "bad", "-i", "inv.json", "-o", "live", "--exit-when-idle", "2"],
@@ -157,8 +161,15 @@ def test_consistency_learned_from_a_good_ddp_run_catches_the_rank_that_diverges(
     assert result.returncode == 0, result.stdout + result.stderr
     entries = [json.loads(line) for line in (tmp_path / "live" / "failed.log").read_text().splitlines()]
     online = [e for e in entries if e["invariant"]["relation"] == "ConsistencyRelation"]
-    assert online and min(r["meta_vars.step"] for e in online for r in e["trace"]) in (1, 2)
+    assert online and min(r["meta_vars.step"] for e in online for r in e["trace"]) == 2
+    assert all(same_step_pairs(e["trace"]) for e in online)
     assert any(perturbed_state_in(e["trace"]) for e in online)
+
+
+def same_step_pairs(trace):
+    """Whether each violating pair of a Consistency entry's trace (records two by two) is of one step."""
+    steps = [r["meta_vars.step"] for r in trace]
+    return len(steps) % 2 == 0 and steps[0::2] == steps[1::2]
 
 
 def json_objects(text):

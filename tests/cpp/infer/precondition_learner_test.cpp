@@ -54,6 +54,37 @@ TEST(PreconditionLearner, NoNegativesIsUnconditional) {
   EXPECT_TRUE(g.disjuncts[0].unconditional);
 }
 
+TEST(PreconditionLearner, KeptConsistentFieldMakesThePreconditionWhenThereAreNoNegatives) {
+  Examples ex;
+  const PreconditionKeys keep_step{{}, {"meta_vars.step"}};
+  PreconditionGroup g = learn_precondition_group(ex.make({{"training", 1, true}, {"training", 2, true}}), {}, keep_step, {});
+  ASSERT_EQ(g.disjuncts.size(), 1u) << render(g);
+  ASSERT_FALSE(g.disjuncts[0].unconditional) << render(g);
+  ASSERT_EQ(g.disjuncts[0].clauses.size(), 1u) << render(g);
+  EXPECT_EQ(g.disjuncts[0].clauses[0].type, ClauseType::Consistent);
+  EXPECT_EQ(g.disjuncts[0].clauses[0].prop_name, "meta_vars.step");
+  // A single step is a `constant`, which would pin the invariant to that step: not kept.
+  PreconditionGroup one_step = learn_precondition_group(ex.make({{"training", 1, true}, {"training", 1, true}}), {}, keep_step, {});
+  ASSERT_EQ(one_step.disjuncts.size(), 1u);
+  EXPECT_TRUE(one_step.disjuncts[0].unconditional) << render(one_step);
+}
+
+TEST(PreconditionLearner, KeptConsistentFieldSurvivesPruningNextToTheSeparatingClause) {
+  Examples ex;
+  auto pos = ex.make({{"training", 1, true}, {"training", 2, true}, {"training", 3, true}});
+  auto neg = ex.make({{"testing", 4, true}, {"testing", 5, true}});
+  PreconditionGroup plain = learn_precondition_group(pos, neg, {}, {});
+  ASSERT_EQ(plain.disjuncts.size(), 1u);
+  EXPECT_EQ(plain.disjuncts[0].clauses.size(), 1u) << render(plain);
+  PreconditionGroup kept = learn_precondition_group(pos, neg, PreconditionKeys{{}, {"meta_vars.step"}}, {});
+  ASSERT_EQ(kept.disjuncts.size(), 1u);
+  std::vector<std::string> props;
+  for (const Clause& c : kept.disjuncts[0].clauses) props.push_back(c.prop_name + ":" + std::string(clause_type_name(c.type)));
+  std::sort(props.begin(), props.end());
+  EXPECT_EQ(props, (std::vector<std::string>{"meta_vars.stage:constant", "meta_vars.step:consistent"})) << render(kept);
+  for (const auto& n : neg) EXPECT_FALSE(kept.holds(n)) << render(kept);
+}
+
 TEST(PreconditionLearner, SeparatingClauseIsFoundAndNonDiscriminatingOnesPruned) {
   Examples ex;
   auto pos = ex.make({{"training", 1, true}, {"training", 2, true}, {"training", 3, true}});
