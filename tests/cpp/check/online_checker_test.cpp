@@ -162,7 +162,7 @@ TEST(OnlineChecker, BadLinesAreCountedAndNamedBySourceAndLineNotThrown) {
 TEST(OnlineChecker, InvariantsWithoutAnOnlineCheckAreCountedAsNotChecked) {
   const fs::path dir = fresh_dir("not_checked");
   Invariant other = contains(kParent, kChild);
-  other.relation = "FunctionLeadRelation";
+  other.relation = "VarPeriodicChangeRelation";
   OnlineChecker checker({contains(kParent, kChild), other}, {}, options_in(dir));
   const OnlineCounts c = checker.counts();
   EXPECT_EQ(c.checked, 1u);

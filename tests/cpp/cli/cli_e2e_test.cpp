@@ -88,11 +88,18 @@ TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
 TEST_F(CliEndToEnd, RelationFiltersAndBadInputsFail) {
   std::string log;
   const std::string inv = (out_ / "inv.json").string();
+  // Without the relations that hold on this single-thread run, nothing is learned.
   EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--disable-relation",
-                                    "APIContainRelation"},
+                                    "APIContainRelation", "FunctionCoverRelation", "FunctionLeadRelation"},
                 log),
             0);
   EXPECT_EQ(slurp(inv), "");
+  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--enable-relation",
+                                    "FunctionLeadRelation"},
+                log),
+            0);
+  EXPECT_NE(slurp(inv), "");
+  EXPECT_EQ(slurp(inv).find("APIContainRelation"), std::string::npos);
   EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "--enable-relation", "NoSuchRelation"}, log), 2);
   EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "--bogus"}, log), 2);
   EXPECT_EQ(run(run_check_command, {"traincheck-check", "-f", (kData / "good_run1").string()}, log), 2);  // -i required

@@ -1,0 +1,125 @@
+// FunctionCoverRelation / FunctionLeadRelation, online (the rules: function_order.cpp).
+//
+// Per thread, the latest call of the "opener" function (Cover: B, Lead: A) opens a window that the
+// next call of the opener closes and judges: it passes when a complete call of the "inner" function
+// (Cover: A, Lead: B) started after the window began and returned before. So a check needs, per
+// thread: the opener's pre-record (the evidence), whether it is still running, when the window began,
+// one flag for "an inner call completed in it", and the start times of inner calls now running.
+// Nothing grows with the length of the run.
+//
+// Verdicts equal the offline check's on a finished trace, except for clauses on
+// meta_vars.context_managers.* (not tracked online: such a clause does not hold, the call is not judged).
+#include <algorithm>
+#include <utility>
+
+#include "relations/function_order.h"
+
+namespace traincheck {
+
+FunctionOrderOnlineCheck::FunctionOrderOnlineCheck(FunctionOrder order, std::string first, std::string second,
+                                                   std::optional<PreconditionGroup> precondition)
+    : order_(order),
+      opener_fn_(order == FunctionOrder::Cover ? std::move(second) : std::move(first)),
+      inner_fn_(order == FunctionOrder::Cover ? std::move(first) : std::move(second)),
+      precondition_(std::move(precondition)) {}
+
+OnlineInterest FunctionOrderOnlineCheck::interest() const {
+  OnlineInterest i;
+  i.all_records = false;
+  i.functions = {opener_fn_, inner_fn_};
+  return i;
+}
+
+size_t FunctionOrderOnlineCheck::open_calls() const {
+  size_t n = 0;
+  for (const auto& [key, t] : threads_) n += t.open_inner.size() + t.open_openers.size();
+  return n;
+}
+
+bool FunctionOrderOnlineCheck::precondition_holds(const Record& pre) const {
+  if (!precondition_) return true;
+  const RecordView view{&pre, nullptr};
+  return precondition_->holds(std::span<const RecordView>(&view, 1));
+}
+
+void FunctionOrderOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
+  if (!r.is_api() || (r.function != opener_fn_ && r.function != inner_fn_)) return;
+  Thread& thread = threads_[{r.process_id, r.thread_id}];
+  const bool opener = r.function == opener_fn_;
+  if (r.type == RecordType::FunctionPre) {
+    if (opener) on_opener_pre(thread, r, violations);
+    else thread.open_inner.insert_or_assign(std::string(r.func_call_id), r.time);
+    return;
+  }
+  if (opener) on_opener_return(thread, r);
+  else on_inner_return(thread, r);
+}
+
+void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::vector<OnlineViolation>& violations) {
+  // The subject whose precondition decides: Cover, this call of B; Lead, the previous call of A.
+  const bool judged = order_ == FunctionOrder::Cover || t.opener.has_value();
+  const bool precondition = order_ == FunctionOrder::Cover ? precondition_holds(pre) : t.opener_precondition;
+  if (judged && precondition) {
+    triggered_ = true;
+    const bool nested = order_ == FunctionOrder::Cover ? !t.open_openers.empty() : !t.opener_closed;
+    if (nested || !t.inner_seen) {
+      OnlineViolation v{{pre}};
+      if (t.opener) v.records.push_back(*t.opener);
+      violations.push_back(std::move(v));
+    }
+  }
+  t.opener = pre;
+  t.opener_id = std::string(pre.func_call_id);
+  t.opener_closed = false;
+  if (order_ == FunctionOrder::Lead) t.opener_precondition = precondition_holds(pre);
+  t.inner_seen = false;  // an inner call completed before now started before the next window
+  t.open_openers.insert(t.opener_id);
+}
+
+void FunctionOrderOnlineCheck::on_opener_return(Thread& t, const Record& post) {
+  const std::string id(post.func_call_id);
+  if (t.open_openers.erase(id) == 0) return;  // its pre-record was not seen
+  if (order_ == FunctionOrder::Cover) {
+    // The next window begins after every call of B so far has returned.
+    t.window_start = std::max(t.window_start, post.time);
+    t.inner_seen = false;
+  } else if (id == t.opener_id) {
+    t.opener_closed = true;
+    t.window_start = post.time;
+    t.inner_seen = false;
+  }
+}
+
+void FunctionOrderOnlineCheck::on_inner_return(Thread& t, const Record& post) {
+  auto it = t.open_inner.find(std::string(post.func_call_id));
+  if (it == t.open_inner.end()) return;
+  const int64_t start = it->second;
+  t.open_inner.erase(it);
+  if (post.type != RecordType::FunctionPost) return;  // raised: not a complete call
+  const bool window_open = order_ == FunctionOrder::Cover || (t.opener.has_value() && t.opener_closed);
+  if (window_open && start > t.window_start) t.inner_seen = true;
+}
+
+void OnlineCheckChain::on_record(const Record& record, std::vector<OnlineViolation>& violations) {
+  for (const std::unique_ptr<OnlineCheck>& c : checks_) c->on_record(record, violations);
+}
+
+bool OnlineCheckChain::triggered() const {
+  for (const std::unique_ptr<OnlineCheck>& c : checks_)
+    if (c->triggered()) return true;
+  return false;
+}
+
+OnlineInterest OnlineCheckChain::interest() const {
+  OnlineInterest out;
+  out.all_records = false;
+  for (const std::unique_ptr<OnlineCheck>& c : checks_) {
+    const OnlineInterest i = c->interest();
+    out.all_records = out.all_records || i.all_records;
+    out.functions.insert(out.functions.end(), i.functions.begin(), i.functions.end());
+    out.var_types.insert(out.var_types.end(), i.var_types.begin(), i.var_types.end());
+  }
+  return out;
+}
+
+}  // namespace traincheck
