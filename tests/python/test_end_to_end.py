@@ -44,5 +44,8 @@ def test_invariants_from_good_runs_pass_a_good_run_and_catch_the_buggy_step(tmp_
     assert buggy_summary["first_violation_step"] == 4
     assert any(v["display_name"] == "Adam.step() always calls _single_tensor_adam()" and v["first_step"] == 4
                for v in buggy_summary["violations"])
+    # The extra zero_grad() also breaks the learned call order: step() between two zero_grad() calls.
+    assert any(v["display_name"] == "Adam.step() between two Optimizer.zero_grad() calls" and v["first_step"] == 4
+               for v in buggy_summary["violations"])
     report = (tmp_path / "results" / "report.html").read_text()
     assert "<html" in report and "_single_tensor_adam" in report
