@@ -138,3 +138,31 @@ def test_traincheck_onlinecheck_on_a_collected_folder_finds_what_traincheck_chec
     offline = failed_entries_indented(tmp_path / "offline" / "buggy" / "failed.log")
     key = lambda entries: sorted((e["invariant"]["text_description"], r["func_call_id"], r["meta_vars.step"]) for e in entries for r in e["trace"])
     assert key(online) == key(offline) and len(online) == 1
+
+
+ORDER_INVARIANT = {
+    "text_description": "zero_grad is followed by a call of Adam.step before its next call",
+    "relation": "FunctionLeadRelation",
+    "params": [
+        {"param_type": "APIParam", "api_full_name": "torch.optim.optimizer.Optimizer.zero_grad"},
+        {"param_type": "APIParam", "api_full_name": "torch.optim.adam.Adam.step"},
+    ],
+    "precondition": {"func_lead": {"inverted": False, "preconditions": [{"clauses": "Unconditional"}]}},
+    "num_positive_examples": 10,
+    "num_negative_examples": 0,
+}
+
+
+def test_in_process_check_of_a_call_order_invariant_finds_the_extra_zero_grad_as_offline(tmp_path):
+    scripts(tmp_path)
+    (tmp_path / "inv.json").write_text(json.dumps(ORDER_INVARIANT) + "\n")
+    result = collect_run(tmp_path, "buggy.py", "buggy")
+    assert "online check: 1 violations of 1 invariants (1 triggered, 1 checked, 0 not checked)" in result.stderr
+    [entry] = failed_entries(tmp_path / "buggy" / "online_check" / "failed.log")
+    # The second zero_grad() of step 4, then the one that opened the window it closed.
+    assert [(r["function"], r["meta_vars.step"]) for r in entry["trace"]] == [
+        ("torch.optim.optimizer.Optimizer.zero_grad", 4), ("torch.optim.optimizer.Optimizer.zero_grad", 4)]
+
+    run(["traincheck-check", "-f", "buggy", "-i", "inv.json", "-o", "offline"], tmp_path)
+    offline = failed_entries_indented(tmp_path / "offline" / "buggy" / "failed.log")
+    assert [r["func_call_id"] for e in offline for r in e["trace"]] == [r["func_call_id"] for r in entry["trace"]]
