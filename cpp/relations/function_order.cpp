@@ -43,7 +43,7 @@
 #include <unordered_map>
 
 #include "invariant/precondition.h"
-#include "relations/registry.h"
+#include "relations/function_pool.h"
 
 namespace traincheck {
 
@@ -162,26 +162,7 @@ std::string_view FunctionOrderRelation::name() const {
 }
 
 std::vector<std::string_view> FunctionOrderRelation::candidate_functions(const TraceStore& trace) {
-  std::unordered_map<std::string_view, size_t> longest_run;
-  for (const ThreadInfo& t : trace.threads()) {
-    std::string_view current;
-    size_t run = 0;
-    for (uint32_t ri : t.records) {
-      const Record& r = trace.record(ri);
-      if (!r.is_api()) continue;  // state records live in other files: they do not break a run
-      run = r.function == current ? run + 1 : 1;
-      current = r.function;
-      size_t& longest = longest_run[current];
-      longest = std::max(longest, run);
-    }
-  }
-  std::vector<std::string_view> out;
-  for (std::string_view fn : trace.functions()) {
-    auto it = longest_run.find(fn);
-    if (it != longest_run.end() && it->second <= kMaxConsecutiveRecords && !is_analysis_skipped_function(fn))
-      out.push_back(fn);
-  }
-  return out;
+  return functions_without_long_runs(trace, kMaxConsecutiveRecords);
 }
 
 std::vector<Hypothesis> FunctionOrderRelation::generate(const TraceStore& trace) const {

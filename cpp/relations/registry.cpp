@@ -6,6 +6,7 @@
 #include "relations/consistency.h"
 #include "relations/consistent_input_output.h"
 #include "relations/consistent_output.h"
+#include "relations/distinct_argument.h"
 #include "relations/function_order.h"
 
 namespace traincheck {
@@ -17,8 +18,9 @@ const std::vector<const Relation*>& implemented_relations() {
   static const ConsistentInputOutputRelation consistent_input_output;
   static const FunctionOrderRelation function_cover(FunctionOrder::Cover);
   static const FunctionOrderRelation function_lead(FunctionOrder::Lead);
-  static const std::vector<const Relation*> all = {&api_contain,       &consistency,    &consistent_output,
-                                                   &consistent_input_output, &function_cover, &function_lead};
+  static const DistinctArgumentRelation distinct_argument;
+  static const std::vector<const Relation*> all = {&api_contain,    &consistency,   &consistent_output, &consistent_input_output,
+                                                   &function_cover, &function_lead, &distinct_argument};
   return all;
 }
 

@@ -1,0 +1,180 @@
+// DistinctArgumentRelation (compat §8.8)
+//
+// Learns: within one training step, no two calls of API f (on any threads or processes, or one thread
+// twice) receive the same positional arguments; e.g. the `normal_` initialisation of DDP ranks does
+// not get identical seeds or shapes. "The same" is same_arguments() below.
+//
+// Params: [APIParam(f)]. Precondition group: "distinct_arg" = [pre-record of call 1, of call 2].
+//
+// Example invariant:
+//   {"relation": "DistinctArgumentRelation", "params": [
+//      {"param_type": "APIParam", "api_full_name": "torch._C.TensorBase.normal_"}],
+//    "precondition": {"distinct_arg": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, ...}
+//
+// Candidates: functions with `args` on their pre-records, not skipped for analysis, never more than 6
+// records in a row on a thread. Calls without a step are judged together, as step -1.
+// Examples: every pair of calls of one step; different arguments make a positive, the same a negative.
+// A function without a positive is no hypothesis.
+//
+// What it costs: O(k²) argument comparisons for a step with k calls (as the original); each compares
+// the two argument objects position by position and stops at the first difference.
+//
+// Differences from the original:
+//   - the check verifies the precondition per pair, on the pair's two records as inference saw them
+//     (the original verifies it once, on the list of all of f's pre-records);
+//   - it reports every identical pair, not only the first; a violation's records are [the later call's
+//     pre-record, the earlier one's].
+#include "relations/distinct_argument.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "relations/function_pool.h"
+
+namespace traincheck {
+
+namespace {
+
+constexpr std::string_view kGroup = "distinct_arg";
+constexpr double kMinIntListOverlap = 0.1;
+
+const Value* args_of(const Record& pre) { return pre.get(keys().args); }
+
+bool is_int_list(const Value& v) {
+  if (!v.is_array()) return false;
+  return std::all_of(v.as_array().begin(), v.as_array().end(), [](const Value& x) { return x.is_int(); });
+}
+
+double int_list_overlap(const Value& a, const Value& b) {
+  std::set<int64_t> x, y;
+  for (const Value& v : a.as_array()) x.insert(v.as_int());
+  for (const Value& v : b.as_array()) y.insert(v.as_int());
+  size_t common = 0;
+  for (int64_t v : x) common += y.count(v);
+  const size_t all = x.size() + y.size() - common;
+  return all == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(all);
+}
+
+bool same_value(const Value& a, const Value& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case ValueKind::Array: {
+      if (is_int_list(a) && is_int_list(b)) return int_list_overlap(a, b) >= kMinIntListOverlap;
+      const Array& x = a.as_array();
+      const Array& y = b.as_array();
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (!same_value(x[i], y[i])) return false;
+      return true;
+    }
+    case ValueKind::Object: return DistinctArgumentRelation::same_arguments(a, b);
+    case ValueKind::Double: return std::fabs(a.as_double() - b.as_double()) < 1e-8;
+    default: return a == b;
+  }
+}
+
+// The calls of `function` with arguments, per step, in trace order.
+std::map<int64_t, std::vector<uint32_t>> calls_by_step(const TraceStore& trace, std::string_view function) {
+  std::map<int64_t, std::vector<uint32_t>> out;
+  for (uint32_t ci : trace.calls_of(function)) {
+    const Record& pre = trace.record(trace.calls()[ci].pre);
+    if (args_of(pre) != nullptr) out[DistinctArgumentRelation::step_of(pre)].push_back(trace.calls()[ci].pre);
+  }
+  for (auto& [step, pres] : out) std::sort(pres.begin(), pres.end());
+  return out;
+}
+
+// Calls f(earlier, later, same) for every pair of calls of one step.
+template <typename F>
+void for_each_pair(const TraceStore& trace, std::string_view function, F&& f) {
+  for (const auto& [step, pres] : calls_by_step(trace, function))
+    for (size_t j = 1; j < pres.size(); ++j)
+      for (size_t i = 0; i < j; ++i) {
+        const bool same = DistinctArgumentRelation::same_arguments(*args_of(trace.record(pres[i])), *args_of(trace.record(pres[j])));
+        f(pres[i], pres[j], same);
+      }
+}
+
+Hypothesis make_hypothesis(std::string_view function) {
+  Hypothesis h;
+  h.invariant.relation = "DistinctArgumentRelation";
+  h.invariant.params = {Param::api(std::string(function))};
+  h.group_names = {std::string(kGroup)};
+  h.invariant.text_description = std::string(function) + " receives different arguments in each call of a step";
+  return h;
+}
+
+void collect(const TraceStore& trace, Hypothesis& h) {
+  for_each_pair(trace, h.invariant.params[0].api_full_name, [&](uint32_t a, uint32_t b, bool same) {
+    (same ? h.negatives : h.positives).push_back(Example{&trace, {{a, b}}});
+  });
+}
+
+const std::string* function_of(const Invariant& inv) {
+  if (inv.params.empty() || inv.params[0].type != ParamType::Api) return nullptr;
+  return &inv.params[0].api_full_name;
+}
+
+}  // namespace
+
+bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& args2) {
+  if (!args1.is_object() || !args2.is_object()) return false;  // a missing or NaN list is never the same
+  const Object& x = args1.as_object();
+  const Object& y = args2.as_object();
+  if (x.size() != y.size()) return false;
+  for (const Member& m : x) {
+    auto it = std::find_if(y.begin(), y.end(), [&](const Member& n) { return n.key == m.key; });
+    if (it == y.end() || !same_value(m.value, it->value)) return false;
+  }
+  return true;
+}
+
+std::vector<Hypothesis> DistinctArgumentRelation::generate(const TraceStore& trace) const {
+  std::vector<Hypothesis> out;
+  for (std::string_view function : functions_without_long_runs(trace, kMaxConsecutiveRecords)) {
+    Hypothesis h = make_hypothesis(function);
+    collect(trace, h);
+    if (!h.positives.empty()) out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void DistinctArgumentRelation::collect_examples(const TraceStore& trace, Hypothesis& h) const {
+  if (function_of(h.invariant) != nullptr) collect(trace, h);
+}
+
+CheckResult DistinctArgumentRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {
+  CheckResult result;
+  const std::string* function = function_of(inv);
+  if (function == nullptr) return result;
+  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
+  std::vector<Field> storage;
+  std::vector<std::pair<uint32_t, uint32_t>> found;  // (later, earlier)
+  for_each_pair(trace, *function, [&](uint32_t earlier, uint32_t later, bool same) {
+    const uint32_t pair[2] = {earlier, later};
+    if (group != nullptr && !group->holds(make_enriched_views(trace, pair, storage))) return;
+    result.triggered = true;
+    if (same) found.emplace_back(later, earlier);
+  });
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [later, earlier] : found) result.add_violation(Violation{{later, earlier}}, options.max_violations);
+  return result;
+}
+
+std::unique_ptr<OnlineCheck> DistinctArgumentRelation::make_online_check(const Invariant& inv, const ApiSignatures*) const {
+  const std::string* function = function_of(inv);
+  std::optional<PreconditionGroup> precondition;
+  if (inv.precondition)
+    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition = *g;
+  return std::make_unique<DistinctArgumentOnlineCheck>(function ? *function : std::string(), std::move(precondition));
+}
+
+std::string DistinctArgumentRelation::display_name(const Invariant& inv) const {
+  const std::string* function = function_of(inv);
+  if (function == nullptr) return {};
+  return short_api_name(*function) + "() gets different arguments in each call of a step";
+}
+
+}  // namespace traincheck

@@ -1,0 +1,58 @@
+// DistinctArgumentRelation: see the header of distinct_argument.cpp (offline) and
+// distinct_argument_online.cpp (online).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "invariant/precondition.h"
+#include "invariant/relation.h"
+
+namespace traincheck {
+
+class DistinctArgumentRelation final : public Relation {
+ public:
+  std::string_view name() const override { return "DistinctArgumentRelation"; }
+  std::vector<Hypothesis> generate(const TraceStore& trace) const override;
+  void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
+  CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;
+  std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
+                                                 const ApiSignatures* signatures = nullptr) const override;
+  std::string display_name(const Invariant& invariant) const override;
+
+  // Functions that may take part: a pre-record with `args`, never more than this many records of
+  // theirs in a row on a thread, not skipped for analysis.
+  static constexpr size_t kMaxConsecutiveRecords = 6;
+  // Whether two calls' positional argument lists count as the same (compat §8.8): same positions, and
+  // per position the same type, lists of integers overlapping (IoU of their sets) by at least 0.1,
+  // floats within 1e-8, objects member by member, anything else equal.
+  static bool same_arguments(const Value& args1, const Value& args2);
+  // The step a call is judged in: meta_vars.step, or -1 for a call without one.
+  static int64_t step_of(const Record& pre) { return pre.has_step ? pre.step : -1; }
+};
+
+// The online form of DistinctArgumentRelation::check (how: distinct_argument_online.cpp).
+class DistinctArgumentOnlineCheck final : public OnlineCheck {
+ public:
+  DistinctArgumentOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition);
+  void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
+  bool triggered() const override { return triggered_; }
+  OnlineInterest interest() const override;  // the API's records
+  // Pre-records kept for comparison with later calls of their step, for tests.
+  size_t kept_calls() const;
+
+  // Steps kept behind the newest one seen (ranks of a run drift apart by a step or two), besides -1.
+  static constexpr int64_t kStepsKept = 8;
+
+ private:
+  std::string function_;
+  std::optional<PreconditionGroup> precondition_;
+  bool triggered_ = false;
+  int64_t newest_step_ = -1;
+  std::map<int64_t, std::vector<Record>> calls_by_step_;
+};
+
+}  // namespace traincheck

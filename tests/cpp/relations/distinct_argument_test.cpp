@@ -1,0 +1,119 @@
+#include "relations/distinct_argument.h"
+
+#include <gtest/gtest.h>
+
+#include "call_trace_text.h"
+#include "infer/engine.h"
+#include "trace/json_parse.h"
+#include "trace/trace_reader.h"
+
+using namespace traincheck;
+
+namespace {
+
+constexpr const char* kInit = "torch.nn.init.normal_";
+const DistinctArgumentRelation kRelation;
+
+Value args(const std::string& json) {
+  Value v;
+  std::string error;
+  EXPECT_TRUE(parse_json(json, v, error)) << error;
+  return v;
+}
+
+TraceStore store(const std::string& name, const CallTraceText& t) { return TraceStore(name, read_trace_text(name, t.text)); }
+
+// Per step, two normal_ calls with seeds 2s and 2s+1 (at `bad_step` both get the same seed), then an
+// optimizer step (without it normal_ would have more than 6 records in a row: a hot API, no candidate).
+CallTraceText seeded_run(int steps, int bad_step = -1) {
+  CallTraceText t;
+  for (int s = 0; s < steps; ++s) {
+    for (int k = 0; k < 2; ++k) {
+      const int seed = s == bad_step ? 2 * s : 2 * s + k;
+      t.call(kInit, s, "\"return_values\":{\"NoneType\":null},",
+             "\"args\":{\"0\":{\"int\":" + std::to_string(seed) + "},\"1\":{\"float\":0.5}},\"kwargs\":{}");
+    }
+    t.call("torch.optim.sgd.SGD.step", s, "\"return_values\":{\"NoneType\":null},");
+  }
+  return t;
+}
+
+Invariant distinct_invariant() {
+  Invariant inv;
+  inv.relation = "DistinctArgumentRelation";
+  inv.params = {Param::api(kInit)};
+  return inv;
+}
+
+}  // namespace
+
+TEST(DistinctArgument, SameArgumentsFollowTheOriginalsComparison) {
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"int":1},"1":{"float":0.5}})"),
+                                                       args(R"({"1":{"float":0.500000000001},"0":{"int":1}})")));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"int":1}})"), args(R"({"0":{"int":2}})")));
+  // Types must match: 1 and 1.0 differ, as do a list and a number.
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":1})"), args(R"({"0":1.0})")));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":[1]})"), args(R"({"0":1})")));
+  // Lists of integers are the same when their sets overlap by at least 10% (intersection over union).
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"tuple":[8,2,1,8]}})"), args(R"({"0":{"tuple":[8,4]}})")));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"tuple":[8,2]}})"), args(R"({"0":{"tuple":[3,4]}})")));
+  // Other lists element by element.
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":["a","b"]})"), args(R"({"0":["a","c"]})")));
+  // Different positions, or a missing argument list, are never the same.
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":1})"), args(R"({"1":1})")));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(args(R"({"0":1})"), args(R"({"0":1,"1":2})")));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(Value(), Value()));
+}
+
+TEST(DistinctArgument, LearnedFromDistinctSeedsAndTheRepeatedSeedFoundAtItsStepOfflineAndOnline) {
+  const TraceStore good = store("good", seeded_run(5));
+  const InferResult result = infer_invariants({&good}, {&kRelation}, InferOptions{});
+  ASSERT_EQ(result.invariants.size(), 1u);
+  EXPECT_EQ(result.invariants[0].params[0].api_full_name, kInit);
+  EXPECT_EQ(to_json(result.invariants[0].precondition->to_value()),
+            R"({"distinct_arg":{"inverted":false,"preconditions":[{"clauses":"Unconditional"}]}})");
+  EXPECT_TRUE(kRelation.check(good, result.invariants[0], {}).passed());
+
+  const TraceStore bad = store("bad", seeded_run(6, 3));
+  const CheckResult offline = kRelation.check(bad, result.invariants[0], {});
+  EXPECT_TRUE(offline.triggered);
+  EXPECT_EQ(offline_steps(bad, offline), std::vector<int64_t>{3});
+  ASSERT_EQ(offline.violations[0].records.size(), 2u);
+  EXPECT_GT(offline.violations[0].records[0], offline.violations[0].records[1]);  // the later call first
+
+  std::unique_ptr<OnlineCheck> online = kRelation.make_online_check(result.invariants[0]);
+  std::vector<OnlineViolation> violations;
+  for (const Record& r : bad.records()) online->on_record(r, violations);
+  EXPECT_TRUE(online->triggered());
+  ASSERT_EQ(online_steps(violations), std::vector<int64_t>{3});
+  EXPECT_EQ(violations[0].records[0].func_call_id, bad.record(offline.violations[0].records[0]).func_call_id);
+}
+
+TEST(DistinctArgument, AFunctionAlwaysGivenTheSameArgumentsIsNoHypothesis) {
+  CallTraceText t;
+  for (int s = 0; s < 4; ++s) {
+    for (int k = 0; k < 2; ++k)
+      t.call("torch.cuda.manual_seed", s, "\"return_values\":{\"NoneType\":null},", "\"args\":{\"0\":{\"int\":0}},\"kwargs\":{}");
+    t.call("torch.optim.sgd.SGD.step", s, "\"return_values\":{\"NoneType\":null},");
+  }
+  EXPECT_TRUE(kRelation.generate(store("t", t)).empty());
+}
+
+TEST(DistinctArgument, OnlineKeepsOnlyRecentStepsAndThoseBeforeTraining) {
+  CallTraceText t;
+  t.id = 100000;  // call ids apart from the run's
+  t.call(kInit, 0, "\"return_values\":{\"NoneType\":null},", "\"args\":{\"0\":{\"int\":-5}},\"kwargs\":{}");
+  const std::string without_step = t.text;
+  t.text.clear();
+  CallTraceText run = seeded_run(100);
+  // A call without a step: meta_vars has no "step" key.
+  std::string line = without_step;
+  for (size_t p; (p = line.find("\"step\":0,")) != std::string::npos;) line.erase(p, 9);
+  const TraceStore s = store("s", CallTraceText{line + run.text, run.time, run.id});
+  DistinctArgumentOnlineCheck check(kInit, std::nullopt);
+  std::vector<OnlineViolation> violations;
+  for (const Record& r : s.records()) check.on_record(r, violations);
+  EXPECT_TRUE(violations.empty());
+  // Steps 91..99 (9 steps, 2 calls each) and the call before training.
+  EXPECT_EQ(check.kept_calls(), 2u * (DistinctArgumentOnlineCheck::kStepsKept + 1) + 1u);
+}
