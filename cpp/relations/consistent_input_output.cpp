@@ -40,70 +40,25 @@
 
 #include "relations/call_checks.h"
 #include "relations/consistent_output.h"
+#include "relations/tensor_paths.h"
 
 namespace traincheck {
 
 namespace {
 
 constexpr std::string_view kGroup = "pre_event";
-constexpr std::string_view kTensorType = "torch.Tensor";
 
 bool is_position_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-bool usable(const Value& v) { return v.is_hashable() && !v.is_nan(); }
-
-// Every usable (path, value) of `tensors`, list attributes expanded into their elements.
-template <typename F>
-void for_each_path(const std::vector<const Object*>& tensors, F&& f) {
-  for (size_t t = 0; t < tensors.size(); ++t)
-    for (const Member& m : *tensors[t]) {
-      const std::string_view attr = key_name(m.key);
-      if (ConsistentOutputRelation::is_tool_attribute(attr)) continue;
-      if (usable(m.value)) {
-        f(IoPath{static_cast<int64_t>(t), std::string(attr), -1}, m.value);
-      } else if (m.value.is_array()) {
-        const Array& items = m.value.as_array();
-        for (size_t k = 0; k < items.size(); ++k)
-          if (usable(items[k])) f(IoPath{static_cast<int64_t>(t), std::string(attr), static_cast<int64_t>(k)}, items[k]);
-      }
-    }
-}
-
-Param io_param(const IoPath& p, std::string_view function, bool is_input) {
-  Param q;
-  q.type = ParamType::InputOutput;
-  q.name = is_input ? "input_tensors" : "output_tensors";
-  q.index = Value::integer(p.tensor);
-  q.io_type = std::string(kTensorType);
-  Array path{Value::string(p.attr)};
-  if (p.element >= 0) path.push_back(Value::integer(p.element));
-  q.additional_path = Value::array(std::move(path));
-  q.api_name = std::string(function);
-  q.is_input = is_input;
-  return q;
-}
-
-std::optional<IoPath> path_of(const Param& p) {
-  if (p.type != ParamType::InputOutput || !p.index.is_int() || !p.additional_path.is_array()) return std::nullopt;
-  const Array& a = p.additional_path.as_array();
-  if (a.empty() || a.size() > 2 || !a[0].is_string() || (a.size() == 2 && !a[1].is_int())) return std::nullopt;
-  return IoPath{p.index.as_int(), a[0].as_string(), a.size() == 2 ? a[1].as_int() : -1};
-}
-
-std::string describe_path(const char* side, const IoPath& p) {
-  return std::string(side) + " " + std::to_string(p.tensor) + "." + p.attr +
-         (p.element >= 0 ? "[" + std::to_string(p.element) + "]" : std::string());
-}
-
 Hypothesis make_hypothesis(std::string_view function, const IoPath& in, const IoPath& out) {
   Hypothesis h;
   h.invariant.relation = "ConsistentInputOutputRelation";
-  h.invariant.params = {io_param(in, function, true), Param::api(std::string(function)), io_param(out, function, false)};
+  h.invariant.params = {tensor_path_param(in, function, true), Param::api(std::string(function)), tensor_path_param(out, function, false)};
   h.group_names = {std::string(kGroup)};
   h.invariant.text_description =
-      std::string(function) + ": " + describe_path("input", in) + " equals " + describe_path("output", out);
+      std::string(function) + ": " + describe_tensor_path("input", in) + " equals " + describe_tensor_path("output", out);
   return h;
 }
 
@@ -135,14 +90,7 @@ std::vector<const Object*> ConsistentInputOutputRelation::input_tensors(const Re
 }
 
 const Value* ConsistentInputOutputRelation::value_at(const std::vector<const Object*>& tensors, const IoPath& path) {
-  if (path.tensor < 0 || static_cast<size_t>(path.tensor) >= tensors.size()) return nullptr;
-  for (const Member& m : *tensors[path.tensor]) {
-    if (key_name(m.key) != path.attr) continue;
-    if (path.element < 0) return &m.value;
-    if (!m.value.is_array() || static_cast<size_t>(path.element) >= m.value.as_array().size()) return nullptr;
-    return &m.value.as_array()[path.element];
-  }
-  return nullptr;
+  return tensor_value_at(tensors, path);
 }
 
 std::optional<bool> ConsistentInputOutputRelation::call_agrees(const Record& pre, const Record& post, const IoPath& in,
@@ -155,8 +103,8 @@ std::optional<bool> ConsistentInputOutputRelation::call_agrees(const Record& pre
 
 std::optional<std::pair<IoPath, IoPath>> ConsistentInputOutputRelation::paths_of(const Invariant& inv) {
   if (inv.params.size() < 3 || inv.params[1].type != ParamType::Api) return std::nullopt;
-  std::optional<IoPath> in = path_of(inv.params[0]);
-  std::optional<IoPath> out = path_of(inv.params[2]);
+  std::optional<IoPath> in = tensor_path_of(inv.params[0]);
+  std::optional<IoPath> out = tensor_path_of(inv.params[2]);
   if (!in || !out) return std::nullopt;
   return std::pair{std::move(*in), std::move(*out)};
 }
@@ -177,13 +125,13 @@ std::vector<Hypothesis> ConsistentInputOutputRelation::generate(const TraceStore
       const std::vector<const Object*> outs = ConsistentOutputRelation::returned_tensors(trace.record(call.post));
       if (outs.empty()) continue;
       std::unordered_map<Value, std::vector<IoPath>, ValueHash> by_value;
-      for_each_path(ins, [&](IoPath p, const Value& v) { by_value[v].push_back(std::move(p)); });
-      for_each_path(outs, [&](const IoPath& q, const Value& v) {
+      for_each_tensor_value(ins, [&](IoPath p, const Value& v) { by_value[v].push_back(std::move(p)); });
+      for_each_tensor_value(outs, [&](const IoPath& q, const Value& v) {
         auto it = by_value.find(v);
         if (it == by_value.end()) return;
         for (const IoPath& p : it->second) {
           if (v.is_bool() && (p.attr != q.attr || p.element != q.element)) continue;
-          const std::string key = io_param(p, function, true).to_json() + io_param(q, function, false).to_json();
+          const std::string key = tensor_path_param(p, function, true).to_json() + tensor_path_param(q, function, false).to_json();
           Found& f = pairs[key];
           if (f.calls == 0) f.in = p, f.out = q;
           ++f.calls;  // paths are unique within a call, so this counts calls
@@ -226,8 +174,8 @@ std::unique_ptr<OnlineCheck> ConsistentInputOutputRelation::make_online_check(co
 std::string ConsistentInputOutputRelation::display_name(const Invariant& inv) const {
   const std::optional<std::pair<IoPath, IoPath>> paths = paths_of(inv);
   if (!paths) return {};
-  return short_api_name(inv.params[1].api_full_name) + "(): " + describe_path("input", paths->first) + " == " +
-         describe_path("output", paths->second);
+  return short_api_name(inv.params[1].api_full_name) + "(): " + describe_tensor_path("input", paths->first) + " == " +
+         describe_tensor_path("output", paths->second);
 }
 
 }  // namespace traincheck

@@ -7,16 +7,9 @@
 #include <vector>
 
 #include "invariant/relation.h"
+#include "relations/tensor_paths.h"
 
 namespace traincheck {
-
-// A place in a call's tensors: tensor `tensor` of the inputs or outputs, its attribute `attr`, and
-// for a list attribute (shape) its element `element` (-1: the attribute itself).
-struct IoPath {
-  int64_t tensor = 0;
-  std::string attr;
-  int64_t element = -1;
-};
 
 class ConsistentInputOutputRelation final : public Relation {
  public:
