@@ -8,6 +8,7 @@
 #include "relations/consistent_output.h"
 #include "relations/distinct_argument.h"
 #include "relations/function_order.h"
+#include "relations/threshold.h"
 
 namespace traincheck {
 
@@ -19,8 +20,9 @@ const std::vector<const Relation*>& implemented_relations() {
   static const FunctionOrderRelation function_cover(FunctionOrder::Cover);
   static const FunctionOrderRelation function_lead(FunctionOrder::Lead);
   static const DistinctArgumentRelation distinct_argument;
+  static const ThresholdRelation threshold;
   static const std::vector<const Relation*> all = {&api_contain,    &consistency,   &consistent_output, &consistent_input_output,
-                                                   &function_cover, &function_lead, &distinct_argument};
+                                                   &function_cover, &function_lead, &distinct_argument, &threshold};
   return all;
 }
 
