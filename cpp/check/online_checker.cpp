@@ -66,6 +66,7 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
     : options_(std::move(options)),
       invariants_(std::move(invariants)),
       signatures_(std::make_unique<ApiSignatures>(std::move(signatures))),
+      context_managers_(OnlineContextManagers::named_by(invariants_), signatures_.get()),
       parser_(std::make_unique<JsonParser>()) {
   std::error_code ec;
   fs::create_directories(options_.output_dir, ec);
@@ -93,6 +94,8 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
     for (const std::string& f : interest.functions) by_function_[f].push_back(id);
     for (const std::string& t : interest.var_types) by_var_type_[t].push_back(id);
   }
+  // The context managers' records are wanted too (with no check of their own unless one names them).
+  for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
 }
 
 OnlineChecker::~OnlineChecker() {
@@ -141,8 +144,9 @@ void OnlineChecker::check_record(const Record& r) {
   if (wanted(r)) dispatch(r);
 }
 
-void OnlineChecker::dispatch(const Record& r) {
+void OnlineChecker::dispatch(const Record& record) {
   ++counts_.dispatched;
+  const Record& r = context_managers_.empty() ? record : context_managers_.before(record, enriched_);
   auto offer = [&](const std::vector<uint32_t>& ids) {
     for (uint32_t id : ids) {
       OnlineInvariantState& s = states_[id];
@@ -155,6 +159,7 @@ void OnlineChecker::dispatch(const Record& r) {
   const Table& table = r.is_api() ? by_function_ : by_var_type_;
   auto it = table.find(r.is_api() ? r.function : r.var_type);
   if (it != table.end()) offer(it->second);
+  if (!context_managers_.empty()) context_managers_.after(record);
 }
 
 void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {

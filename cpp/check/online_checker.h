@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "check/online_context_managers.h"
 #include "invariant/relation.h"
 #include "trace/api_signatures.h"
 
@@ -123,6 +124,8 @@ class OnlineChecker {
   OnlineCheckerOptions options_;
   std::vector<Invariant> invariants_;
   std::unique_ptr<ApiSignatures> signatures_;  // the checks point into it
+  OnlineContextManagers context_managers_;     // those the invariants' preconditions name
+  Record enriched_;                            // scratch: a record with its live context managers
   std::vector<OnlineInvariantState> states_;
   Table by_function_, by_var_type_;
   std::vector<uint32_t> all_records_;  // checks that want every record

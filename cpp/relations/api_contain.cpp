@@ -28,7 +28,7 @@
 //
 // Online (make_online_check, api_contain_online.cpp): the same verdicts from records seen one at a
 // time, with state bounded by the open calls and the tracked variables instead of the original's
-// ever-growing maps; context managers are not tracked online (see that file's header).
+// ever-growing maps.
 #include "relations/api_contain.h"
 
 #include <algorithm>

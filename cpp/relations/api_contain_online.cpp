@@ -25,11 +25,11 @@
 //   - lost posts: a post that closes a call below the top of its stack drops the calls above it, which
 //     never returned, as the store drops them.
 //
+// Context managers: the OnlineChecker adds the fields of the managers live at each record
+// (check/online_context_managers.h), as the store injects those live at the parent's start offline; a
+// check fed records directly sees them absent.
+//
 // Not done online:
-//   - context managers: clauses on meta_vars.context_managers.* see those fields absent, whereas
-//     offline the store injects the managers active at the parent's start. Learned stage/step/thread
-//     preconditions do not use them (eval/perf_overhead/invariants/deployed_100.json has none); tracking
-//     them would mean following __init__/__enter__/__exit__ of every manager class.
 //   - a parent whose post was lost inside a caller that is neither parent nor child is only dropped
 //     when an enclosing tracked call closes (until then: one stale entry per lost record, never
 //     reported, as offline);

@@ -6,9 +6,8 @@
 // for a non-reentrant API), dropped when they close; calls that never close stay, as offline they are
 // incomplete and unchecked.
 //
-// Same verdicts as the offline check on a finished trace, except for clauses on
-// meta_vars.context_managers.* (not tracked online, as for APIContain: the field is absent, so such a
-// clause does not hold and the call is not checked).
+// Same verdicts as the offline check on a finished trace, given records carrying their live context
+// managers (the OnlineChecker adds them: check/online_context_managers.h).
 #include "relations/call_checks.h"
 
 #include <utility>

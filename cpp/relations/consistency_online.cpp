@@ -18,8 +18,8 @@
 //
 // Differs from the offline check: the last state of each instance never ends while training runs, so
 // pairs involving one are not compared online (offline they end at the trace end and are). Context
-// managers are not tracked (clauses on meta_vars.context_managers.* see the field absent), as in
-// APIContain online. The in-process checker of one DDP rank sees only that rank's records: it finds
+// managers come with the records (OnlineChecker: check/online_context_managers.h); the precondition sees
+// those live at each pair's last records, where offline it sees those live at the earlier first record. The in-process checker of one DDP rank sees only that rank's records: it finds
 // pairs of that process's instances only; cross-rank checking needs traincheck-onlinecheck on the
 // shared trace folder.
 #include <algorithm>

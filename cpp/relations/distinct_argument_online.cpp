@@ -5,8 +5,8 @@
 // ranks of a run, merged by time, drift apart by a step or two, not eight. Calls without a step
 // (step -1, before training) are kept for the whole run; there are as many as the script makes.
 //
-// Same verdicts as the offline check on a finished trace, except for clauses on
-// meta_vars.context_managers.* (not tracked online: such a clause does not hold, the pair is not judged).
+// Same verdicts as the offline check on a finished trace, given records carrying their live context
+// managers (the OnlineChecker adds them: check/online_context_managers.h).
 #include <utility>
 
 #include "relations/distinct_argument.h"

@@ -7,8 +7,8 @@
 // one flag for "an inner call completed in it", and the start times of inner calls now running.
 // Nothing grows with the length of the run.
 //
-// Verdicts equal the offline check's on a finished trace, except for clauses on
-// meta_vars.context_managers.* (not tracked online: such a clause does not hold, the call is not judged).
+// Verdicts equal the offline check's on a finished trace, given records carrying their live context
+// managers (the OnlineChecker adds them: check/online_context_managers.h).
 #include <algorithm>
 #include <utility>
 

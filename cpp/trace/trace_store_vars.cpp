@@ -58,13 +58,6 @@ void TraceStore::index_vars() {
 namespace {
 
 // {"bool": true} -> true: the original binds the argument values, not their type-tagged encoding.
-Value unwrap_argument(const Value& v) {
-  if (v.is_object() && v.as_object().size() == 1) {
-    const Value& payload = v.as_object().front().value;
-    if (payload.is_hashable()) return payload;
-  }
-  return v;
-}
 
 bool is_context_manager_excluded(std::string_view name) {
   return name.find("torch.autograd.grad_mode") != std::string_view::npos ||
@@ -113,10 +106,7 @@ void TraceStore::index_context_managers() {
         span.thread_id = call.thread_id;
         span.start = p.enter_time;
         span.end = time;
-        Object args;
-        if (p.init_pre != kNone)
-          for (Member& m : signatures_.bind(records_[p.init_pre], true, true)) args.push_back({m.key, unwrap_argument(m.value)});
-        span.args = Value::object(std::move(args));
+        span.args = p.init_pre != kNone ? context_manager_arguments(records_[p.init_pre], signatures_) : Value::object({});
         cm_spans_by_thread_[call.thread].push_back(static_cast<uint32_t>(cm_spans_.size()));
         cm_spans_.push_back(std::move(span));
         p.open = false;
@@ -131,14 +121,22 @@ void TraceStore::index_context_managers() {
       span.thread_id = threads_[key.first].thread_id;
       span.start = p.enter_time;
       span.end = end_time_;
-      Object args;
-      if (p.init_pre != kNone)
-        for (Member& m : signatures_.bind(records_[p.init_pre], true, true)) args.push_back({m.key, unwrap_argument(m.value)});
-      span.args = Value::object(std::move(args));
+      span.args = p.init_pre != kNone ? context_manager_arguments(records_[p.init_pre], signatures_) : Value::object({});
       cm_spans_by_thread_[key.first].push_back(static_cast<uint32_t>(cm_spans_.size()));
       cm_spans_.push_back(std::move(span));
     }
   }
+}
+
+Value context_manager_arguments(const Record& init_pre, const ApiSignatures& signatures) {
+  // Recorded arguments are {type: payload}; a scalar payload is what preconditions compare.
+  auto unwrap = [](const Value& v) {
+    if (v.is_object() && v.as_object().size() == 1 && v.as_object().front().value.is_hashable()) return v.as_object().front().value;
+    return v;
+  };
+  Object args;
+  for (Member& m : signatures.bind(init_pre, true, true)) args.push_back({m.key, unwrap(m.value)});
+  return Value::object(std::move(args));
 }
 
 std::vector<Field> TraceStore::context_managers_at(int64_t time, int64_t pid, int64_t tid) const {

@@ -166,3 +166,59 @@ def test_in_process_check_of_a_call_order_invariant_finds_the_extra_zero_grad_as
     run(["traincheck-check", "-f", "buggy", "-i", "inv.json", "-o", "offline"], tmp_path)
     offline = failed_entries_indented(tmp_path / "offline" / "buggy" / "failed.log")
     assert [r["func_call_id"] for e in offline for r in e["trace"]] == [r["func_call_id"] for r in entry["trace"]]
+
+
+AUTOCAST = "torch.amp.autocast_mode.autocast"
+AUTOCAST_INVARIANT = {
+    "text_description": "relu returns bfloat16 under autocast",
+    "relation": "ConsistentOutputRelation",
+    "params": [
+        {"param_type": "APIParam", "api_full_name": "torch.nn.functional.relu"},
+        {"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "dtype", "const_value": "torch.bfloat16"},
+    ],
+    "precondition": {"pre_event": {"inverted": False, "preconditions": [{"clauses": [
+        {"type": "constant", "prop_name": f"meta_vars.context_managers.{AUTOCAST}", "additional_path": ["dtype"],
+         "prop_dtype": "str", "values": ["torch.bfloat16"]},
+        {"type": "exist", "prop_name": f"meta_vars.context_managers.{AUTOCAST}", "additional_path": "None",
+         "prop_dtype": "None"}]}]}},
+    "num_positive_examples": 10,
+    "num_negative_examples": 10,
+}
+
+# relu under CPU autocast returns bfloat16 when its input comes from an autocast linear; at step 4 (the
+# fourth iteration: steps count optimizer.step() calls from 1) it is
+# given a float32 tensor instead. The relu outside autocast (float32) is not under the precondition.
+AUTOCAST_SCRIPT = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+lin = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(lin.parameters(), lr=0.1)
+x = torch.randn(4, 8)
+for i in range(6):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = lin(x)
+        y = F.relu(h.float() if i == 3 else h)
+    loss = F.relu(lin(x)).sum() + y.float().sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_in_process_check_sees_the_context_managers_preconditions_name(tmp_path):
+    (tmp_path / "amp.py").write_text(AUTOCAST_SCRIPT)
+    (tmp_path / "inv.json").write_text(json.dumps(AUTOCAST_INVARIANT) + "\n")
+    result = collect(tmp_path, "-p", "amp.py", "-i", "inv.json", "--output-dir", "amp")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Selective mode records the manager the precondition names, so the clause can hold.
+    functions = {json.loads(line)["function"] for path in (tmp_path / "amp").glob("trace_API_*.log")
+                 for line in path.read_text().splitlines() if line.strip()}
+    assert {f"{AUTOCAST}.__init__", f"{AUTOCAST}.__enter__", f"{AUTOCAST}.__exit__"} <= functions
+    assert "online check: 1 violations of 1 invariants (1 triggered, 1 checked, 0 not checked)" in result.stderr
+    [entry] = failed_entries(tmp_path / "amp" / "online_check" / "failed.log")
+    assert {r["meta_vars.step"] for r in entry["trace"]} == {4}
+
+    run(["traincheck-check", "-f", "amp", "-i", "inv.json", "-o", "offline"], tmp_path)
+    summary = json.loads((tmp_path / "offline" / "amp" / "violations_summary.json").read_text())
+    assert [(v["first_step"], v["occurrences"]) for v in summary["violations"]] == [(4, 1)]

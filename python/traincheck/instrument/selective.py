@@ -2,7 +2,8 @@
 
 Only the APIs that deployed invariants name are wrapped; each records what its invariants need to be
 checked. Fixes the original's gaps: ConsistentOutput gets return values, DistinctArgument gets arguments,
-ConsistentInputOutput and Threshold get both.
+ConsistentInputOutput and Threshold get both, and the context managers that preconditions name (autocast)
+are recorded, so such clauses can hold.
 """
 
 from __future__ import annotations
@@ -140,9 +141,33 @@ def build_plan(invariant_paths: list[str]) -> "SelectivePlan":
                     parent = entry.apis[0] if entry.apis else None
                     if parent:
                         funcs[parent].var_types_to_track[child.get("var_type")] = {"dump_unchanged": False}
+            for manager in _context_managers_of(inv):
+                # Their spans and __init__ arguments are what such clauses read, offline and online.
+                for method in ("__init__", "__enter__", "__exit__"):
+                    funcs.setdefault(f"{manager}.{method}", FuncOptions())
+                funcs[f"{manager}.__init__"].dump_args = True
+                all_args.add(f"{manager}.__init__")
     for api in all_args:
         funcs[api].dump_args_config = {}
     return SelectivePlan(funcs, invariants)
+
+
+_CONTEXT_MANAGER_PREFIX = "meta_vars.context_managers."
+
+
+def _context_managers_of(inv: dict) -> set[str]:
+    """The context managers an invariant's precondition clauses name (meta_vars.context_managers.X)."""
+    out = set()
+    precondition = inv.get("precondition")
+    groups = precondition.values() if isinstance(precondition, dict) else []
+    for group in groups:
+        for conjunction in (group or {}).get("preconditions") or []:
+            clauses = conjunction.get("clauses") if isinstance(conjunction, dict) else None
+            for clause in clauses if isinstance(clauses, list) else []:
+                name = clause.get("prop_name") if isinstance(clause, dict) else None
+                if isinstance(name, str) and name.startswith(_CONTEXT_MANAGER_PREFIX):
+                    out.add(name[len(_CONTEXT_MANAGER_PREFIX):])
+    return out
 
 
 @dataclass

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
+#include <unistd.h>
 
 #include "call_trace_text.h"
+#include "check/online_checker.h"
 #include "infer/engine.h"
 #include "relations/call_checks.h"
 #include "relations/registry.h"
@@ -206,10 +209,31 @@ TEST(ConsistentOutput, RealExampleParsesAndIsCheckedUnderAutocast) {
   const CheckResult r = rel->check(bad, inv, {});
   EXPECT_EQ(offline_steps(bad, r), std::vector<int64_t>{3});
 
-  // Online, context managers are not tracked: the autocast clauses never hold, so nothing is checked.
+  // A bare online check sees the records as they are, without context managers: the autocast clauses
+  // never hold, so nothing is checked.
   bool triggered = true;
   EXPECT_TRUE(run_online(bad, inv, &triggered).empty());
   EXPECT_FALSE(triggered);
+
+  // The online checker tracks the managers the invariants name and offers records enriched with them:
+  // the same verdict as offline.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tc_co_cm_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    OnlineChecker checker({inv}, {}, OnlineCheckerOptions{dir.string()});
+    for (const Record& rec : bad.records()) checker.check_record(rec);
+    const OnlineCounts c = checker.counts();
+    EXPECT_EQ(c.triggered, 1u);
+    EXPECT_EQ(c.violations, 1u);
+    EXPECT_EQ(checker.states()[0].first_step, std::optional<int64_t>(3));
+  }
+  {
+    OnlineChecker checker({inv}, {}, OnlineCheckerOptions{(dir / "good").string()});
+    for (const Record& rec : good.records()) checker.check_record(rec);
+    EXPECT_EQ(checker.counts().triggered, 1u);
+    EXPECT_EQ(checker.counts().violations, 0u);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ConsistentOutput, OnlineInterestIsTheApi) {
