@@ -1,7 +1,7 @@
 """Our C++ analyzer against the original TrainCheck (PyPI 0.2.0) on the same traces, side by side.
 
     python bench/analyzer_vs_peer.py [--sizes 10,100] [--rounds 3] [--work DIR] [--peer-venv /tmp/peer]
-                                     [--peer-timeout 1800] [--no-peer]
+                                     [--peer-timeout 1800] [--no-peer] [--relations A,B]
 
 1. Traces: OUR collector, full instrumentation (no -i), of tests/python/scripts/mlp_adam.py for each size
    (iterations), three runs per size: run1 and run2 are the inference input, run3 is checked. They go to
@@ -18,7 +18,7 @@
    their entry in api_signatures.json, so the two tools bind the same arguments to the same names.
    `--no-sanitize` times on the raw folders (the original will then fail).
 3. Timing, per size and round, alternating which tool goes first: infer (`-f run1 run2 -o inv.json
-   --enable-relation APIContainRelation`), check (`-f run3 -i <own inv.json> -o out`, HTML report on for
+   --enable-relation <--relations, default APIContainRelation>`), check (`-f run3 -i <own inv.json> -o out`, HTML report on for
    both), and a dedicated read measurement of ours: `traincheck-check` with an empty invariant file (read,
    index, write empty results). The original is timed in later rounds only if its first round took less
    than --peer-repeat-below seconds; its runs are killed after --peer-timeout ("timeout").
@@ -51,7 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "python" / "scripts" / "mlp_adam.py"
-RELATION = "APIContainRelation"
+DEFAULT_RELATIONS = "APIContainRelation"
 
 # Run in the original's interpreter: which of the given API names are classmethods (resolved the way the
 # original resolves names at analysis time, with its own torch).
@@ -310,9 +310,12 @@ def main() -> None:
     ap.add_argument("--no-sanitize", action="store_true")
     ap.add_argument("--cross-all", action="store_true", help="cross checks at every size, not only the smallest")
     ap.add_argument("--examples", type=int, default=3)
+    ap.add_argument("--relations", default=DEFAULT_RELATIONS,
+                    help="relations both tools infer, comma separated (default: %(default)s)")
     args = ap.parse_args()
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    relations = [r for r in args.relations.split(",") if r]
     work = args.work or Path(tempfile.mkdtemp(prefix="tc_analyzer_vs_peer_"))
     work.mkdir(parents=True, exist_ok=True)
     peer_bin = args.peer_venv / "bin"
@@ -333,7 +336,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         log = out / "peer_infer_raw.log"
         t, rc = run_timed(["traincheck-infer", "-f", str(raw[n0][0]), str(raw[n0][1]), "-o", str(out / "peer_raw_inv.json"),
-                           "--enable-relation", RELATION], log, env=peer_env, timeout=args.peer_timeout, cwd=out)
+                           "--enable-relation", *relations], log, env=peer_env, timeout=args.peer_timeout, cwd=out)
         print(f"\ncompatibility: the original's traincheck-infer on OUR raw traces ({n0} iterations): "
               f"{'ok' if rc == 0 else 'FAILED (exit %s)' % rc}", flush=True)
         if rc != 0:
@@ -370,7 +373,7 @@ def main() -> None:
                             continue
                     inv = out / f"{who}_inv.json"
                     if stage == "infer":
-                        cmd = ["traincheck-infer", "-f", str(a), str(b), "-o", str(inv), "--enable-relation", RELATION]
+                        cmd = ["traincheck-infer", "-f", str(a), str(b), "-o", str(inv), "--enable-relation", *relations]
                     else:
                         res = out / f"{who}_check"
                         shutil.rmtree(res, ignore_errors=True)

@@ -78,10 +78,9 @@ Object ApiSignatures::bind(const Record& pre, bool skip_self, bool with_defaults
     for (const auto& [index, value] : positional) {
       if (skip_self && is_bound && index == 0) continue;
       std::string name = std::to_string(index);
-      if (sig != nullptr && index < sig->size()) {
-        const SignatureParam& p = (*sig)[index];
-        if (p.kind == "POSITIONAL_ONLY" || p.kind == "POSITIONAL_OR_KEYWORD") name = p.name;
-      }
+      // As the original binds them (and so names them in its invariant files): positional i takes the
+      // name of parameter i whatever its kind, so the first argument *args catches is named after it.
+      if (sig != nullptr && index < sig->size()) name = (*sig)[index].name;
       if (skip_self && sig != nullptr && index < sig->size() && (*sig)[index].name == "self") continue;
       add(name, *value);
     }

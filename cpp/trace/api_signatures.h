@@ -31,8 +31,10 @@ class ApiSignatures {
   const std::vector<SignatureParam>* find(std::string_view api) const;
   void merge(const ApiSignatures& other);
 
-  // The arguments of an API pre-record as {name: value}. Positional args ("0", "1", ...) are named by
-  // the signature when known, else keep their index as the name; kwargs keep their names. `self`
+  // The arguments of an API pre-record as {name: value}. Positional arg i is named after the
+  // signature's parameter i when there is one, whatever its kind, as the original does (the first
+  // argument caught by *args is "args"); beyond the signature, or without one, it keeps its index as
+  // the name. kwargs keep their names. `self`
   // (positional 0 of a bound method) is left out when `skip_self`. With `with_defaults`, parameters
   // not passed get their recorded default. Values are kept as recorded ({type: payload}).
   Object bind(const Record& pre, bool skip_self, bool with_defaults) const;

@@ -151,3 +151,22 @@ TEST(TraceStore, ContextManagerArgumentsBoundWithRecordedSignature) {
   ASSERT_EQ(fallback.size(), 1u);
   EXPECT_EQ(to_json(fallback[0].value), "{\"1\":\"cuda\",\"dtype\":\"torch.float16\"}");
 }
+
+TEST(ApiSignatures, PositionalArgumentsTakeTheNameOfTheParameterAtTheirIndexWhateverItsKind) {
+  // torch.Tensor.view(self, *shape): the original names the first argument *shape catches "shape" (its
+  // invariant files constrain it by that name); one past the signature keeps its index.
+  Value sig_json;
+  std::string error;
+  ASSERT_TRUE(parse_json(R"({"view": {"params": [{"name": "self"}, {"name": "shape", "kind": "VAR_POSITIONAL"}]}})", sig_json, error));
+  const ApiSignatures sigs = ApiSignatures::from_value(sig_json, "api_signatures.json");
+  Record pre;
+  ASSERT_TRUE(parse_json(R"({"0":{"torch.Tensor":{}},"1":{"int":4},"2":{"int":8}})", sig_json, error));
+  pre.set(intern_key("args"), sig_json);
+  pre.set(intern_key("kwargs"), Value::object({}));
+  pre.set(intern_key("function"), Value::string("view"));
+  pre.set(intern_key("is_bound_method"), Value::boolean(true));
+  pre.refresh_cached();
+  std::vector<std::string> names;
+  for (const Member& m : sigs.bind(pre, /*skip_self=*/true, /*with_defaults=*/false)) names.push_back(std::string(key_name(m.key)));
+  EXPECT_EQ(names, (std::vector<std::string>{"shape", "2"}));
+}
