@@ -6,7 +6,9 @@
 //     Module.eval. Judged per call of B; precondition group "func_cover" = [B's pre-record].
 //   - Lead [A, B], "A leads B": between a call of A and the next call of A on its thread, a complete
 //     call of B occurs; e.g. eval is followed by train before the next eval. Judged per call of A that
-//     another call of A follows; group "func_lead" = [that A's pre-record].
+//     another call of A follows (the last one has no next call to bound its window); a thread's only
+//     call of A is judged as the original does: some call of B returns after it returned. Group
+//     "func_lead" = [that A's pre-record].
 // A call that starts before the previous one of its function ended (nested in it) fails. The inner
 // call must lie strictly inside the window. Longer params ([A1, A2, A3]) are chains, judged pairwise.
 //
@@ -27,13 +29,12 @@
 // Inference, the offline check and the online check share the judgement rules above.
 //
 // Differences from the original:
-//   - Lead judges a call of A only when another call of A follows it on the thread: the trace's last
-//     call of A has no window to fill (the original counts it, positive only if a call of B ends after
-//     it), so a run that ends in eval() is not a violation of [eval, train];
+//   - online, a thread's only call of A is not judged (its window ends with the run; offline only);
 //   - the window of a Cover call begins at the previous call of B whatever its precondition, offline
 //     and online alike (the original's online check restarts it only at calls satisfying it);
 //   - the offline check reports every violation, not only the first; a violation's records are
-//     [the judged call's pre-record (Cover: B; Lead: the next A), the pre-record that opened the window];
+//     [the judged call's pre-record (Cover: B; Lead: the next A), the pre-record that opened the window]
+//     (a thread's only call of A: [its pre-record]);
 //   - hypotheses are not merged into chains (chains in invariant files are checked pairwise).
 #include "relations/function_order.h"
 
@@ -87,6 +88,13 @@ void walk_thread(const TraceStore& trace, FunctionOrder order, const std::vector
       window_start = std::max(window_start, call.end);
       previous = &call;
     }
+    return;
+  }
+  if (a.size() == 1) {
+    // A thread's only call of A: some call of B returns after it did (as the original judges it).
+    const CallEvent& call = calls[a[0]];
+    const bool ok = std::any_of(b.begin(), b.end(), [&](uint32_t bi) { return calls[bi].end > call.end; });
+    judged(Judgement{call.pre, ok, {call.pre}});
     return;
   }
   for (size_t i = 0; i + 1 < a.size(); ++i) {

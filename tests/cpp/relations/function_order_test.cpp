@@ -54,7 +54,8 @@ struct Text {
 };
 
 // Epochs of: train(), two optimizer steps, eval(); `skip_train_at` leaves train() out of that epoch.
-Text epochs(int n, int skip_train_at = -1) {
+// The run ends by restoring train mode unless `end_in_eval`.
+Text epochs(int n, int skip_train_at = -1, bool end_in_eval = false) {
   Text t;
   for (int e = 0; e < n; ++e) {
     t.step = e;
@@ -63,6 +64,7 @@ Text epochs(int n, int skip_train_at = -1) {
     t.call(kStep);
     t.call(kEval);
   }
+  if (!end_in_eval) t.call(kTrain);
   return t;
 }
 
@@ -160,12 +162,20 @@ TEST(FunctionOrder, MissingTrainIsFoundAtItsEpochOfflineAndOnline) {
   EXPECT_EQ(online_steps(run_online(kLead, bad, lead)), std::vector<int64_t>{3});
 }
 
-TEST(FunctionOrder, TheLastCallOfTheLeaderHasNoWindowToFill) {
-  // Lead [eval, train] on a run that ends in eval(): not a violation.
-  const TraceStore t = store("t", epochs(4));
+TEST(FunctionOrder, TheLastCallOfTheLeaderHasNoWindowButAnOnlyCallIsJudgedToTheEnd) {
+  // Lead [eval, train] on a run that ends in eval(): the last eval has no next one to bound its window.
   const Invariant lead = pair_invariant("FunctionLeadRelation", kEval, kTrain);
+  const TraceStore t = store("t", epochs(4, -1, /*end_in_eval=*/true));
   EXPECT_TRUE(kLead.check(t, lead, {}).passed());
   EXPECT_TRUE(run_online(kLead, t, lead).empty());
+  // A thread's only eval() is judged as the original does: some train() returns after it returned.
+  // Online its window never closes.
+  const TraceStore once = store("once", epochs(1, -1, /*end_in_eval=*/true));
+  const CheckResult offline = kLead.check(once, lead, {});
+  EXPECT_EQ(offline_steps(once, offline), std::vector<int64_t>{0});
+  EXPECT_EQ(offline.violations[0].records.size(), 1u);
+  EXPECT_TRUE(run_online(kLead, once, lead).empty());
+  EXPECT_TRUE(kLead.check(store("once_then_train", epochs(1)), lead, {}).passed());
 }
 
 TEST(FunctionOrder, NestedCallsAndRaisingInnerCallsFailOfflineAndOnlineAlike) {
