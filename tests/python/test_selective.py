@@ -100,3 +100,22 @@ def test_a_malformed_invariant_file_is_an_error_naming_file_and_line(tmp_path):
     (tmp_path / "broken.json").write_text('{"relation": \n')
     result = collect(tmp_path, "-p", str(SCRIPTS / "mlp_adam.py"), "-i", "broken.json", "--output-dir", "out")
     assert result.returncode == 2 and "broken.json:1: invalid JSON" in result.stderr
+
+
+def test_context_managers_that_preconditions_name_are_recorded_with_their_init_arguments(tmp_path):
+    from traincheck.instrument.selective import build_plan
+
+    manager = "torch.amp.autocast_mode.autocast"
+    inv = dict(ORIGINAL_FORMAT_INVARIANTS[2])
+    inv["precondition"] = {"pre_event": {"inverted": False, "preconditions": [{"clauses": [
+        {"type": "exist", "prop_name": f"meta_vars.context_managers.{manager}", "additional_path": "None", "prop_dtype": "None"}]}]}}
+    write_invariants(tmp_path / "inv.json", [inv, ORIGINAL_FORMAT_INVARIANTS[0]])
+    plan = build_plan([str(tmp_path / "inv.json")])
+    assert {f"{manager}.__init__", f"{manager}.__enter__", f"{manager}.__exit__"} <= set(plan.funcs)
+    init = plan.options_for(f"{manager}.__init__")
+    assert init.dump_args and init.arg_names is None  # every argument: preconditions may read any
+    # They serve the invariant; they are not APIs it is about.
+    assert [i.apis for i in plan.invariants] == [["torch.nn.functional.relu"], ["torch.optim.adam.Adam.step", "torch.optim.adam.adam"]]
+    # Without such a clause, nothing extra.
+    write_invariants(tmp_path / "plain.json", [ORIGINAL_FORMAT_INVARIANTS[2]])
+    assert set(build_plan([str(tmp_path / "plain.json")]).funcs) == {"torch.nn.functional.relu"}
