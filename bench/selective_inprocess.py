@@ -1,6 +1,6 @@
 """Selective instrumentation's per-iteration cost, measured inside one process.
 
-    python bench/selective_inprocess.py [--blocks 30] [--iters 10] [--workloads mlp_adam mnist transformer]
+    python bench/selective_inprocess.py [--blocks 30] [--iters 10] [--workloads mlp_adam mnist transformer resnet18]
 
 Why in one process: separate processes of the same script differ by several percent in per-iteration time
 on these machines (memory layout, which core, neighbours), more than the 2% budget we must resolve, and a
@@ -83,7 +83,15 @@ def transformer():
     return step
 
 
-WORKLOADS = {"mlp_adam": mlp_adam, "mnist": mnist, "transformer": transformer}
+def resnet18():
+    from resnet18.main import resnet18 as make_resnet18  # the evaluation's workload model (CPU defaults)
+
+    model = make_resnet18(1000, 0.25)
+    optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9, weight_decay=1e-4)
+    return classifier_step(model, optimizer, F.cross_entropy, torch.randn(16, 3, 32, 32), torch.randint(0, 1000, (16,)))
+
+
+WORKLOADS = {"mlp_adam": mlp_adam, "mnist": mnist, "transformer": transformer, "resnet18": resnet18}
 
 
 class ToolState:
