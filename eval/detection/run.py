@@ -1,0 +1,133 @@
+"""The detection evaluation: silent-bug cases, both inference settings, the false-positive experiment, our
+analyzer (offline and in-process) and, with --peer-venv, the original TrainCheck side by side.
+
+    python -m eval.detection.run                               # every case, CPU, ours only, 1 repetition
+    python -m eval.detection.run --peer-venv /tmp/peer --repeat 3
+    python -m eval.detection.run --cases zero_grad_missing --no-fp
+
+Results go to --out (default detection_res/): report.md, detection.csv, fp.csv, summary.csv, fp_rate.png,
+and per repetition rep<r>/ with every trace, invariant file, check result and log. See README.md here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make the `eval.detection` package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from eval.detection import layout as L
+from eval.detection.cases import CASES_DIR, CaseError, discover
+from eval.detection.pipeline import JOBS_FILE, Options, load_jobs, run_repetition
+from eval.detection.report import write_report
+from eval.detection.results import DetectionRow, FpRow, detection_rows, fp_rows
+from eval.detection.tools import ours, peer
+
+ROWS_FILE = "rows.json"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m eval.detection.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=Path("detection_res"), help="results folder (default detection_res)")
+    p.add_argument("--cases", nargs="+", help="case names (default: every folder of cases/)")
+    p.add_argument("--cases-dir", type=Path, default=CASES_DIR)
+    p.add_argument("--workloads", nargs="*", default=None,
+                   help="overhead workloads used as extra bug-free programs (default: all; none: --workloads)")
+    p.add_argument("--workload-iters", type=int, default=8, help="iterations of each overhead workload (default 8)")
+    p.add_argument("--repeat", type=int, default=1, help="repetitions of everything (default 1)")
+    p.add_argument("--peer-venv", type=Path, help="a venv with the original TrainCheck 0.2.0 (pip install traincheck==0.2.0)")
+    p.add_argument("-j", "--workers", type=int, default=2, help="jobs at a time (default 2)")
+    p.add_argument("--transfer-folds", type=int, default=2,
+                   help="cases are dealt to this many folds; transfer invariants come from outside a case's fold")
+    p.add_argument("--fp-train-sizes", default="1,4,6", help="bug-free programs per training set (default 1,4,6)")
+    p.add_argument("--fp-check-count", type=int, default=12, help="bug-free programs checked (default 12)")
+    p.add_argument("--no-fp", action="store_true", help="skip the false-positive experiment")
+    p.add_argument("--no-in-process", action="store_true", help="skip the in-process checking runs")
+    p.add_argument("--time-limit", type=float, default=300.0, help="seconds per collect run and per check of ours")
+    p.add_argument("--peer-time-limit", type=float, default=1800.0, help="seconds per infer/check of the original")
+    p.add_argument("--report-only", action="store_true", help="rebuild the report from <out>/rows.json")
+    p.add_argument("--reanalyze", action="store_true",
+                   help="recompute every row from the folders of an earlier run (same options), running nothing")
+    return p
+
+
+def setup_text(opts: Options, args) -> str:
+    def cmd(c):
+        try:
+            return subprocess.run(c, capture_output=True, text=True, timeout=60).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+    commit = cmd(["git", "-C", str(L.REPO), "rev-parse", "--short", "HEAD"])
+    torch_v = cmd([sys.executable, "-c", "import torch; print(torch.__version__)"])
+    peer_v = "-"
+    if args.peer_venv:
+        peer_v = cmd([str(args.peer_venv / "bin" / "python"), "-c",
+                      "import importlib.metadata as m; print(m.version('traincheck'))"])
+    return (f"Commit {commit}; {platform.node()} ({os.cpu_count()} CPUs), Python {platform.python_version()}, "
+            f"torch {torch_v}; original TrainCheck: {peer_v}; {len(opts.cases)} cases, "
+            f"{len(opts.workloads)} overhead workloads ({opts.workload_iters} iterations); {opts.repeats} repetition(s); "
+            f"transfer folds {opts.transfer_folds}; FP training sizes {','.join(map(str, opts.fp_train_sizes))}, "
+            f"{opts.fp_check_count} checked programs; {opts.workers} jobs at a time; {time.strftime('%Y-%m-%d %H:%M')}.\n")
+
+
+def save_rows(path: Path, det: list[DetectionRow], fp: list[FpRow], setup: str) -> None:
+    path.write_text(json.dumps({"setup": setup, "detection": [r.as_dict() for r in det],
+                                "fp": [r.as_dict() for r in fp]}, indent=1))
+
+
+def load_rows(path: Path) -> tuple[list[DetectionRow], list[FpRow], str]:
+    data = json.loads(path.read_text())
+    return ([DetectionRow(**r) for r in data["detection"]], [FpRow(**r) for r in data["fp"]], data["setup"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        det, fp, setup = load_rows(out / ROWS_FILE)
+        print(write_report(out, det, fp, setup))
+        return 0
+    try:
+        cases = discover(args.cases_dir, args.cases)
+    except CaseError as e:
+        print(f"detection: {e}", file=sys.stderr)
+        return 2
+    if not cases:
+        print(f"detection: no case found in {args.cases_dir}", file=sys.stderr)
+        return 2
+    workloads = L.workload_names() if args.workloads is None else args.workloads
+    analyzers = [ours()] + ([peer(args.peer_venv.resolve())] if args.peer_venv else [])
+    sizes = tuple(int(x) for x in args.fp_train_sizes.split(",") if x.strip()) if not args.no_fp else ()
+    opts = Options(out=out, cases=cases, workloads=workloads, analyzers=analyzers, repeats=args.repeat,
+                   workers=args.workers, transfer_folds=max(1, args.transfer_folds), fp_train_sizes=sizes,
+                   fp_check_count=args.fp_check_count, workload_iters=args.workload_iters,
+                   collect_time_limit=args.time_limit, analyzer_time_limit=args.time_limit,
+                   peer_time_limit=args.peer_time_limit, in_process=not args.no_in_process)
+    setup = setup_text(opts, args)
+    print(setup, file=sys.stderr)
+    det, fp = [], []
+    for rep in range(1, args.repeat + 1):
+        if args.reanalyze:
+            lay = L.RepLayout(out / f"rep{rep}")
+            jobs = load_jobs(lay.root / JOBS_FILE)
+        else:
+            lay, jobs = run_repetition(opts, rep)
+        det += detection_rows(opts, rep, lay, jobs)
+        if sizes:
+            fp += fp_rows(opts, rep, lay, jobs)
+        save_rows(out / ROWS_FILE, det, fp, setup)  # a later failure keeps what finished
+    print(write_report(out, det, fp, setup))
+    print(f"\nresults: {out / 'report.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The command lines of the two analyzers and of our collector.
+
+Traces are always written by our collector (`traincheck-collect`); both analyzers read the same trace
+folders: ours (`traincheck-infer`/`traincheck-check` on PATH) and, with `--peer-venv`, the original
+TrainCheck 0.2.0 installed in its own virtual environment (its console scripts in `<venv>/bin`)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.detection.cases import Case
+
+OURS = "ours"
+PEER = "original"
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    name: str                      # OURS or PEER
+    bin_dir: Path | None           # None: found on PATH
+
+    def _exe(self, command: str) -> str:
+        if self.bin_dir is None:
+            found = shutil.which(command)
+            if found is None:
+                raise SystemExit(f"detection: {command} not found on PATH (install the project: pip install .)")
+            return found
+        exe = self.bin_dir / command
+        if not exe.exists():
+            raise SystemExit(f"detection: {exe} not found (is --peer-venv a venv with traincheck 0.2.0?)")
+        return str(exe)
+
+    def infer(self, trace_folders: list[Path], out_file: Path) -> list[str]:
+        return [self._exe("traincheck-infer"), "-f", *map(str, trace_folders), "-o", str(out_file)]
+
+    def check(self, trace_folder: Path, invariants: Path, out_dir: Path) -> list[str]:
+        return [self._exe("traincheck-check"), "-f", str(trace_folder), "-i", str(invariants), "-o", str(out_dir)]
+
+    @staticmethod
+    def failed_log(check_out_dir: Path, trace_folder: Path) -> Path:
+        """Both tools write <out>/<trace folder name>/failed.log."""
+        return check_out_dir / trace_folder.name / "failed.log"
+
+
+def ours() -> Analyzer:
+    return Analyzer(OURS, None)
+
+
+def peer(venv: Path) -> Analyzer:
+    return Analyzer(PEER, venv / "bin")
+
+
+def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants: Path | None = None) -> list[str]:
+    """Our collector on one variant of a case: full instrumentation, or selective with in-process checking
+    when `invariants` is given (results in <out_dir>/online_check/failed.log)."""
+    exe = shutil.which("traincheck-collect")
+    if exe is None:
+        raise SystemExit("detection: traincheck-collect not found on PATH (install the project: pip install .)")
+    cmd = [exe, "-p", str(case.script), "--output-dir", str(out_dir)]
+    if case.shell_launcher is not None:
+        cmd += ["-s", str(case.shell_launcher)]
+    if case.models_to_track:
+        cmd += ["--models-to-track", *case.models_to_track]
+    if invariants is not None:
+        cmd += ["-i", str(invariants)]
+    cmd += ["--", *case.args, "--seed", str(seed)]
+    if bug:
+        cmd.append("--bug")
+    return cmd
+
+
+def collect_workload_command(script: Path, out_dir: Path, iters: int, seed: int) -> list[str]:
+    """Our collector on an overhead workload (eval/perf_overhead/workloads/<name>/main.py), full instrumentation."""
+    exe = shutil.which("traincheck-collect")
+    if exe is None:
+        raise SystemExit("detection: traincheck-collect not found on PATH (install the project: pip install .)")
+    return [exe, "-p", str(script), "--output-dir", str(out_dir), "--",
+            "--device", "cpu", "--iters", str(iters), "--seed", str(seed)]
