@@ -30,8 +30,16 @@ void bind_recorder(nb::module_& m) {
       "shutdown", [] { Recorder::instance().shutdown(); }, nb::call_guard<nb::gil_scoped_release>(),
       "Flush, stop the writer thread and disable recording.");
   m.def(
-      "set_recording", [](bool on) { g_recording_enabled.store(on, std::memory_order_relaxed); },
-      "Sampling switch: when off, wrappers only call the original.");
+      "set_recording",
+      [](bool on, bool rare_calls) {
+        g_record_rare_calls.store(!on && rare_calls, std::memory_order_relaxed);
+        g_recording_enabled.store(on, std::memory_order_relaxed);
+      },
+      nb::arg("on"), nb::arg("rare_calls") = false,
+      "Sampling switch: when off, wrappers only call the original, except, with rare_calls (a step\n"
+      "sampled out, not a script's 'disable'), calls of APIs run less than once every two steps and what\n"
+      "they call.");
+  m.def("is_recording_rare_calls", [] { return g_record_rare_calls.load(std::memory_order_relaxed); });
   m.def("is_recording", [] { return g_recording_enabled.load(std::memory_order_relaxed); });
   m.def(
       "publish_meta_vars", [](const std::string& json_members) { return Recorder::instance().publish_meta(json_members); },

@@ -16,6 +16,7 @@
 namespace traincheck {
 
 std::atomic<bool> g_recording_enabled{false};
+std::atomic<bool> g_record_rare_calls{false};
 
 namespace {
 
@@ -308,6 +309,7 @@ void Recorder::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     g_recording_enabled.store(false, std::memory_order_relaxed);
+    g_record_rare_calls.store(false, std::memory_order_relaxed);
     stop_ = true;
     writer = writer_;
     wake_writer_.notify_all();

@@ -28,6 +28,11 @@ namespace traincheck {
 // Read on every wrapped call: one relaxed load decides between "record" and "just call the original".
 extern std::atomic<bool> g_recording_enabled;
 
+// True while recording is off only because the current step is sampled out (not disabled by the
+// script): calls of APIs that run less than once every two steps are still recorded, with everything
+// they call, so that once-per-epoch calls (model.train(), model.eval()) never fall between samples.
+extern std::atomic<bool> g_record_rare_calls;
+
 struct RecorderStats {
   uint64_t events_written = 0;
   uint64_t events_dropped = 0;
@@ -54,6 +59,7 @@ class Recorder {
   uint32_t current_meta() const { return current_meta_.load(std::memory_order_relaxed); }
   // The step that later events carry as meta_vars.step (every iteration: one store, nothing interned).
   void publish_step(int64_t step) { current_step_.store(step, std::memory_order_relaxed); }
+  int64_t current_step() const { return current_step_.load(std::memory_order_relaxed); }
 
   // The calling thread's stream (registers the thread on first use, and again after fork).
   EventStream* stream();

@@ -22,6 +22,8 @@ struct CallWrapper {
   uint8_t options;
   uint8_t called;            // set on the first recorded call: which APIs the trace mentions
   uint8_t has_arg_filter;    // kDumpArgs records only the arguments arg_filter selects
+  uint32_t steps_called;     // steps in which it ran (recorded or sampled out): tells rare APIs (rare_call)
+  int64_t last_step_called;
   ArgumentFilter arg_filter;  // keywords: a strong reference
 };
 
@@ -34,6 +36,14 @@ PyTypeObject* g_builtin_wrapper_type = nullptr;
 // subclass's __torch_function__, say) runs unrecorded instead of recursing into the recorder.
 thread_local bool tls_inside_recorder = false;
 thread_local PayloadEncoder tls_payload;
+// Rare calls running on this thread during a sampled-out step: what they call is recorded too, so that
+// an invariant over a rare call's children (APIContain) sees all of them.
+thread_local uint32_t tls_rare_call_depth = 0;
+
+struct RareCallScope {
+  RareCallScope() { ++tls_rare_call_depth; }
+  ~RareCallScope() { --tls_rare_call_depth; }
+};
 
 struct InsideRecorder {
   InsideRecorder() { tls_inside_recorder = true; }
@@ -135,11 +145,20 @@ void run_var_hook(CallWrapper* self, const char* phase) {
   PyErr_Restore(type, value, traceback);
 }
 
+void note_step(CallWrapper* self) {
+  const int64_t step = Recorder::instance().current_step();
+  if (step != self->last_step_called) {
+    self->last_step_called = step;
+    ++self->steps_called;
+  }
+}
+
 PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   Recorder& recorder = Recorder::instance();
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   const uint64_t call_ns = Recorder::next_call_ns();
   self->called = 1;
+  note_step(self);
   uint8_t flags = 0;
   uint64_t obj_id = 0;
   if ((self->options & kIsBoundMethod) && nargs > 0) {
@@ -188,14 +207,36 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
   return result;
 }
 
+// An API is rare when it ran in at most every second step so far (steps, not calls: model.eval() calls
+// Module.train once per submodule). Once-per-step APIs are not (after step 2); once-per-epoch ones are,
+// whatever the epoch length.
+bool rare_call(const CallWrapper* self) {
+  return 2 * static_cast<int64_t>(self->steps_called) <= Recorder::instance().current_step();
+}
+
+// Recording is off: a step sampled out, or disabled. During a sampled-out step, rare calls and what they
+// call are recorded; every other call is only counted.
+PyObject* unrecorded_step_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  if (g_record_rare_calls.load(std::memory_order_relaxed) && (self->options & kRecordCalls) &&
+      !tls_inside_recorder) {
+    if (tls_rare_call_depth > 0) return recorded_call(self, args, nargsf, kwnames);
+    if (rare_call(self)) {
+      RareCallScope scope;
+      return recorded_call(self, args, nargsf, kwnames);
+    }
+    note_step(self);
+  }
+  return PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+}
+
 PyObject* wrapper_vectorcall(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<CallWrapper*>(obj);
-  // The one branch a sampled-out or pass-through call pays before the original runs.
-  if (!g_recording_enabled.load(std::memory_order_relaxed) || !(self->options & kRecordCalls) ||
-      tls_inside_recorder) {
-    return PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+  if (g_recording_enabled.load(std::memory_order_relaxed) && (self->options & kRecordCalls) &&
+      !tls_inside_recorder) {
+    return recorded_call(self, args, nargsf, kwnames);
   }
-  return recorded_call(self, args, nargsf, kwnames);
+  // A sampled-out call pays one more relaxed load here before the original runs.
+  return unrecorded_step_call(self, args, nargsf, kwnames);
 }
 
 PyObject* wrapper_descr_get(PyObject* self, PyObject* obj, PyObject* /*type*/) {
@@ -376,6 +417,8 @@ PyObject* make_wrapper(PyObject* original, const char* api_name, bool binds, uin
   self->api_id = Recorder::instance().intern_name(api_name);
   self->options = options;
   self->called = 0;
+  self->steps_called = 0;
+  self->last_step_called = -1;
   PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
   return reinterpret_cast<PyObject*>(self);
 }
