@@ -79,6 +79,7 @@ def _instrument(config: dict, core) -> dict:
     from traincheck.instrument import selective
     from traincheck.instrument.installer import CallOptions, install
     from traincheck.instrument.walker import find_targets
+    from traincheck.tracking.tracker import mutates_parameters
 
     roots = config["modules_to_instr"]
     for root in roots:
@@ -91,10 +92,12 @@ def _instrument(config: dict, core) -> dict:
     plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None
     targets = find_targets(roots, config["use_full_instr"], core.is_wrapper)
     full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
+    full_tracked = dataclasses.replace(full, track_vars=True)
+    tracking = bool(config.get("models_to_track"))
 
     def options_for(name):
         if plan is None:
-            return full
+            return full_tracked if tracking and mutates_parameters(name) else full
         opts = plan.options_for(name)
         return dataclasses.replace(opts, dump_stack=True) if opts is not None and stack else opts
 

@@ -156,6 +156,9 @@ void note_step(CallWrapper* self) {
 PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   Recorder& recorder = Recorder::instance();
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  // States that changed before the call are written before it starts, so that only what the call
+  // itself changes falls inside its window (APIContain: "Adam.step changes Parameter.data").
+  if (self->options & kTrackVars) run_var_hook(self, "pre");
   const uint64_t call_ns = Recorder::next_call_ns();
   self->called = 1;
   note_step(self);
@@ -185,7 +188,6 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
     recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, nullptr, 0);
   }
 
-  if (self->options & kTrackVars) run_var_hook(self, "pre");
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
   if (self->options & kTrackVars) run_var_hook(self, "post");
 

@@ -8,8 +8,10 @@ When states are written:
 - once when a model is tracked, for every parameter;
 - after every optimizer step, for every parameter (torch's global optimizer step post-hook), or, in a
   loop that updates parameters by hand (no optimizer), at the end of each iteration;
-- in selective mode, before and after each call of an API that an invariant over variables names,
-  for the parameters that changed since they were last written (mode "selective-sample").
+- before and after each call of an API that mutates parameters (optimizer steps, zero_grad; full mode)
+  or that an invariant over variables names (selective mode), for the parameters that changed since they
+  were last written (mode "selective-sample"): what the call changes is written inside its window (after
+  its pre-record, before its post-record), so inference can tie a change to the API that made it.
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved, so unchanged parameters cost no tensor work.
 """
@@ -33,6 +35,15 @@ class _Entry:
         self.signature = None
         self.data_digest = None
         self.grad_digest = None
+
+
+def mutates_parameters(api_name: str) -> bool:
+    """APIs whose calls change parameters: an optimizer's `step` (not an LR scheduler's) and `zero_grad`
+    of optimizers and modules. Full mode tracks variables around them (the recorder's variable hook)."""
+    if api_name.endswith(".zero_grad"):
+        return api_name.startswith(("torch.optim.", "torch.nn.modules.module.Module."))
+    return (api_name.startswith("torch.optim.") and api_name.endswith(".step")
+            and not api_name.startswith("torch.optim.lr_scheduler."))
 
 
 def _signature(p: torch.Tensor) -> tuple:
@@ -100,8 +111,10 @@ class ModelTracker:
         self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
 
     def around_api(self, api_name: str, phase: str) -> None:
-        """The recorder's variable hook (selective mode): write what changed."""
-        self._write(self._all(), mode="selective-sample", dump_loc=api_name, only_changed=True)
+        """The recorder's variable hook, before and after calls of the APIs it wraps: write what changed.
+        Sampler records carry no mode/dump_loc, as the original's never do."""
+        mode, loc = (None, None) if self.style == "sampler" else ("selective-sample", api_name)
+        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=True)
 
     # -- internals ------------------------------------------------------------------------------------
     def _all(self) -> list[_Entry]:
