@@ -17,5 +17,9 @@ from traincheck.meta_vars import (
     start_step,
 )
 
+# The original's import surface for scripts written for it (`traincheck.instrumentor.tracer.DISABLE_WRAPPER`,
+# `traincheck.config.config`, `traincheck.instrumentor.META_VARS`): light modules, no torch.
+from traincheck import config, instrumentor  # noqa: E402,F401
+
 __all__ = ["annotate_stage", "get_meta_vars", "set_meta_var", "start_eval_step", "start_step"]
 __version__ = "0.2.0"

@@ -9,6 +9,8 @@ store that events copy into their header. So a run of any length interns a bound
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import MutableMapping
 from typing import Any
 
 VALID_STAGES = (
@@ -25,6 +27,7 @@ VALID_STAGES = (
 _meta: dict[str, Any] = {"step": 0}
 _policy = {"interval": 1, "warm_up": 1}
 _recorder = None  # traincheck._core once recording has started
+_recording = {"on": True}  # the original's `not config.DISABLE_WRAPPER`, kept here before a recorder exists
 _step_end_hooks: list = []  # called at each iteration boundary, before the step number moves on
 
 
@@ -40,6 +43,7 @@ def attach_recorder(core, sampling_interval: int, warm_up_steps: int) -> None:
     _policy["warm_up"] = max(0, int(warm_up_steps))
     _changed_other_keys()  # this recorder has not seen them yet
     _publish()
+    core.set_recording(_recording["on"])
 
 
 _rest_json = {"text": None}  # the keys other than "step" as JSON members, serialised once per change
@@ -60,9 +64,23 @@ def _changed_other_keys() -> None:
     _rest_json["text"] = None
 
 
-def _set_recording(on: bool) -> None:
+def _set_recording(on: bool, sampled_out: bool = False) -> None:
+    """`sampled_out`: recording is off only because the step is not sampled; rare calls (once per epoch,
+    say) are then still recorded by the wrappers, so that sampling never drops them (issue 10, item 7)."""
+    _recording["on"] = bool(on)
     if _recorder is not None:
-        _recorder.set_recording(on)
+        _recorder.set_recording(bool(on), rare_calls=sampled_out and not on)
+
+
+def is_wrapper_disabled() -> bool:
+    """The original's DISABLE_WRAPPER: true while nothing is recorded (a skipped step, or the script said so)."""
+    return not _recording["on"]
+
+
+def set_wrapper_disabled(disabled: bool) -> None:
+    """A script's own `DISABLE_WRAPPER = ...`: holds until the next start_step/start_eval_step or stage change,
+    which apply the sampling policy (or turn recording back on) as in the original."""
+    _set_recording(not disabled)
 
 
 def is_step_sampled(step: int) -> bool:
@@ -111,7 +129,7 @@ def start_step() -> None:
         _changed_other_keys()
     _meta["step"] = _meta.get("step", 0) + 1
     _publish()
-    _set_recording(is_step_sampled(_meta["step"]))
+    _set_recording(is_step_sampled(_meta["step"]), sampled_out=True)
 
 
 def start_eval_step() -> None:
@@ -119,4 +137,45 @@ def start_eval_step() -> None:
     _meta["eval_step"] = _meta.get("eval_step", 0) + 1
     _changed_other_keys()
     _publish()
-    _set_recording(is_step_sampled(_meta["eval_step"]))
+    _set_recording(is_step_sampled(_meta["eval_step"]), sampled_out=True)
+
+
+class MetaVarsDict(MutableMapping):
+    """The original's process-global ``META_VARS`` dict (``meta_vars`` in older releases), as scripts use it:
+    ``META_VARS["step"] = i`` sets the step, any other key placed in it appears in every later record, and
+    reading gives the current values. Unlike the original's plain dict, a value is recorded as it was when
+    assigned: mutating a list or dict held in it later is not seen until it is assigned again."""
+
+    def __getitem__(self, key: str) -> Any:
+        return _meta[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key == "step":
+            try:
+                value = operator.index(value)
+            except TypeError:
+                raise TypeError(f"META_VARS['step'] must be an integer, got {type(value).__name__}") from None
+            _meta["step"] = value
+        else:  # "stage" and "eval_step" too: set as given, as the original's dict would
+            _meta[key] = value
+            _changed_other_keys()
+        _publish()
+
+    def __delitem__(self, key: str) -> None:
+        if key == "step":
+            raise KeyError("META_VARS['step'] cannot be removed; assign it instead")
+        del _meta[key]
+        _changed_other_keys()
+        _publish()
+
+    def __iter__(self):
+        return iter(list(_meta))
+
+    def __len__(self) -> int:
+        return len(_meta)
+
+    def __repr__(self) -> str:
+        return repr(_meta)
+
+
+META_VARS = MetaVarsDict()

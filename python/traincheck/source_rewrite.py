@@ -4,98 +4,115 @@ The script file itself is never modified: the launcher compiles the annotated sy
 original file name and line numbers, so tracebacks point at the user's code. A script that already calls
 ``start_step``/``start_eval_step`` (or ``annotate_stage(<stage>)``) is left to do so itself.
 
+Step numbering equals the original's (0.2.0 ``InsertTracerVisitor``): loops are classified by the same
+heuristics, innermost first, and every loop classified as training gets ``start_step()``, nested or not.
+So an epoch loop around a batch loop (it calls ``.step()``/``.backward()`` somewhere inside, or a
+``train_*`` function) takes a step number of its own at the top of each epoch, before its batches': with
+B batches per epoch, batch b of epoch e is step ``(e - 1) * (B + 1) + 1 + b``, in both tools. The signals
+are searched in the whole loop (nested loops and definitions included), and the ``start_step()`` /
+``start_eval_step()`` calls already added to inner loops count as the original's do (one statement each;
+``start_eval_step`` is an eval signal), so an outer loop is classified as in the original. ``async for``
+loops are not annotated (the original visits only ``for`` and ``while``). A script that sets
+``META_VARS["step"]`` by hand still gets ``start_step()`` in its loops, as in the original: the script's
+value holds from its assignment to the next ``start_step()``.
+
 Differences from the original: the rewrite works on the syntax tree rather than tokens, keeps comments and
-formatting of the file on disk (it is never rewritten), and a loop whose body holds another loop of the same
-kind is not annotated, so nested epoch/batch loops count one step per batch.
+formatting of the file on disk (it is never rewritten), and a script that calls ``start_step()`` or
+``start_eval_step()`` itself gets no step annotations (the original adds its own as well, so each such
+iteration would count twice).
 """
 
 from __future__ import annotations
 
 import ast
 
-_TRAIN_ATTRS = {"step", "backward"}
 _TRAIN_STAGE_ATTRS = ("train", "step")
 _TEST_STAGE_ATTRS = ("eval", "no_grad")
 _CHECKPOINT_ATTRS = ("save",)
+_STATEMENT_NODES = (ast.Assign, ast.Expr, ast.Return, ast.AugAssign, ast.AnnAssign)
 
 
-def _iter_name(loop: ast.AST) -> list[str]:
-    """Names in a loop's iterator (`train_loader`, or `enumerate(train_loader)` arguments)."""
+def _iterator_kind(loop: ast.AST) -> str | None:
+    """The original's first heuristic: a `for` over `train_loader` (or `enumerate(val_loader, ...)`: the first
+    Name argument naming train/val/eval/test decides)."""
     if not isinstance(loop, ast.For):
-        return []
-    it = loop.iter
-    names = []
-    if isinstance(it, ast.Name):
-        names.append(it.id)
-    elif isinstance(it, ast.Attribute):
-        names.append(it.attr)
-    elif isinstance(it, ast.Call):
-        for arg in it.args:
+        return None
+    name = None
+    if isinstance(loop.iter, ast.Name):
+        name = loop.iter.id.lower()
+    elif isinstance(loop.iter, ast.Call):
+        for arg in loop.iter.args:
             if isinstance(arg, ast.Name):
-                names.append(arg.id)
-            elif isinstance(arg, ast.Attribute):
-                names.append(arg.attr)
-    return [n.lower() for n in names]
-
-
-def _own_nodes(body: list[ast.stmt]):
-    """Nodes of a loop body, not descending into nested loops or function definitions."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                continue
-            stack.append(child)
-
-
-def _called_names(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
-    """(attribute names called as methods, plain function names called) in a loop's own body."""
-    attrs, funcs = set(), set()
-    for node in _own_nodes(body):
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute):
-                attrs.add(node.func.attr)
-            elif isinstance(node.func, ast.Name):
-                funcs.add(node.func.id)
-    return attrs, funcs
-
-
-def _has_no_grad(body: list[ast.stmt]) -> bool:
-    for node in _own_nodes(body):
-        if isinstance(node, ast.With):
-            for item in node.items:
-                expr = item.context_expr
-                if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "no_grad":
-                    return True
-    return False
-
-
-def classify_loop(loop: ast.AST) -> str | None:
-    """'training', 'eval' or None, by the original's heuristics."""
-    names = _iter_name(loop)
-    attrs, funcs = _called_names(loop.body)
-    if any("train" in n for n in names):
+                arg_name = arg.id.lower()
+                if "train" in arg_name or any(k in arg_name for k in ("val", "eval", "test")):
+                    name = arg_name
+                    break
+    if name is None:
+        return None
+    if "train" in name:
         return "training"
-    if attrs & _TRAIN_ATTRS:
-        return "training"
-    if any(part in ("iter", "train") for f in funcs for part in f.lower().split("_")):
-        return "training"
-    if any(k in n for n in names for k in ("val", "eval", "test")):
-        return "eval"
-    if "eval" in attrs or _has_no_grad(loop.body):
-        return "eval"
-    if len(loop.body) >= 3:
+    if any(k in name for k in ("val", "eval", "test")):
         return "eval"
     return None
 
 
-def _nested_loop_kinds(body: list[ast.stmt]) -> set:
-    """Classifications of the loops nested anywhere in a loop body."""
-    return {
-        classify_loop(n) for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.For, ast.While, ast.AsyncFor))
-    }
+def _ours(call: ast.Call) -> str | None:
+    """The function name of a call this rewrite inserted (`__traincheck__.start_step()`), else None."""
+    f = call.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "__traincheck__":
+        return f.attr
+    return None
+
+
+def _walk_as_original(loop: ast.AST):
+    """The loop's nodes as the original's classifier sees them: everything inside (nested loops and
+    definitions too), where only the start_step/start_eval_step calls of inner loops have been added yet.
+    Our stage annotations and model-tracking calls are left out: the original adds them in later passes."""
+    stack = [loop]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            name = _ours(node.value)
+            if name is not None and name not in ("start_step", "start_eval_step"):
+                continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def classify_loop(loop: ast.AST) -> str | None:
+    """'training', 'eval' or None, by the original's heuristics (compat §4.1, pass 2)."""
+    kind = _iterator_kind(loop)
+    if kind is not None:
+        return kind
+    train = evaluation = False
+    statements = 0
+    for node in _walk_as_original(loop):
+        if isinstance(node, _STATEMENT_NODES):
+            statements += 1
+        if isinstance(node, ast.Call):
+            inserted = _ours(node)
+            if isinstance(node.func, ast.Attribute) and inserted is None:
+                if node.func.attr in ("step", "backward"):
+                    train = True
+                if node.func.attr == "eval":
+                    evaluation = True
+            elif isinstance(node.func, ast.Name) or inserted is not None:
+                # The original inserts `start_step()` as a plain name: `start_eval_step` reads as an eval call.
+                parts = (inserted or node.func.id).lower().split("_")
+                if "iter" in parts or "train" in parts:
+                    train = True
+                if "eval" in parts:
+                    evaluation = True
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                expr = item.context_expr
+                if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "no_grad":
+                    evaluation = True
+    if train:
+        return "training"
+    if evaluation:
+        return "eval"
+    return None if statements < 3 else "eval"
 
 
 def _call_stmt(func: str, *args: str) -> ast.stmt:
@@ -191,17 +208,20 @@ class _Annotator(ast.NodeTransformer):
         self.loop_depth -= 1
         if not self.annotate_steps:
             return node
-        kind = classify_loop(node)
-        # An epoch loop around a batch loop: only the innermost loop of a kind counts its iterations.
-        if kind is not None and kind in _nested_loop_kinds(node.body):
-            return node
+        kind = classify_loop(node)  # after the inner loops got theirs, as in the original
         if kind == "training":
             node.body.insert(0, ast.copy_location(_call_stmt("start_step"), node.body[0]))
         elif kind == "eval":
             node.body.insert(0, ast.copy_location(_call_stmt("start_eval_step"), node.body[0]))
         return node
 
-    visit_For = visit_While = visit_AsyncFor = _visit_loop
+    visit_For = visit_While = _visit_loop
+
+    def visit_AsyncFor(self, node):
+        self.loop_depth += 1
+        node = self.generic_visit(node)
+        self.loop_depth -= 1
+        return node
 
 
 def annotate_source(source: str, filename: str, models_to_track: tuple[str, ...] = ()) -> ast.Module:
