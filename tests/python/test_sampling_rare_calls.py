@@ -77,3 +77,34 @@ def test_a_rare_call_is_recorded_with_the_step_it_ran_in(tmp_path):
                            if r["function"].startswith("torch.nn.modules.module.Module.") and
                            r["type"] == "function_call (pre)" and r["meta_vars"]["step"] > 0)
     assert runs["sampled"] == runs["every"]
+
+
+DISABLED_REGION = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    import traincheck.instrumentor.tracer as tc_tracer
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(40):
+        if 3 <= i + 1 <= 30:  # the script turns recording off for these iterations (until the next step)
+            tc_tracer.DISABLE_WRAPPER = True
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+    """
+)
+
+
+def test_a_per_step_api_is_not_taken_for_rare_after_a_region_the_script_disabled(tmp_path):
+    write_script(tmp_path, "disabled.py", DISABLED_REGION)
+    result = collect(tmp_path, "-p", "disabled.py", "--output-dir", "out", "--sampling-interval", "7",
+                     "--warm-up-steps", "2")
+    assert result.returncode == 0, result.stderr
+    steps = sorted({r["meta_vars"]["step"] for r in all_records(tmp_path / "out")
+                    if r["function"] == "torch.optim.sgd.SGD.step"})
+    # Sampled steps 1, 2, 9, 16, 23, 30, 37; 9 to 30 fall in the disabled region. Were its steps not
+    # counted, SGD.step would look rare from step 31 on (2 steps seen in 31) and be recorded every step.
+    assert steps == [1, 2, 37]

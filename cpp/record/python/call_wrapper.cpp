@@ -216,15 +216,17 @@ bool rare_call(const CallWrapper* self) {
   return 2 * static_cast<int64_t>(self->steps_called) <= Recorder::instance().current_step();
 }
 
-// Recording is off: a step sampled out, or disabled. During a sampled-out step, rare calls and what they
-// call are recorded; every other call is only counted.
+// Recording is off: a step sampled out, or disabled (by the script, or before recording starts). During
+// a sampled-out step, rare calls and what they call are recorded. Every other call only counts its step,
+// disabled ones included: otherwise a per-step API would look rare after a region the script disabled.
 PyObject* unrecorded_step_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  if (g_record_rare_calls.load(std::memory_order_relaxed) && (self->options & kRecordCalls) &&
-      !tls_inside_recorder) {
-    if (tls_rare_call_depth > 0) return recorded_call(self, args, nargsf, kwnames);
-    if (rare_call(self)) {
-      RareCallScope scope;
-      return recorded_call(self, args, nargsf, kwnames);
+  if ((self->options & kRecordCalls) && !tls_inside_recorder) {
+    if (g_record_rare_calls.load(std::memory_order_relaxed)) {
+      if (tls_rare_call_depth > 0) return recorded_call(self, args, nargsf, kwnames);
+      if (rare_call(self)) {
+        RareCallScope scope;
+        return recorded_call(self, args, nargsf, kwnames);
+      }
     }
     note_step(self);
   }
