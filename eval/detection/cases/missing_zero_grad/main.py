@@ -24,7 +24,7 @@ def main():
     parser.add_argument("--bug", action="store_true")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr", type=float, default=0.02)
     parser.add_argument("--log-every", type=int, default=8)
     args = parser.parse_args()
 
