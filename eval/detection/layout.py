@@ -36,17 +36,19 @@ class Program:
 class RepLayout:
     root: Path                     # <out>/rep<r>
 
+    # Trace folder names are unique across programs: a check of several folders writes its results to
+    # <check dir>/<folder name>/.
     def run(self, case: Case, run_name: str) -> Path:
-        return self.root / "traces" / case.name / run_name
+        return self.root / "traces" / case.name / f"{case.name}.{run_name}"
 
     def workload_run(self, workload: str) -> Path:
-        return self.root / "traces" / f"workload_{workload}" / "good_s1"
+        return self.root / "traces" / f"workload_{workload}" / f"workload_{workload}.good_s1"
 
     def invariants(self, tool: str, setting: str, key: str) -> Path:
         return self.root / "invariants" / tool / setting / f"{key}.json"
 
-    def check_dir(self, tool: str, setting: str, key: str, run_name: str) -> Path:
-        return self.root / "checks" / tool / setting / key / run_name
+    def check_dir(self, tool: str, setting: str, key: str) -> Path:
+        return self.root / "checks" / tool / setting / key
 
     def online_run(self, setting: str, case: Case, run_name: str) -> Path:
         return self.root / "online" / setting / case.name / run_name

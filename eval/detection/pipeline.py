@@ -47,7 +47,7 @@ class RepJobs:
     """Every job of one repetition, by phase, so that results can find each job's status and time."""
     collect: list[Job] = field(default_factory=list)
     infer: dict[tuple, Job] = field(default_factory=dict)       # (tool, setting, key) -> job
-    check: dict[tuple, Job] = field(default_factory=dict)       # (tool, setting, key, run_name) -> job
+    check: dict[tuple, Job] = field(default_factory=dict)       # (tool, setting, key) -> job
     online: dict[tuple, Job] = field(default_factory=dict)      # (setting, case, run_name) -> job
 
 
@@ -134,29 +134,28 @@ def run_repetition(opts: Options, rep: int) -> tuple[L.RepLayout, RepJobs]:
             infer_jobs.append(job)
     run_all(infer_jobs, f"{tag} infer", opts.workers)
 
-    # 3. check offline
+    # 3. check offline: one job per invariant file, over every trace folder checked against it (each
+    # analyzer's start-up is paid once, not per trace)
+    check_inputs: dict[tuple[str, str], list[Path]] = {}
+    for case in opts.cases:
+        for setting in L.SETTINGS:
+            check_inputs.setdefault((setting, case_invariant_key(opts, setting, case)), []).extend(
+                lay.run(case, r) for r in ("bug_s3", "good_s3"))
+    for k in split.train_sizes if split else ():
+        check_inputs[("fp", f"k{k}")] = [p.check_trace for p in split.check]
     check_jobs = []
     for tool in opts.analyzers:
-        def add_check(setting: str, key: str, run_name: str, trace: Path) -> None:
+        for (setting, key), folders in check_inputs.items():
             inv = jobs.infer[(tool.name, setting, key)]
             if not inv.ok:
-                return
-            out = lay.check_dir(tool.name, setting, key, run_name)
+                continue
+            out = lay.check_dir(tool.name, setting, key)
             _clear(out)
-            job = Job(f"{tool.name} check {setting} {key} {run_name}",
-                      tool.check(trace, lay.invariants(tool.name, setting, key), out),
-                      lay.log("check", tool.name, setting, key, run_name), out.parent, _time_limit(opts, tool.name))
-            jobs.check[(tool.name, setting, key, run_name)] = job
+            job = Job(f"{tool.name} check {setting} {key} ({len(folders)} traces)",
+                      tool.check(folders, lay.invariants(tool.name, setting, key), out),
+                      lay.log("check", tool.name, setting, key), out.parent, _time_limit(opts, tool.name))
+            jobs.check[(tool.name, setting, key)] = job
             check_jobs.append(job)
-
-        for case in opts.cases:
-            for setting in L.SETTINGS:
-                key = case_invariant_key(opts, setting, case)
-                for run_name in ("bug_s3", "good_s3"):
-                    add_check(setting, key, f"{case.name}.{run_name}", lay.run(case, run_name))
-        for k in split.train_sizes if split else ():
-            for prog in split.check:
-                add_check("fp", f"k{k}", prog.name.replace(":", "_"), prog.check_trace)
     run_all(check_jobs, f"{tag} check", opts.workers)
 
     # 4. in-process checking (ours only): selective collection with -i, online checker in the writer thread

@@ -62,7 +62,7 @@ class Summary:
     median_latency: float | None
     fp_rate_good: float | None       # mean over cases of (invariants violated on the good run / invariants)
     mean_invariants: float | None
-    seconds: float                   # infer + check, summed over cases (first repetition)
+    seconds: float                   # infer + check jobs (offline) or in-process runs, first repetition
     nondeterministic: int
 
     @property
@@ -88,7 +88,12 @@ def summarize(rows: list[DetectionRow]) -> list[Summary]:
             lat = [r.latency for r in det if r.latency is not None]
             fps = [r.violated_on_good / r.invariants for r in ok if r.invariants]
             invs = [r.invariants for r in ok if r.invariants is not None]
-            secs = sum((r.infer_seconds or 0) + (r.check_seconds or 0) for r in firsts)
+            # Inference and offline checks are shared by the cases of one invariant file: count each once.
+            per_file = {}
+            for r in firsts:
+                per_file.setdefault(r.invariant_file or r.case, []).append(r)
+            secs = sum((rs[0].infer_seconds or 0) + (rs[0].check_seconds or 0) if mode == OFFLINE else
+                       sum(x.check_seconds or 0 for x in rs) for rs in per_file.values())
             out.append(Summary(tool, mode, setting, len(firsts), len(det), len(firsts) - len(ok),
                                statistics.median(lat) if lat else None,
                                statistics.mean(fps) if fps else None,

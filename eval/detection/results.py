@@ -36,7 +36,8 @@ class DetectionRow:
     caught_by: str = ""
     caught_relation: str = ""
     infer_seconds: float | None = None
-    check_seconds: float | None = None
+    check_seconds: float | None = None     # the whole check of this invariant file (other cases' traces too)
+    invariant_file: str = ""               # which inference the row's invariants come from (setting/key)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,17 +81,17 @@ def detection_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> 
             key = case_invariant_key(opts, setting, case)
             for tool in opts.analyzers:
                 infer = jobs.infer.get((tool.name, setting, key))
-                checks = {r: jobs.check.get((tool.name, setting, key, f"{case.name}.{r}")) for r in ("bug_s3", "good_s3")}
+                check = jobs.check.get((tool.name, setting, key))
                 row = DetectionRow(rep, case.name, case.bug_class, setting, tool.name, OFFLINE, "ok",
-                                   trigger_step=case.trigger_step)
-                problem = _first_problem(collects + [("infer", infer)] + [(f"check {r}", j) for r, j in checks.items()])
+                                   trigger_step=case.trigger_step, invariant_file=f"{setting}/{key}")
+                problem = _first_problem(collects + [("infer", infer), ("check", check)])
                 inv_file = lay.invariants(tool.name, setting, key)
                 if infer is not None:
                     row.infer_seconds = round(infer.seconds, 2)
                     if infer.ok:
                         row.invariants = count_invariants(inv_file)
                 if problem is None:
-                    rows.append(_fill(row, case, tool, setting, key, lay, checks))
+                    rows.append(_fill(row, case, tool, setting, key, lay, check))
                     continue
                 row.status = problem
                 rows.append(row)
@@ -100,20 +101,20 @@ def detection_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> 
 
 
 def _fill(row: DetectionRow, case: Case, tool: Analyzer, setting: str, key: str, lay: L.RepLayout,
-          checks: dict[str, Job]) -> DetectionRow:
-    logs = {r: Analyzer.failed_log(lay.check_dir(tool.name, setting, key, f"{case.name}.{r}"), lay.run(case, r))
-            for r in ("bug_s3", "good_s3")}
+          check: Job) -> DetectionRow:
+    logs = {r: Analyzer.failed_log(lay.check_dir(tool.name, setting, key), lay.run(case, r)) for r in ("bug_s3", "good_s3")}
     v = verdict(read_failed_log(logs["bug_s3"]), read_failed_log(logs["good_s3"]), case.trigger_step)
     row.detected, row.first_step, row.latency = v.detected, v.first_step, v.latency
     row.violated_on_bug, row.violated_on_good = v.violated_on_bug, v.violated_on_good
     row.caught_by, row.caught_relation = v.caught_by, v.caught_relation
-    row.check_seconds = round(sum(j.seconds for j in checks.values()), 2)
+    row.check_seconds = round(check.seconds, 2)  # the whole check job (all traces of this invariant file)
     return row
 
 
 def _in_process_row(opts: Options, rep: int, case: Case, setting: str, key: str, lay: L.RepLayout,
                     jobs: RepJobs) -> DetectionRow:
-    row = DetectionRow(rep, case.name, case.bug_class, setting, OURS, IN_PROCESS, "ok", trigger_step=case.trigger_step)
+    row = DetectionRow(rep, case.name, case.bug_class, setting, OURS, IN_PROCESS, "ok", trigger_step=case.trigger_step,
+                       invariant_file=f"{setting}/{key}")
     infer = jobs.infer.get((OURS, setting, key))
     runs = {r: jobs.online.get((setting, case.name, r)) for r in ("bug_s3", "good_s3")}
     problem = _first_problem([("infer", infer)] + [(f"in-process {r}", j) for r, j in runs.items()])
@@ -138,9 +139,8 @@ def fp_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> list[Fp
     for tool in opts.analyzers:
         for k in split.train_sizes:
             infer = jobs.infer.get((tool.name, "fp", f"k{k}"))
+            check = jobs.check.get((tool.name, "fp", f"k{k}"))
             for prog in split.check:
-                run_name = prog.name.replace(":", "_")
-                check = jobs.check.get((tool.name, "fp", f"k{k}", run_name))
                 row = FpRow(rep, tool.name, k, prog.name, "ok")
                 if infer is not None:
                     row.infer_seconds = round(infer.seconds, 2)
@@ -150,8 +150,7 @@ def fp_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> list[Fp
                     rows.append(row)
                     continue
                 row.invariants = count_invariants(lay.invariants(tool.name, "fp", f"k{k}"))
-                violated = read_failed_log(Analyzer.failed_log(lay.check_dir(tool.name, "fp", f"k{k}", run_name),
-                                                               prog.check_trace))
+                violated = read_failed_log(Analyzer.failed_log(lay.check_dir(tool.name, "fp", f"k{k}"), prog.check_trace))
                 row.violated = len(violated)
                 row.fp_rate = fp_rate(violated, row.invariants)
                 rows.append(row)

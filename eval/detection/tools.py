@@ -35,8 +35,8 @@ class Analyzer:
     def infer(self, trace_folders: list[Path], out_file: Path) -> list[str]:
         return [self._exe("traincheck-infer"), "-f", *map(str, trace_folders), "-o", str(out_file)]
 
-    def check(self, trace_folder: Path, invariants: Path, out_dir: Path) -> list[str]:
-        return [self._exe("traincheck-check"), "-f", str(trace_folder), "-i", str(invariants), "-o", str(out_dir)]
+    def check(self, trace_folders: list[Path], invariants: Path, out_dir: Path) -> list[str]:
+        return [self._exe("traincheck-check"), "-f", *map(str, trace_folders), "-i", str(invariants), "-o", str(out_dir)]
 
     @staticmethod
     def failed_log(check_out_dir: Path, trace_folder: Path) -> Path:
