@@ -61,14 +61,17 @@ std::string breakdown_table(const std::map<std::string, Counts>& counts) {
 
 namespace {
 
-// The first attribute that is not the tool's own bookkeeping, for the compact sample rows.
+// The first attribute by name that is not the tool's own bookkeeping, for the compact sample rows (by
+// name: the stored order follows key ids, which depend on parsing order).
 std::string first_attribute(const Record& r) {
+  const Field* first = nullptr;
   for (const Field& f : r.fields) {
     std::string_view k = key_name(f.key);
-    if (k.starts_with("attributes.") && k.find("_TRAINCHECK") == std::string_view::npos)
-      return std::string(k) + " = " + value_to_display(f.value);
+    if (k.starts_with("attributes.") && k.find("_TRAINCHECK") == std::string_view::npos &&
+        (first == nullptr || k < key_name(first->key)))
+      first = &f;
   }
-  return "";
+  return first == nullptr ? "" : std::string(key_name(first->key)) + " = " + value_to_display(first->value);
 }
 
 }  // namespace

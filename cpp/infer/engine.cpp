@@ -35,6 +35,26 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Lets each relation fold its merged hypotheses (Relation::combine). Hypotheses end up grouped by
+// relation, in the relations' order, each group in its merged order.
+void combine_per_relation(const std::vector<const Relation*>& relations, std::vector<Hypothesis>& hypotheses,
+                          std::vector<const Relation*>& owner) {
+  std::vector<Hypothesis> combined;
+  std::vector<const Relation*> combined_owner;
+  for (const Relation* r : relations) {
+    std::vector<Hypothesis> mine;
+    for (size_t i = 0; i < hypotheses.size(); ++i)
+      if (owner[i] == r) mine.push_back(std::move(hypotheses[i]));
+    r->combine(mine);
+    for (Hypothesis& h : mine) {
+      combined.push_back(std::move(h));
+      combined_owner.push_back(r);
+    }
+  }
+  hypotheses = std::move(combined);
+  owner = std::move(combined_owner);
+}
+
 }  // namespace
 
 InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const std::vector<const Relation*>& relations,
@@ -72,6 +92,7 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
     }
   }
   generated.clear();
+  combine_per_relation(relations, hypotheses, owner);
   result.hypotheses = hypotheses.size();
 
   // 3. Hypotheses with at most one positive example are not worth a precondition.

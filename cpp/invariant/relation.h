@@ -99,6 +99,10 @@ class Relation {
   // Folds `other` (same merge key, another trace) into `into`. The default concatenates examples and
   // unions valid stages.
   virtual void merge(Hypothesis& into, Hypothesis&& other) const;
+  // After merging across traces and before pruning: folds hypotheses of this relation that turned out
+  // to be one (APIContain's per-stage hypotheses whose argument constraints agree). Must keep the
+  // remaining hypotheses in their order. The default folds nothing.
+  virtual void combine(std::vector<Hypothesis>& hypotheses) const {}
   // Field-name substrings the precondition learner must not use for this relation.
   virtual std::vector<std::string> precondition_keys_to_skip() const { return {}; }
   // Fields whose `consistent` clause the learner keeps whenever every positive supports it, even if no

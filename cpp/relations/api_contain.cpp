@@ -24,6 +24,19 @@
 //     of the short type name in proxy_obj_names, compat §13 item 15); files with that group still load;
 //   - argument constraints keep only primitive argument values (scalars, lists of scalars); object
 //     arguments (tensors) carry ids that differ run to run;
+//   - argument constraints per stage, as the original's stage-by-stage inference gives them: an API
+//     child's arguments are intersected over its calls within one stage of the parent calls (one
+//     hypothesis per stage), then over the traces (the original keeps only equal argument sets, so a
+//     seed or a path that differs run to run loses it the invariant), and the stages whose
+//     constraints agree are combined into one hypothesis (combine); a distinct argument set stays its
+//     own hypothesis restricted to its stages: Dropout.forward calls dropout(training=True) in training
+//     and dropout(training=False) in testing, two invariants, so a model left in eval mode is flagged
+//     at its first training step. When stages are combined, a trace that saw the child in fewer of
+//     them has its calls in the others collected too, so each hypothesis is judged on every stage it
+//     claims, in every trace;
+//   - a parent call that changed the var child's attribute to other values (a "sibling" hypothesis'
+//     change) is a negative example: the check judges it and, lacking this change, flags it, so the
+//     original's leaving it out gave invariants that the very run they came from violates;
 //   - the offline check reports every violating parent call, not only the first (compat §13 item 29).
 //
 // Online (make_online_check, api_contain_online.cpp): the same verdicts from records seen one at a
@@ -110,12 +123,28 @@ void describe(Hypothesis& h) {
   h.invariant.text_description = parent.api_full_name + " contains " + describe_child(child);
 }
 
+// Argument constraints as text in one canonical order (by name): equal sets give equal text whatever
+// order the calls bound them in. Params keep the signature's order, as the original writes them.
+std::string canonical_args(Object args) {
+  std::sort(args.begin(), args.end(), [](const Member& a, const Member& b) { return key_name(a.key) < key_name(b.key); });
+  return to_json(Value::object(std::move(args)));
+}
+
+// A child param's identity across traces: the param without arguments, plus its canonical arguments.
+std::string canonical_child(const Param& child) {
+  Param bare = child;
+  bare.arguments.reset();
+  const Value* args = child.arguments && child.arguments->is_object() ? child.arguments->find("args") : nullptr;
+  return bare.to_json() + (args != nullptr && args->is_object() ? canonical_args(args->as_object()) : std::string());
+}
+
 Hypothesis make_hypothesis(const TraceStore& trace, std::string_view parent, Param child) {
   Hypothesis h;
   h.invariant.relation = "APIContainRelation";
   h.invariant.params = {Param::api(std::string(parent)), std::move(child)};
   h.group_names = {std::string(kGroup)};
-  // Merged across traces by parent and child without argument values (which are intersected).
+  // Merged across traces by parent and child; an API child's argument values are intersected (merge),
+  // so its key leaves them out and the caller adds the stage.
   Param key_child = h.invariant.params[1];
   key_child.arguments.reset();
   h.merge_key = std::string(parent) + "|" + key_child.to_json();
@@ -129,9 +158,9 @@ bool in_stages(const std::vector<std::string>& stages, std::string_view s) {
   return stages.empty() || std::find(stages.begin(), stages.end(), s) != stages.end();
 }
 
-// Fills examples and valid stages of `h` from the positions (into `calls`) that contain its child.
+// Fills examples and valid stages of `h` from the positions (into `calls`, sorted) that contain its child.
 void fill_examples(const TraceStore& trace, const std::vector<uint32_t>& calls, const std::vector<uint32_t>& positive,
-                   const std::set<uint32_t>& excluded_negatives, Hypothesis& h) {
+                   Hypothesis& h) {
   std::set<std::string> stages;
   for (uint32_t p : positive) stages.insert(std::string(trace.record(trace.calls()[calls[p]].pre).stage));
   h.valid_stages.assign(stages.begin(), stages.end());
@@ -141,11 +170,32 @@ void fill_examples(const TraceStore& trace, const std::vector<uint32_t>& calls, 
     if (next < positive.size() && positive[next] == p) {
       h.positives.push_back(example_of(trace, call));
       ++next;
-    } else if (!excluded_negatives.count(p) && stages.count(std::string(trace.record(call.pre).stage))) {
+    } else if (stages.count(std::string(trace.record(call.pre).stage))) {
       h.negatives.push_back(example_of(trace, call));
     }
   }
 }
+
+Param api_child_param(std::string_view name, Object args) {
+  Param p = Param::api(std::string(name));
+  if (!args.empty())
+    p.arguments = make_object({{"args", Value::object(std::move(args))}, {"func_name", Value::string(std::string(name))}});
+  return p;
+}
+
+// The argument constraints of an API child param (empty if none).
+Object child_args(const Param& child) {
+  const Value* args = child.arguments && child.arguments->is_object() ? child.arguments->find("args") : nullptr;
+  return args != nullptr && args->is_object() ? args->as_object() : Object{};
+}
+
+// A child API seen in the parent calls of one stage: the positions (into the parent's calls) of the
+// calls containing it, and the argument values all its calls in that stage share.
+struct ApiChild {
+  std::vector<uint32_t> positions;
+  Object common_args;
+  bool seen = false;
+};
 
 struct VarValueHypothesis {
   Value pre, post;
@@ -212,19 +262,17 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
       if (trace.calls()[ci].status != CallStatus::Incomplete) calls.push_back(ci);
     if (calls.empty()) continue;
 
-    struct ApiChild {
-      std::vector<uint32_t> positions;
-      Object common_args;
-      bool seen = false;
-    };
-    std::map<std::string_view, ApiChild> api_children;
+    // Per child function and stage of the parent call: the parent calls containing it, and the
+    // argument values all its calls there share.
+    std::map<std::string_view, std::map<std::string_view, ApiChild>> api_children;
     std::map<std::pair<std::string_view, std::string>, std::map<std::string, VarValueHypothesis>> var_children;
     for (uint32_t pos = 0; pos < calls.size(); ++pos) {
       const CallEvent& call = trace.calls()[calls[pos]];
+      const std::string_view stage = trace.record(call.pre).stage;
       for (uint32_t ci : trace.contained_calls(call)) {
         const CallEvent& inner = trace.calls()[ci];
         if (inner.status == CallStatus::Exception) continue;
-        ApiChild& child = api_children[inner.function];
+        ApiChild& child = api_children[inner.function][stage];
         if (child.positions.empty() || child.positions.back() != pos) child.positions.push_back(pos);
         Object args = primitive_args(trace, trace.record(inner.pre));
         if (!child.seen) {
@@ -248,14 +296,16 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
       }
     }
 
-    for (auto& [name, child] : api_children) {
-      Param p = Param::api(std::string(name));
-      if (!child.common_args.empty())
-        p.arguments = make_object({{"args", Value::object(child.common_args)}, {"func_name", Value::string(std::string(name))}});
-      Hypothesis h = make_hypothesis(trace, parent, std::move(p));
-      fill_examples(trace, calls, child.positions, {}, h);
-      out.push_back(std::move(h));
-    }
+    // One hypothesis per child and stage, as the original infers stage by stage: merged across traces
+    // stage by stage, then combined over the stages whose arguments agree (combine).
+    for (auto& [name, by_stage] : api_children)
+      for (auto& [stage, child] : by_stage) {
+        Hypothesis h = make_hypothesis(trace, parent, api_child_param(name, std::move(child.common_args)));
+        h.merge_key += "|";
+        h.merge_key += stage;
+        fill_examples(trace, calls, child.positions, h);
+        out.push_back(std::move(h));
+      }
 
     for (auto& [target, values] : var_children) {
       const auto& [var_type, attr] = target;
@@ -283,17 +333,14 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
         Value pre = pres.size() == 1 ? pres.front() : generalize_values(pres);
         Value post = posts.size() == 1 ? posts.front() : generalize_values(posts);
         Hypothesis h = make_hypothesis(trace, parent, make_var_param(std::move(pre), std::move(post)));
-        fill_examples(trace, calls, std::vector<uint32_t>(all.begin(), all.end()), {}, h);
+        fill_examples(trace, calls, std::vector<uint32_t>(all.begin(), all.end()), h);
         out.push_back(std::move(h));
         continue;
       }
       for (const auto& [k, vh] : values) {
-        // A call that made a sibling change is not evidence against this one.
-        std::set<uint32_t> siblings;
-        for (const auto& [k2, other] : values)
-          if (k2 != k) siblings.insert(other.positions.begin(), other.positions.end());
+        // A call that made a sibling change (other values) is a negative: the check judges it too.
         Hypothesis h = make_hypothesis(trace, parent, make_var_param(vh.pre, vh.post));
-        fill_examples(trace, calls, vh.positions, siblings, h);
+        fill_examples(trace, calls, vh.positions, h);
         out.push_back(std::move(h));
       }
     }
@@ -301,34 +348,90 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
   return out;
 }
 
-void ApiContainRelation::collect_examples(const TraceStore& trace, Hypothesis& h) const {
+namespace {
+
+// Adds an example per parent call of `trace` in `stages` (every stage when empty).
+void collect_in_stages(const TraceStore& trace, const std::vector<std::string>& stages, Hypothesis& h) {
   const Param& parent = h.invariant.params[0];
   const Param& child = h.invariant.params[1];
   for (uint32_t ci : trace.calls_of(parent.api_full_name)) {
     const CallEvent& call = trace.calls()[ci];
-    if (call.status == CallStatus::Incomplete || !in_stages(h.valid_stages, trace.record(call.pre).stage)) continue;
-    (contains(trace, call, child) ? h.positives : h.negatives).push_back(example_of(trace, call));
+    if (call.status == CallStatus::Incomplete || !in_stages(stages, trace.record(call.pre).stage)) continue;
+    (ApiContainRelation::contains(trace, call, child) ? h.positives : h.negatives).push_back(example_of(trace, call));
   }
+}
+
+// The stages of `b` that `a` lacks (none when either is unrestricted).
+std::vector<std::string> stages_missing(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  if (a.empty() || b.empty()) return out;
+  for (const std::string& s : b)
+    if (std::find(a.begin(), a.end(), s) == a.end()) out.push_back(s);
+  return out;
+}
+
+bool generated(const Hypothesis& h, const TraceStore* t) {
+  return std::find(h.generated_by.begin(), h.generated_by.end(), t) != h.generated_by.end();
+}
+
+// Folds `other` (same params) into `into`: examples, stages, generating traces. Each generating trace
+// has examples of every stage its hypothesis claims; one that generated only one side has not judged
+// its calls in the other side's stages (where its child had other arguments, or was absent), so those
+// are collected now. Engine merges and combine() both rely on this.
+void fold(Hypothesis& into, Hypothesis&& other) {
+  const std::vector<std::string> into_lacks = stages_missing(into.valid_stages, other.valid_stages);
+  const std::vector<std::string> other_lacks = stages_missing(other.valid_stages, into.valid_stages);
+  for (const TraceStore* t : into.generated_by)
+    if (!into_lacks.empty() && !generated(other, t)) collect_in_stages(*t, into_lacks, into);
+  for (const TraceStore* t : other.generated_by)
+    if (!other_lacks.empty() && !generated(into, t)) collect_in_stages(*t, other_lacks, other);
+  std::vector<const TraceStore*> traces = into.generated_by;
+  for (const TraceStore* t : other.generated_by)
+    if (!generated(into, t)) traces.push_back(t);
+  // Relation::merge's default: examples concatenated, stages united.
+  std::move(other.positives.begin(), other.positives.end(), std::back_inserter(into.positives));
+  std::move(other.negatives.begin(), other.negatives.end(), std::back_inserter(into.negatives));
+  for (std::string& s : other.valid_stages)
+    if (std::find(into.valid_stages.begin(), into.valid_stages.end(), s) == into.valid_stages.end()) into.valid_stages.push_back(std::move(s));
+  std::sort(into.valid_stages.begin(), into.valid_stages.end());
+  into.generated_by = std::move(traces);
+}
+
+}  // namespace
+
+void ApiContainRelation::collect_examples(const TraceStore& trace, Hypothesis& h) const {
+  collect_in_stages(trace, h.valid_stages, h);
 }
 
 void ApiContainRelation::merge(Hypothesis& into, Hypothesis&& other) const {
   Param& a = into.invariant.params[1];
-  const Param& b = other.invariant.params[1];
   if (a.type == ParamType::Api) {
-    // Only argument values every trace agrees on remain constraints.
-    const Value* aa = a.arguments && a.arguments->is_object() ? a.arguments->find("args") : nullptr;
-    const Value* ba = b.arguments && b.arguments->is_object() ? b.arguments->find("args") : nullptr;
-    if (aa == nullptr || ba == nullptr) {
-      a.arguments.reset();
-    } else {
-      Object common = aa->as_object();
-      intersect_args(common, ba->as_object());
-      if (common.empty()) a.arguments.reset();
-      else a.arguments = make_object({{"args", Value::object(std::move(common))}, {"func_name", Value::string(a.api_full_name)}});
-    }
+    // One stage of one parent and child in two traces: only argument values both agree on remain.
+    const bool constrained = a.arguments.has_value();
+    Object common = child_args(a);
+    intersect_args(common, child_args(other.invariant.params[1]));
+    a = api_child_param(a.api_full_name, constrained && other.invariant.params[1].arguments ? std::move(common) : Object{});
   }
-  Relation::merge(into, std::move(other));
+  fold(into, std::move(other));
   describe(into);
+}
+
+void ApiContainRelation::combine(std::vector<Hypothesis>& hypotheses) const {
+  // Per-stage hypotheses of one parent and API child whose argument constraints agree (after the
+  // traces' intersection) are one hypothesis over their stages, as the original merges equal
+  // invariants of different stages; those that differ (dropout's `training`) stay apart.
+  std::map<std::string, size_t> kept;  // parent | canonical child -> position in out
+  std::vector<Hypothesis> out;
+  for (Hypothesis& h : hypotheses) {
+    if (h.invariant.params[1].type != ParamType::Api) {
+      out.push_back(std::move(h));
+      continue;
+    }
+    auto [it, inserted] = kept.try_emplace(h.invariant.params[0].api_full_name + "|" + canonical_child(h.invariant.params[1]), out.size());
+    if (inserted) out.push_back(std::move(h));
+    else fold(out[it->second], std::move(h));
+  }
+  hypotheses = std::move(out);
 }
 
 CheckResult ApiContainRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {

@@ -19,6 +19,7 @@ class ApiContainRelation final : public Relation {
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   void merge(Hypothesis& into, Hypothesis&& other) const override;
+  void combine(std::vector<Hypothesis>& hypotheses) const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;
   std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
                                                  const ApiSignatures* signatures = nullptr) const override;

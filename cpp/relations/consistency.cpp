@@ -6,8 +6,7 @@
 // "Overlapping" is an intersection over union of the two states' liveness above 1%.
 //
 // Params: [VarTypeParam(t1, a1), VarTypeParam(t2, a2)], no values.
-// Precondition group: "var" = [a record of state 1, a record of state 2] (first records in examples,
-// last records in the check, as the original).
+// Precondition group: "var" = [the first record of state 1, the first record of state 2] (state_record).
 //
 // Example invariant:
 //   {"relation": "ConsistencyRelation", "params": [
@@ -34,8 +33,16 @@
 //   - when both params name the same (type, attr), a pair of instances is taken once (unordered), its
 //     earlier-ending state first (ties: by process id, then name): the original visits both orders and
 //     would report each violation twice;
+//   - inference and both checks judge the same pairs by the same rules, so a trace never violates what
+//     was learned from it alone (tests/cpp/infer/self_check_test.cpp). The original differs in three
+//     places, each of which can flag a good run: its check compares the initial states its inference
+//     skips, preconditions its pairs on their last records where its examples hold the first ones, and
+//     compares exactly where inference allows 1e-8. Here the initial states of tensors, modules and
+//     parameters are left out everywhere, examples and checks both use the first records (the
+//     original's examples; its check, given our invariants, sees the last ones), and every comparison
+//     allows 1e-8; a violation's records are the first ones, the step where the values began to differ;
 //   - generation buckets by exact value, so two float states within 1e-8 but not equal do not count
-//     towards a hypothesis (examples still use the 1e-8 tolerance; the check is exact, as the original);
+//     towards a hypothesis (examples and checks use the 1e-8 tolerance);
 //   - hypotheses are not stage-restricted;
 //   - "same step" (consistent meta_vars.step) is kept in the precondition whenever every positive has
 //     it, even if no negative of the training runs needs it (see precondition_consistent_keys_to_keep).
@@ -70,15 +77,6 @@ std::vector<StateList> members_of(const TraceStore& trace, std::string_view type
   return out;
 }
 
-// The original skips the initial state of tensors, modules and parameters in inference: it is the
-// value before training touched it, and constant attributes (dtype, shape) have nothing else.
-bool skips_initial_state(std::string_view type) {
-  std::string lower(type);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("tensor") != std::string::npos || lower.find("module") != std::string::npos ||
-         lower.find("parameter") != std::string::npos;
-}
-
 // Calls f(i, j) for every pair of overlapping states a[i], b[j] with i, j >= the given firsts.
 template <typename F>
 void for_each_overlap(const std::vector<AttrState>& a, size_t i, const std::vector<AttrState>& b, size_t j, F&& f) {
@@ -94,17 +92,22 @@ void for_each_overlap(const std::vector<AttrState>& a, size_t i, const std::vect
   }
 }
 
+size_t first_compared_state(const TraceStore& trace, const StateList& m) {
+  return ConsistencyRelation::skips_initial_state(trace.var_instances()[m.var].var_type) ? 1 : 0;
+}
+
 // Calls f(m1, s1, m2, s2) for every overlapping state pair of different instances of `first` and
-// `second` (unordered pairs when `same` lists are one).
+// `second` (unordered pairs when `same` lists are one), initial states left out where they are skipped:
+// the pairs inference takes examples from and the check judges are these.
 template <typename F>
 void for_each_pair(const TraceStore& trace, const std::vector<StateList>& first, const std::vector<StateList>& second, bool same,
-                   bool skip_initial_1, bool skip_initial_2, F&& f) {
+                   F&& f) {
   for (size_t x = 0; x < first.size(); ++x) {
     for (size_t y = same ? x + 1 : 0; y < second.size(); ++y) {
       const StateList& m1 = first[x];
       const StateList& m2 = second[y];
       if (m1.var == m2.var) continue;
-      for_each_overlap(m1.history->states, skip_initial_1 ? 1 : 0, m2.history->states, skip_initial_2 ? 1 : 0,
+      for_each_overlap(m1.history->states, first_compared_state(trace, m1), m2.history->states, first_compared_state(trace, m2),
                        [&](size_t i, size_t j) { f(m1, i, m2, j); });
     }
   }
@@ -139,11 +142,11 @@ Hypothesis make_hypothesis(const ParamPair& pp) {
 void collect(const TraceStore& trace, const ParamPair& pp, Hypothesis& h) {
   const std::vector<StateList> first = members_of(trace, pp.t1, pp.a1);
   const std::vector<StateList> second = pp.symmetric() ? first : members_of(trace, pp.t2, pp.a2);
-  for_each_pair(trace, first, second, pp.symmetric(), skips_initial_state(pp.t1), skips_initial_state(pp.t2),
+  for_each_pair(trace, first, second, pp.symmetric(),
                 [&](const StateList& m1, size_t i, const StateList& m2, size_t j) {
                   const AttrState& s1 = m1.history->states[i];
                   const AttrState& s2 = m2.history->states[j];
-                  Example e{&trace, {{s1.records.front(), s2.records.front()}}};
+                  Example e{&trace, {{ConsistencyRelation::state_record(s1), ConsistencyRelation::state_record(s2)}}};
                   (ConsistencyRelation::close_values(s1.value, s2.value) ? h.positives : h.negatives).push_back(std::move(e));
                 });
 }
@@ -155,6 +158,13 @@ bool ConsistencyRelation::overlaps(int64_t s1, int64_t e1, int64_t s2, int64_t e
   if (inter <= 0) return false;
   const int64_t uni = std::max(e1, e2) - std::min(s1, s2);
   return static_cast<double>(inter) > 0.01 * static_cast<double>(uni);
+}
+
+bool ConsistencyRelation::skips_initial_state(std::string_view type) {
+  std::string lower(type);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("tensor") != std::string::npos || lower.find("module") != std::string::npos ||
+         lower.find("parameter") != std::string::npos;
 }
 
 bool ConsistencyRelation::close_values(const Value& a, const Value& b) {
@@ -255,7 +265,7 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
   };
   std::vector<Found> found;
   std::vector<Field> storage;
-  for_each_pair(trace, first, second, pp->symmetric(), false, false, [&](const StateList& m1, size_t i, const StateList& m2, size_t j) {
+  for_each_pair(trace, first, second, pp->symmetric(), [&](const StateList& m1, size_t i, const StateList& m2, size_t j) {
     const AttrState* s1 = &m1.history->states[i];
     const AttrState* s2 = &m2.history->states[j];
     if (pp->symmetric()) {
@@ -264,7 +274,7 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
       const VarInstance& v2 = trace.var_instances()[m2.var];
       if (std::tie(s2->end, v2.process_id, v2.var_name) < std::tie(s1->end, v1.process_id, v1.var_name)) std::swap(s1, s2);
     }
-    const uint32_t recs[2] = {s1->records.back(), s2->records.back()};
+    const uint32_t recs[2] = {state_record(*s1), state_record(*s2)};
     if (group != nullptr) {
       if (enrich) {
         if (!group->holds(make_enriched_views(trace, recs, storage))) return;
@@ -274,7 +284,7 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
       }
     }
     result.triggered = true;
-    if (!(s1->value == s2->value)) found.push_back(Found{s1->end, s2->end, recs[0], recs[1]});
+    if (!close_values(s1->value, s2->value)) found.push_back(Found{s1->end, s2->end, recs[0], recs[1]});
   });
   std::stable_sort(found.begin(), found.end(),
                    [](const Found& a, const Found& b) { return std::tie(a.end1, a.end2) < std::tie(b.end1, b.end2); });

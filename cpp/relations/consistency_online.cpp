@@ -4,11 +4,12 @@
 // A state of an instance (pid, var_name, var_type) for a param's attribute begins at a record whose
 // value differs from the instance's previous non-NaN value and ends at the next such record, as in the
 // store's histories. A pair of states of different instances is compared once, when the later of the
-// two ends: its liveness is then known, so the 1% overlap test and the precondition ("var", on the two
-// states' last records) are exactly the offline check's, and so is the record order of a violation.
+// two ends: its liveness is then known, so the 1% overlap test, the precondition ("var", on the two
+// states' first records), the skipped initial states and the 1e-8 tolerance are exactly the offline
+// check's (and inference's), and so is the record order of a violation.
 // Each pair is evaluated once, so no de-duplication by record hash (the original's) is needed.
 //
-// State, bounded: per instance and param side, the open state (value, start, a copy of its last
+// State, bounded: per instance and param side, the open state (value, start, a copy of its first
 // record) and the ended states that may still meet another instance's open state. An ended state c is
 // dropped when no open state of another instance began before c ended (later states begin later
 // still), or when c is too short to reach 1% overlap with anything still open: any pair closing from
@@ -19,7 +20,7 @@
 // Differs from the offline check: the last state of each instance never ends while training runs, so
 // pairs involving one are not compared online (offline they end at the trace end and are). Context
 // managers come with the records (OnlineChecker: check/online_context_managers.h); the precondition sees
-// those live at each pair's last records, where offline it sees those live at the earlier first record. The in-process checker of one DDP rank sees only that rank's records: it finds
+// those live at each pair's first records, where offline it sees those live at the earlier of the two. The in-process checker of one DDP rank sees only that rank's records: it finds
 // pairs of that process's instances only; cross-rank checking needs traincheck-onlinecheck on the
 // shared trace folder.
 #include <algorithm>
@@ -41,6 +42,7 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
     // Untracked attributes have no history offline, so nothing is ever compared.
     if (is_untracked_attribute(attr_[s])) return;
     key_[s] = intern_key("attributes." + attr_[s]);
+    skip_initial_[s] = ConsistencyRelation::skips_initial_state(type_[s]);
   }
   valid_ = true;
   symmetric_ = type_[0] == type_[1] && attr_[0] == attr_[1];
@@ -60,12 +62,11 @@ void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolat
       inst.var_name = std::string(r.var_name);
     }
     std::optional<State>& open = inst.open[side];
-    if (open && open->value == *value) {
-      open->last = r;
-      continue;
-    }
+    if (open && open->value == *value) continue;
+    const bool initial = !open && !inst.seen[side];
     if (open) close_state(inst, side, r.time, violations);
-    open = State{*value, r.time, 0, r};
+    open = State{*value, r.time, 0, r, initial && skip_initial_[side]};
+    inst.seen[side] = true;
   }
 }
 
@@ -74,6 +75,7 @@ void ConsistencyOnlineCheck::close_state(Instance& inst, int side, int64_t now, 
   State closing = std::move(*inst.open[side]);
   inst.open[side].reset();
   closing.end = now;
+  if (closing.initial) return;  // never a pair's member, as offline and in inference
   const int other_side = symmetric_ ? 0 : 1 - side;
   for (const auto& [key, other] : instances_) {
     if (&other == &inst) continue;
@@ -95,11 +97,11 @@ void ConsistencyOnlineCheck::compare(const State& closing, const Instance& inst,
   const State& a = closing_first ? closing : other;
   const State& b = closing_first ? other : closing;
   if (precondition_) {
-    const RecordView views[2] = {RecordView{&a.last, nullptr}, RecordView{&b.last, nullptr}};
+    const RecordView views[2] = {RecordView{&a.first, nullptr}, RecordView{&b.first, nullptr}};
     if (!precondition_->holds(views)) return;
   }
   triggered_ = true;
-  if (!(a.value == b.value)) violations.push_back(OnlineViolation{{a.last, b.last}});
+  if (!ConsistencyRelation::close_values(a.value, b.value)) violations.push_back(OnlineViolation{{a.first, b.first}});
 }
 
 void ConsistencyOnlineCheck::prune(int64_t now) {

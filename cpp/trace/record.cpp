@@ -69,6 +69,9 @@ Value Record::to_value() const {
   Object o;
   o.reserve(fields.size());
   for (const Field& f : fields) o.push_back({f.key, f.value});
+  // By name: fields are stored by key id, an order that depends on which parser thread met a name
+  // first, and written records (failed.log) must not.
+  std::sort(o.begin(), o.end(), [](const Member& a, const Member& b) { return key_name(a.key) < key_name(b.key); });
   return Value::object(std::move(o));
 }
 

@@ -55,7 +55,7 @@ class Record {
   // Recomputes the typed members from `fields`.
   void refresh_cached();
 
-  // The record as a flat JSON object (keys as read; used in checker outputs).
+  // The record as a flat JSON object (keys as read, in name order; used in checker outputs).
   Value to_value() const;
 };
 

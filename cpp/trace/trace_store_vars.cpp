@@ -23,6 +23,7 @@ void TraceStore::index_vars() {
   std::map<std::tuple<int64_t, std::string_view, std::string_view>, uint32_t> by_id;
   // Per var instance: attribute key -> slot in attrs.
   std::vector<std::unordered_map<KeyId, uint32_t>> slots;
+  std::vector<std::pair<std::string_view, const Field*>> attributes;  // of one record
   for (uint32_t ri = 0; ri < records_.size(); ++ri) {
     const Record& r = records_[ri];
     if (r.type != RecordType::StateChange) continue;
@@ -33,11 +34,19 @@ void TraceStore::index_vars() {
     }
     const uint32_t vi = it->second;
     VarInstance& var = vars_[vi];
+    // Attributes by name, not by key id: ids follow the order in which parser threads met the names,
+    // and the order of attrs and of one record's changes reaches the relations' output.
+    attributes.clear();
     for (const Field& f : r.fields) {
       std::string_view key = key_name(f.key);
       if (!key.starts_with(kPrefix)) continue;
       std::string_view attr = key.substr(kPrefix.size());
       if (is_untracked_attribute(attr) || f.value.is_nan()) continue;
+      attributes.emplace_back(attr, &f);
+    }
+    std::sort(attributes.begin(), attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [attr, field] : attributes) {
+      const Field& f = *field;
       auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
       if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}});
       AttrHistory& h = var.attrs[slot_it->second];

@@ -247,3 +247,29 @@ TEST(FunctionOrder, ChainsAreCheckedPairwise) {
   EXPECT_EQ(online_steps(run_online(kCover, bad, chain)), offline_steps(bad, pair));
   EXPECT_FALSE(kCover.display_name(chain).empty());
 }
+
+TEST(FunctionOrder, AFunctionCalledOncePerRunIsLearnedFromTwoRuns) {
+  // One epoch per run: train() and eval() are called once each, so each run holds one example of
+  // Cover [train, eval]. Rare functions stay in the pool (only long runs of records leave it), and two
+  // runs' examples together pass the engine's "more than one positive" bar, as in the original.
+  const TraceStore run1 = store("run1", epochs(1, -1, /*end_in_eval=*/true));
+  const TraceStore run2 = store("run2", epochs(1, -1, /*end_in_eval=*/true));
+  const std::vector<std::string_view> pool = FunctionOrderRelation::candidate_functions(run1);
+  EXPECT_NE(std::find(pool.begin(), pool.end(), kTrain), pool.end());
+  EXPECT_NE(std::find(pool.begin(), pool.end(), kEval), pool.end());
+  const InferResult result = infer_invariants({&run1, &run2}, {&kCover, &kLead}, InferOptions{});
+  const Invariant* cover = find(result.invariants, "FunctionCoverRelation", kTrain, kEval);
+  ASSERT_NE(cover, nullptr);
+  EXPECT_EQ(cover->num_positive_examples, 2);
+  EXPECT_EQ(cover->num_negative_examples, 0);
+  // A run that evaluates before any train() is caught at that eval.
+  Text bad;
+  bad.step = 0;
+  bad.call(kEval);
+  bad.step = 1;
+  bad.call(kTrain);
+  bad.call(kStep);
+  bad.call(kEval);
+  const TraceStore b = store("bad", bad);
+  EXPECT_EQ(offline_steps(b, kCover.check(b, *cover, {})), std::vector<int64_t>{0});
+}
