@@ -1,12 +1,11 @@
 // ConsistencyRelation
 //
-// Learns: any two overlapping-in-time states of *different* variable instances, of `t1.a1` and `t2.a2`,
-// that satisfy the precondition have equal values (compat §8.2); typically torch.nn.Parameter.data
-// across DDP ranks, with a precondition such as "different process, same step, same shape".
-// "Overlapping" is an intersection over union of the two states' liveness above 1%.
+// Learns: at the end of every step, any two *different* variable instances of `t1.a1` and `t2.a2` that
+// satisfy the precondition hold equal values (compat §8.2); typically torch.nn.Parameter.data across DDP
+// ranks, with a precondition such as "different process, same shape".
 //
 // Params: [VarTypeParam(t1, a1), VarTypeParam(t2, a2)], no values.
-// Precondition group: "var" = [the first record of state 1, the first record of state 2] (state_record).
+// Precondition group: "var" = [instance 1's last record of the step, instance 2's last record of it].
 //
 // Example invariant:
 //   {"relation": "ConsistencyRelation", "params": [
@@ -16,36 +15,34 @@
 //      {"type": "unequal", "prop_name": "process_id", ...}, {"type": "consistent", "prop_name": "meta_vars.step", ...},
 //      {"type": "consistent", "prop_name": "attributes.ndim", ...}]}]}}, ...}
 //
-// How (and what it costs; V instances of the params' types, S states each):
-//   - overlapping state pairs of two instances come from a merge of their two state lists, which are
-//     ordered and disjoint in time: O(S) per instance pair, O(V²·S) in all instead of the original's
-//     O(V²·S²); this is also about the number of pairs a DDP run has (each state overlaps about one
-//     state of each other instance);
-//   - generation finds hypotheses from equal values only: states are bucketed by value (over all
-//     types and attributes), each bucket is swept in start order against the states still live, and a
-//     bucket is left as soon as every (type, attr) pair present in it has its two equal overlapping
-//     pairs; a value shared by thousands of states (a null grad) costs a few pairs, not their square.
-//     Only confirmed hypotheses pay for their examples (the merge above).
+// How (and what it costs; V instances of the params' types, T steps):
+//   - each instance's history is reduced to its *step ends*: per step, its last record and the value it
+//     holds (step_ends); two instances are compared at every step both have: a merge of two sorted
+//     lists, O(T) per instance pair, O(V²·T) in all;
+//   - generation finds hypotheses from equal values only: step ends are bucketed by value (over all
+//     types and attributes), each bucket is grouped by step, and a bucket is left as soon as every
+//     (type, attr) pair present in it has two equal pairs; only confirmed hypotheses pay for their
+//     examples (the merge above).
 //
 // Differences from the original:
-//   - the offline check reports every violating pair, not only the first (compat §13 item 29), in
-//     order of the first state's end;
-//   - when both params name the same (type, attr), a pair of instances is taken once (unordered), its
-//     earlier-ending state first (ties: by process id, then name): the original visits both orders and
-//     would report each violation twice;
+//   - instances are compared step by step, never by wall-clock overlap of their states (the original's
+//     "intersection over union above 1%"): ranks whose dumps lag by tens of milliseconds, or a tracker
+//     that writes several states within a step (inside the optimizer's step and zero_grad), gave
+//     verdicts that changed from run to run; a record without a step counts as step -1;
+//   - the offline check reports every violating pair, not only the first (compat §13 item 29), in step
+//     order; when both params name the same (type, attr), a pair of instances is taken once (unordered),
+//     the instance with the smaller (process id, name) first: the original visits both orders and would
+//     report each violation twice;
 //   - inference and both checks judge the same pairs by the same rules, so a trace never violates what
-//     was learned from it alone (tests/cpp/infer/self_check_test.cpp). The original differs in three
-//     places, each of which can flag a good run: its check compares the initial states its inference
-//     skips, preconditions its pairs on their last records where its examples hold the first ones, and
-//     compares exactly where inference allows 1e-8. Here the initial states of tensors, modules and
-//     parameters are left out everywhere, examples and checks both use the first records (the
-//     original's examples; its check, given our invariants, sees the last ones), and every comparison
-//     allows 1e-8; a violation's records are the first ones, the step where the values began to differ;
-//   - generation buckets by exact value, so two float states within 1e-8 but not equal do not count
+//     was learned from it alone (tests/cpp/infer/self_check_test.cpp): the initial state of tensors,
+//     modules and parameters is left out everywhere (the original's check compares what its inference
+//     skips), examples and checks show the same records, and every comparison allows 1e-8 (the
+//     original's check is exact);
+//   - generation buckets by exact value, so two float values within 1e-8 but not equal do not count
 //     towards a hypothesis (examples and checks use the 1e-8 tolerance);
 //   - hypotheses are not stage-restricted;
 //   - "same step" (consistent meta_vars.step) is kept in the precondition whenever every positive has
-//     it, even if no negative of the training runs needs it (see precondition_consistent_keys_to_keep).
+//     it (see precondition_consistent_keys_to_keep); with step pairing it always holds.
 #include "relations/consistency.h"
 
 #include <algorithm>
@@ -62,10 +59,11 @@ namespace {
 
 constexpr std::string_view kGroup = "var";
 
-// One side of a (type, attr) pair: instances with that attribute's history.
+// One side of a (type, attr) pair: an instance with that attribute's history, reduced to step ends.
 struct StateList {
   uint32_t var;
   const AttrHistory* history;
+  std::vector<ConsistencyRelation::StepEnd> ends;
 };
 
 std::vector<StateList> members_of(const TraceStore& trace, std::string_view type, std::string_view attr) {
@@ -73,42 +71,38 @@ std::vector<StateList> members_of(const TraceStore& trace, std::string_view type
   const std::vector<VarInstance>& vars = trace.var_instances();
   for (uint32_t i = 0; i < vars.size(); ++i)
     if (vars[i].var_type == type)
-      if (const AttrHistory* h = vars[i].attr(attr); h != nullptr && !h->states.empty()) out.push_back({i, h});
+      if (const AttrHistory* h = vars[i].attr(attr); h != nullptr && !h->states.empty())
+        out.push_back({i, h, ConsistencyRelation::step_ends(trace, *h, ConsistencyRelation::skips_initial_state(type))});
   return out;
 }
 
-// Calls f(i, j) for every pair of overlapping states a[i], b[j] with i, j >= the given firsts.
-template <typename F>
-void for_each_overlap(const std::vector<AttrState>& a, size_t i, const std::vector<AttrState>& b, size_t j, F&& f) {
-  while (i < a.size() && j < b.size()) {
-    const AttrState& x = a[i];
-    const AttrState& y = b[j];
-    if (ConsistencyRelation::overlaps(x.start, x.end, y.start, y.end)) f(i, j);
-    // The state ending first cannot meet a later state of the other list (those start at or after
-    // the other's current end).
-    if (x.end < y.end) ++i;
-    else if (y.end < x.end) ++j;
-    else ++i, ++j;
-  }
-}
-
-size_t first_compared_state(const TraceStore& trace, const StateList& m) {
-  return ConsistencyRelation::skips_initial_state(trace.var_instances()[m.var].var_type) ? 1 : 0;
-}
-
-// Calls f(m1, s1, m2, s2) for every overlapping state pair of different instances of `first` and
-// `second` (unordered pairs when `same` lists are one), initial states left out where they are skipped:
-// the pairs inference takes examples from and the check judges are these.
+// Calls f(m1, e1, m2, e2) for every step both instances have, for every pair of different instances of
+// `first` and `second` (unordered pairs, the smaller (process, name) first, when the lists are one): the
+// pairs inference takes examples from and the check judges are these.
 template <typename F>
 void for_each_pair(const TraceStore& trace, const std::vector<StateList>& first, const std::vector<StateList>& second, bool same,
                    F&& f) {
+  const std::vector<VarInstance>& vars = trace.var_instances();
+  auto before = [&](const StateList& a, const StateList& b) {
+    return std::tie(vars[a.var].process_id, vars[a.var].var_name) < std::tie(vars[b.var].process_id, vars[b.var].var_name);
+  };
   for (size_t x = 0; x < first.size(); ++x) {
     for (size_t y = same ? x + 1 : 0; y < second.size(); ++y) {
-      const StateList& m1 = first[x];
-      const StateList& m2 = second[y];
-      if (m1.var == m2.var) continue;
-      for_each_overlap(m1.history->states, first_compared_state(trace, m1), m2.history->states, first_compared_state(trace, m2),
-                       [&](size_t i, size_t j) { f(m1, i, m2, j); });
+      const StateList* m1 = &first[x];
+      const StateList* m2 = &second[y];
+      if (m1->var == m2->var) continue;
+      if (same && before(*m2, *m1)) std::swap(m1, m2);
+      size_t i = 0, j = 0;
+      while (i < m1->ends.size() && j < m2->ends.size()) {
+        const ConsistencyRelation::StepEnd& a = m1->ends[i];
+        const ConsistencyRelation::StepEnd& b = m2->ends[j];
+        if (a.step < b.step) ++i;
+        else if (b.step < a.step) ++j;
+        else {
+          if (a.compared && b.compared) f(*m1, a, *m2, b);
+          ++i, ++j;
+        }
+      }
     }
   }
 }
@@ -143,21 +137,39 @@ void collect(const TraceStore& trace, const ParamPair& pp, Hypothesis& h) {
   const std::vector<StateList> first = members_of(trace, pp.t1, pp.a1);
   const std::vector<StateList> second = pp.symmetric() ? first : members_of(trace, pp.t2, pp.a2);
   for_each_pair(trace, first, second, pp.symmetric(),
-                [&](const StateList& m1, size_t i, const StateList& m2, size_t j) {
-                  const AttrState& s1 = m1.history->states[i];
-                  const AttrState& s2 = m2.history->states[j];
-                  Example e{&trace, {{ConsistencyRelation::state_record(s1), ConsistencyRelation::state_record(s2)}}};
-                  (ConsistencyRelation::close_values(s1.value, s2.value) ? h.positives : h.negatives).push_back(std::move(e));
+                [&](const StateList& m1, const ConsistencyRelation::StepEnd& a, const StateList& m2,
+                    const ConsistencyRelation::StepEnd& b) {
+                  Example e{&trace, {{a.record, b.record}}};
+                  const bool equal = ConsistencyRelation::close_values(m1.history->states[a.state].value,
+                                                                       m2.history->states[b.state].value);
+                  (equal ? h.positives : h.negatives).push_back(std::move(e));
                 });
 }
 
 }  // namespace
 
-bool ConsistencyRelation::overlaps(int64_t s1, int64_t e1, int64_t s2, int64_t e2) {
-  const int64_t inter = std::min(e1, e2) - std::max(s1, s2);
-  if (inter <= 0) return false;
-  const int64_t uni = std::max(e1, e2) - std::min(s1, s2);
-  return static_cast<double>(inter) > 0.01 * static_cast<double>(uni);
+int64_t ConsistencyRelation::step_of(const Record& r) { return r.has_step ? r.step : -1; }
+
+std::vector<ConsistencyRelation::StepEnd> ConsistencyRelation::step_ends(const TraceStore& trace, const AttrHistory& history,
+                                                                         bool skip_initial) {
+  std::vector<StepEnd> ends;
+  for (uint32_t s = 0; s < history.states.size(); ++s) {
+    for (uint32_t r : history.states[s].records) {
+      const int64_t step = step_of(trace.record(r));
+      const bool compared = !(skip_initial && s == 0);
+      if (!ends.empty() && ends.back().step == step) ends.back() = StepEnd{step, r, s, compared};
+      else ends.push_back(StepEnd{step, r, s, compared});
+    }
+  }
+  // Steps go up in time within a process; should one come back (a script setting the step by hand),
+  // its latest end wins.
+  std::stable_sort(ends.begin(), ends.end(), [](const StepEnd& a, const StepEnd& b) { return a.step < b.step; });
+  std::vector<StepEnd> out;
+  for (const StepEnd& e : ends) {
+    if (!out.empty() && out.back().step == e.step) out.back() = e;
+    else out.push_back(e);
+  }
+  return out;
 }
 
 bool ConsistencyRelation::skips_initial_state(std::string_view type) {
@@ -174,27 +186,29 @@ bool ConsistencyRelation::close_values(const Value& a, const Value& b) {
 }
 
 std::vector<Hypothesis> ConsistencyRelation::generate(const TraceStore& trace) const {
-  // Groups: the (type, attr) histories present; entries: their states (initial ones skipped).
+  // Groups: the (type, attr) histories present; entries: their compared step ends.
   std::map<std::pair<std::string_view, std::string_view>, uint32_t> group_ids;
   std::vector<std::pair<std::string_view, std::string_view>> groups;
   struct Entry {
-    int64_t start, end;
+    int64_t step;
     uint32_t group, var;
   };
   std::unordered_map<Value, std::vector<Entry>, ValueHash> buckets;
   const std::vector<VarInstance>& vars = trace.var_instances();
   for (uint32_t vi = 0; vi < vars.size(); ++vi) {
     const VarInstance& v = vars[vi];
-    const size_t first = skips_initial_state(v.var_type) ? 1 : 0;
+    const bool skip_initial = skips_initial_state(v.var_type);
     for (const AttrHistory& h : v.attrs) {
-      if (h.states.size() <= first) continue;
+      if (h.states.empty()) continue;
+      const std::vector<StepEnd> ends = step_ends(trace, h, skip_initial);
+      if (std::none_of(ends.begin(), ends.end(), [](const StepEnd& e) { return e.compared; })) continue;
       auto [it, inserted] = group_ids.try_emplace({v.var_type, h.name}, static_cast<uint32_t>(groups.size()));
       if (inserted) groups.emplace_back(v.var_type, h.name);
-      for (size_t s = first; s < h.states.size(); ++s)
-        buckets[h.states[s].value].push_back(Entry{h.states[s].start, h.states[s].end, it->second, vi});
+      for (const StepEnd& e : ends)
+        if (e.compared) buckets[h.states[e.state].value].push_back(Entry{e.step, it->second, vi});
     }
   }
-  // Equal overlapping pairs of different instances per unordered group pair; two make a hypothesis.
+  // Equal pairs of different instances at one step, per unordered group pair; two make a hypothesis.
   std::map<std::pair<uint32_t, uint32_t>, int> counts;
   auto combo = [](uint32_t a, uint32_t b) { return a < b ? std::pair{a, b} : std::pair{b, a}; };
   for (auto& [value, entries] : buckets) {
@@ -207,18 +221,19 @@ std::vector<Hypothesis> ConsistencyRelation::generate(const TraceStore& trace) c
     for (size_t a = 0; a < present.size(); ++a)
       for (size_t b = a; b < present.size(); ++b) open_combos += counts[{present[a], present[b]}] < 2;
     if (open_combos == 0) continue;
-    std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) { return x.start < y.start; });
-    std::vector<const Entry*> live;
-    for (const Entry& e : entries) {
-      std::erase_if(live, [&](const Entry* l) { return l->end <= e.start; });
-      for (const Entry* l : live) {
-        if (l->var == e.var || !overlaps(l->start, l->end, e.start, e.end)) continue;
-        int& n = counts[combo(l->group, e.group)];
-        if (++n == 2) --open_combos;
-        if (open_combos == 0) break;
-      }
-      if (open_combos == 0) break;
-      live.push_back(&e);
+    std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) {
+      return std::tie(x.step, x.group, x.var) < std::tie(y.step, y.group, y.var);
+    });
+    for (size_t lo = 0; lo < entries.size() && open_combos > 0;) {
+      size_t hi = lo;
+      while (hi < entries.size() && entries[hi].step == entries[lo].step) ++hi;
+      for (size_t x = lo; x < hi && open_combos > 0; ++x)
+        for (size_t y = x + 1; y < hi && open_combos > 0; ++y) {
+          if (entries[x].var == entries[y].var) continue;
+          int& n = counts[combo(entries[x].group, entries[y].group)];
+          if (++n == 2) --open_combos;
+        }
+      lo = hi;
     }
   }
   std::vector<Hypothesis> out;
@@ -260,34 +275,29 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
   const std::vector<StateList> first = members_of(trace, pp->t1, pp->a1);
   const std::vector<StateList> second = pp->symmetric() ? first : members_of(trace, pp->t2, pp->a2);
   struct Found {
-    int64_t end1, end2;
+    int64_t step;
     uint32_t r1, r2;
   };
   std::vector<Found> found;
   std::vector<Field> storage;
-  for_each_pair(trace, first, second, pp->symmetric(), [&](const StateList& m1, size_t i, const StateList& m2, size_t j) {
-    const AttrState* s1 = &m1.history->states[i];
-    const AttrState* s2 = &m2.history->states[j];
-    if (pp->symmetric()) {
-      // The earlier-ending state first (ties: by process, then name), as the online check reports it.
-      const VarInstance& v1 = trace.var_instances()[m1.var];
-      const VarInstance& v2 = trace.var_instances()[m2.var];
-      if (std::tie(s2->end, v2.process_id, v2.var_name) < std::tie(s1->end, v1.process_id, v1.var_name)) std::swap(s1, s2);
-    }
-    const uint32_t recs[2] = {state_record(*s1), state_record(*s2)};
-    if (group != nullptr) {
-      if (enrich) {
-        if (!group->holds(make_enriched_views(trace, recs, storage))) return;
-      } else {
-        const RecordView views[2] = {RecordView{&trace.record(recs[0]), nullptr}, RecordView{&trace.record(recs[1]), nullptr}};
-        if (!group->holds(views)) return;
-      }
-    }
-    result.triggered = true;
-    if (!close_values(s1->value, s2->value)) found.push_back(Found{s1->end, s2->end, recs[0], recs[1]});
-  });
-  std::stable_sort(found.begin(), found.end(),
-                   [](const Found& a, const Found& b) { return std::tie(a.end1, a.end2) < std::tie(b.end1, b.end2); });
+  for_each_pair(trace, first, second, pp->symmetric(),
+                [&](const StateList& m1, const StepEnd& a, const StateList& m2, const StepEnd& b) {
+                  const uint32_t recs[2] = {a.record, b.record};
+                  if (group != nullptr) {
+                    if (enrich) {
+                      if (!group->holds(make_enriched_views(trace, recs, storage))) return;
+                    } else {
+                      const RecordView views[2] = {RecordView{&trace.record(recs[0]), nullptr},
+                                                   RecordView{&trace.record(recs[1]), nullptr}};
+                      if (!group->holds(views)) return;
+                    }
+                  }
+                  result.triggered = true;
+                  if (!close_values(m1.history->states[a.state].value, m2.history->states[b.state].value))
+                    found.push_back(Found{a.step, recs[0], recs[1]});
+                });
+  // Step order; within a step, the pairs' order of visit (instances in trace order), which is stable.
+  std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.step < b.step; });
   for (const Found& f : found) result.add_violation(Violation{{f.r1, f.r2}}, options.max_violations);
   return result;
 }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,21 +27,25 @@ class ConsistencyRelation final : public Relation {
                                                  const ApiSignatures* signatures = nullptr) const override;
   std::string display_name(const Invariant& invariant) const override;
 
-  // The liveness test shared by inference, the offline and the online check: intersection over union
-  // of [s1, e1] and [s2, e2] above 1%. Two empty intervals at the same instant count as overlapping.
-  static bool overlaps(int64_t s1, int64_t e1, int64_t s2, int64_t e2);
+  // What is compared: per instance and step, the last record of the step and the state it belongs to
+  // (its value). `compared` is false for the initial state of a type that skips it. Inference, the
+  // offline and the online check all pair instances by these, never by time.
+  struct StepEnd {
+    int64_t step = 0;
+    uint32_t record = 0;
+    uint32_t state = 0;
+    bool compared = true;
+  };
+  // The step ends of one attribute history, in step order.
+  static std::vector<StepEnd> step_ends(const TraceStore& trace, const AttrHistory& history, bool skip_initial);
+  // A record's step for pairing: meta_vars.step, or -1 when it has none.
+  static int64_t step_of(const Record& record);
   // Values equal: exact, or both numbers within 1e-8. Inference, the offline and the online check all
   // judge a pair with it (the original's check is exact, and so flagged pairs inference called equal).
   static bool close_values(const Value& a, const Value& b);
   // Whether a variable type's first state (its value before training touched it) is left out of every
   // pair: tensors, modules and parameters (compat §8.2). Inference and both checks share it.
   static bool skips_initial_state(std::string_view var_type);
-  // The record a state shows in a pair, to the precondition and as evidence: the one that began it,
-  // in inference as in both checks (the original's examples use the first, its check the last, so what
-  // it learned was checked on other records). The first, because a state's later records carry later
-  // steps: DDP replicas' states then disagree on "same step" at their ends, and no precondition is
-  // found; and a violation is reported at the step where the values began to differ.
-  static uint32_t state_record(const AttrState& state) { return state.records.front(); }
 };
 
 // The online form of ConsistencyRelation::check (how it works: consistency_online.cpp).
@@ -52,30 +56,33 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   bool triggered() const override { return triggered_; }
   // The state records of the params' var types.
   OnlineInterest interest() const override;
-  // States held now (open and kept closed ones, over all instances), for tests and memory reports.
+  // Step ends held now (running and kept ended ones, over all instances), for tests and memory reports.
   size_t tracked_states() const;
+  // How many ended steps are kept for instances still to finish them (lagging ranks).
+  static constexpr int64_t kKeptSteps = 16;
 
  private:
-  struct State {
+  // An instance's value at the end of a step on one param side (ConsistencyRelation::StepEnd online).
+  struct Instance;
+  struct End {
+    int64_t step = 0;
+    Record record;  // the last record of the step: the precondition's view and evidence
     Value value;
-    int64_t start = 0, end = 0;
-    Record first;  // the record that began the state (state_record): the precondition's view and evidence
-    bool initial = false;  // the instance's first state of a type that skips it: never compared
+    bool compared = true;
+    const Instance* instance = nullptr;
   };
   struct Instance {
     int64_t process_id = 0;
     std::string var_name;
-    int side = 0;                 // bit 0: matches params[0], bit 1: matches params[1]
-    std::optional<State> open[2];  // per side: the current state
-    bool seen[2] = {false, false};  // per side: a state has begun (the next one is not the first)
-    std::deque<State> closed[2];   // per side: ended states that may still overlap another's open state
+    std::optional<Value> value[2];  // per side: the last non-NaN value
+    bool changed[2] = {false, false};  // per side: the value has changed once (past the initial state)
+    std::optional<End> current[2];     // per side: the step now running, its last record so far
   };
   using InstanceKey = std::tuple<int64_t, std::string, std::string>;  // (pid, var_name, var_type)
 
-  void close_state(Instance& inst, int side, int64_t now, std::vector<OnlineViolation>& violations);
-  void compare(const State& closing, const Instance& inst, int side, const State& other, const Instance& other_inst,
-               std::vector<OnlineViolation>& violations);
-  void prune(int64_t now);
+  void finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations);
+  void compare(const End& a, const End& b, std::vector<OnlineViolation>& violations);
+  void prune();
 
   bool valid_ = false;
   bool triggered_ = false;
@@ -85,6 +92,8 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   KeyId key_[2] = {kNoKey, kNoKey};
   std::optional<PreconditionGroup> precondition_;
   std::map<InstanceKey, Instance> instances_;
+  std::map<int64_t, std::vector<End>> ended_[2];  // per side: step -> the ends of that step seen so far
+  int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 
 }  // namespace traincheck

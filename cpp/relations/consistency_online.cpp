@@ -1,28 +1,21 @@
 // ConsistencyRelation, online (compat §8.2 "Online", §10): the verdicts of ConsistencyRelation::check,
 // from records seen one at a time (delivery contract: OnlineCheck in invariant/relation.h).
 //
-// A state of an instance (pid, var_name, var_type) for a param's attribute begins at a record whose
-// value differs from the instance's previous non-NaN value and ends at the next such record, as in the
-// store's histories. A pair of states of different instances is compared once, when the later of the
-// two ends: its liveness is then known, so the 1% overlap test, the precondition ("var", on the two
-// states' first records), the skipped initial states and the 1e-8 tolerance are exactly the offline
-// check's (and inference's), and so is the record order of a violation.
-// Each pair is evaluated once, so no de-duplication by record hash (the original's) is needed.
+// Each instance (pid, var_name, var_type) keeps, per param side, the step now running and its last
+// record so far. When a record of a later step arrives, the instance's previous step has ended: its end
+// (last record, value) is compared with the ends of the same step that other instances already finished,
+// and kept for those still to come. So a pair is judged when the second of the two finishes the step,
+// on the same records, precondition and values as the offline check (ConsistencyRelation::StepEnd), and
+// whatever the delay between ranks: time plays no part.
 //
-// State, bounded: per instance and param side, the open state (value, start, a copy of its first
-// record) and the ended states that may still meet another instance's open state. An ended state c is
-// dropped when no open state of another instance began before c ended (later states begin later
-// still), or when c is too short to reach 1% overlap with anything still open: any pair closing from
-// now on has a union of at least now - c.start and an intersection of at most c.end - c.start. With
-// ranks in lockstep this keeps about one ended state per instance; an instance that never changes
-// (a frozen parameter) makes the others keep their states for up to 100 times their length.
+// State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
+// instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks).
 //
-// Differs from the offline check: the last state of each instance never ends while training runs, so
-// pairs involving one are not compared online (offline they end at the trace end and are). Context
-// managers come with the records (OnlineChecker: check/online_context_managers.h); the precondition sees
-// those live at each pair's first records, where offline it sees those live at the earlier of the two. The in-process checker of one DDP rank sees only that rank's records: it finds
-// pairs of that process's instances only; cross-rank checking needs traincheck-onlinecheck on the
-// shared trace folder.
+// Differs from the offline check: the last step of each instance never ends while training runs, so its
+// pairs are compared offline only. Context managers come with the records (OnlineChecker:
+// check/online_context_managers.h). The in-process checker of one DDP rank sees only that rank's
+// records: it finds pairs of that process's instances only; cross-rank checking needs
+// traincheck-onlinecheck on the shared trace folder.
 #include <algorithm>
 #include <limits>
 
@@ -52,6 +45,7 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
 
 void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
   if (!valid_ || r.type != RecordType::StateChange) return;
+  const int64_t step = ConsistencyRelation::step_of(r);
   for (int side = 0; side < (symmetric_ ? 1 : 2); ++side) {
     if (r.var_type != type_[side]) continue;
     const Value* value = r.get(key_[side]);
@@ -61,64 +55,52 @@ void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolat
       inst.process_id = r.process_id;
       inst.var_name = std::string(r.var_name);
     }
-    std::optional<State>& open = inst.open[side];
-    if (open && open->value == *value) continue;
-    const bool initial = !open && !inst.seen[side];
-    if (open) close_state(inst, side, r.time, violations);
-    open = State{*value, r.time, 0, r, initial && skip_initial_[side]};
-    inst.seen[side] = true;
+    if (inst.value[side] && !(*inst.value[side] == *value)) inst.changed[side] = true;  // a new state
+    inst.value[side] = *value;
+    const bool step_ended = inst.current[side] && inst.current[side]->step != step;
+    if (step_ended) finish_step(inst, side, violations);
+    inst.current[side] = End{step, r, *value, !(skip_initial_[side] && !inst.changed[side]), &inst};
+    if (step_ended) prune();  // with this instance's new step known
   }
 }
 
-void ConsistencyOnlineCheck::close_state(Instance& inst, int side, int64_t now, std::vector<OnlineViolation>& violations) {
-  prune(now);  // while the closing state still counts as open: states it meets are kept
-  State closing = std::move(*inst.open[side]);
-  inst.open[side].reset();
-  closing.end = now;
-  if (closing.initial) return;  // never a pair's member, as offline and in inference
+void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations) {
+  End done = std::move(*inst.current[side]);
+  inst.current[side].reset();
   const int other_side = symmetric_ ? 0 : 1 - side;
-  for (const auto& [key, other] : instances_) {
-    if (&other == &inst) continue;
-    for (const State& s : other.closed[other_side])
-      if (ConsistencyRelation::overlaps(closing.start, closing.end, s.start, s.end))
-        compare(closing, inst, side, s, other, violations);
+  if (done.compared) {
+    if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end())
+      for (const End& other : it->second) {
+        if (other.instance == &inst || !other.compared) continue;
+        if (symmetric_) {
+          // The smaller (process, name) first, as the offline check orders a pair.
+          const bool mine_first = std::tie(inst.process_id, inst.var_name) <
+                                  std::tie(other.instance->process_id, other.instance->var_name);
+          mine_first ? compare(done, other, violations) : compare(other, done, violations);
+        } else {
+          side == 0 ? compare(done, other, violations) : compare(other, done, violations);
+        }
+      }
   }
-  inst.closed[side].push_back(std::move(closing));
+  latest_ended_ = std::max(latest_ended_, done.step);
+  ended_[side][done.step].push_back(std::move(done));
 }
 
-void ConsistencyOnlineCheck::compare(const State& closing, const Instance& inst, int side, const State& other,
-                                     const Instance& other_inst, std::vector<OnlineViolation>& violations) {
-  // Record order as offline: params' order, or (one param twice) the earlier-ending state first, ties
-  // by process, then name.
-  bool closing_first = side == 0;
-  if (symmetric_)
-    closing_first = std::tie(closing.end, inst.process_id, inst.var_name) <
-                    std::tie(other.end, other_inst.process_id, other_inst.var_name);
-  const State& a = closing_first ? closing : other;
-  const State& b = closing_first ? other : closing;
+void ConsistencyOnlineCheck::prune() {
+  // Ends of the last kKeptSteps ended steps are kept, whoever has passed them: a rank that lags, or whose
+  // first records arrive late, is still compared within that window (no instance can tell whether
+  // another, not yet seen, will come).
+  for (auto& per_side : ended_)
+    while (!per_side.empty() && per_side.begin()->first <= latest_ended_ - kKeptSteps) per_side.erase(per_side.begin());
+}
+
+void ConsistencyOnlineCheck::compare(const End& a, const End& b, std::vector<OnlineViolation>& violations) {
   if (precondition_) {
-    const RecordView views[2] = {RecordView{&a.first, nullptr}, RecordView{&b.first, nullptr}};
+    const RecordView views[2] = {RecordView{&a.record, nullptr}, RecordView{&b.record, nullptr}};
     if (!precondition_->holds(views)) return;
   }
   triggered_ = true;
-  if (!ConsistencyRelation::close_values(a.value, b.value)) violations.push_back(OnlineViolation{{a.first, b.first}});
-}
-
-void ConsistencyOnlineCheck::prune(int64_t now) {
-  // Per side: the earliest start of an open state a closed state of that side could still pair with.
-  int64_t earliest_open[2] = {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()};
-  for (const auto& [key, inst] : instances_)
-    for (int s = 0; s < 2; ++s)
-      if (inst.open[s]) {
-        const int partner = symmetric_ ? 0 : 1 - s;
-        earliest_open[partner] = std::min(earliest_open[partner], inst.open[s]->start);
-      }
-  for (auto& [key, inst] : instances_)
-    for (int s = 0; s < 2; ++s)
-      std::erase_if(inst.closed[s], [&](const State& c) {
-        return earliest_open[s] >= c.end ||
-               static_cast<double>(c.end - c.start) <= 0.01 * static_cast<double>(now - c.start);
-      });
+  if (!ConsistencyRelation::close_values(a.value, b.value)) violations.push_back(OnlineViolation{{a.record, b.record}});
 }
 
 OnlineInterest ConsistencyOnlineCheck::interest() const {
@@ -133,7 +115,9 @@ OnlineInterest ConsistencyOnlineCheck::interest() const {
 size_t ConsistencyOnlineCheck::tracked_states() const {
   size_t n = 0;
   for (const auto& [key, inst] : instances_)
-    for (int s = 0; s < 2; ++s) n += inst.closed[s].size() + (inst.open[s] ? 1 : 0);
+    for (int s = 0; s < 2; ++s) n += inst.current[s] ? 1 : 0;
+  for (const auto& per_side : ended_)
+    for (const auto& [step, ends] : per_side) n += ends.size();
   return n;
 }
 
