@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -70,7 +71,9 @@ def setup_text(opts: Options, args) -> str:
     if args.peer_venv:
         peer_v = cmd([str(args.peer_venv / "bin" / "python"), "-c",
                       "import importlib.metadata as m; print(m.version('traincheck'))"])
-    return (f"Commit {commit}; {platform.node()} ({os.cpu_count()} CPUs), Python {platform.python_version()}, "
+    collector = shutil.which("traincheck-collect") or "?"
+    return (f"Commit {commit}; collector and analyzer from {Path(collector).parent}; "
+            f"{platform.node()} ({os.cpu_count()} CPUs), Python {platform.python_version()}, "
             f"torch {torch_v}; original TrainCheck: {peer_v}; {len(opts.cases)} cases, "
             f"{len(opts.workloads)} overhead workloads ({opts.workload_iters} iterations); {opts.repeats} repetition(s); "
             f"transfer folds {opts.transfer_folds}; FP training sizes {','.join(map(str, opts.fp_train_sizes))}, "
