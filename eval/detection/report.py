@@ -64,6 +64,7 @@ class Summary:
     mean_invariants: float | None
     seconds: float                   # infer + check jobs (offline) or in-process runs, first repetition
     nondeterministic: int
+    repetitions: int = 1
 
     @property
     def recall(self) -> float:
@@ -98,7 +99,8 @@ def summarize(rows: list[DetectionRow]) -> list[Summary]:
                                statistics.median(lat) if lat else None,
                                statistics.mean(fps) if fps else None,
                                statistics.mean(invs) if invs else None, secs,
-                               sum(1 for k in keys if differs(groups[k]))))
+                               sum(1 for k in keys if differs(groups[k])),
+                               min(len(groups[k]) for k in keys)))
     return out
 
 
@@ -134,7 +136,8 @@ def summary_table(summaries: list[Summary]) -> str:
     body = [[s.tool, s.mode, s.setting, f"{s.detected}/{s.cases} ({100 * s.recall:.0f}%)",
              "-" if s.median_latency is None else f"{s.median_latency:g}", _pct(s.fp_rate_good),
              "-" if s.mean_invariants is None else f"{s.mean_invariants:.0f}", str(s.not_finished),
-             str(s.nondeterministic), f"{s.seconds:.0f}"] for s in summaries]
+             f"{s.nondeterministic} of {s.cases}" if s.repetitions > 1 else "- (1 repetition)",
+             f"{s.seconds:.0f}"] for s in summaries]
     return _md_table(header, body)
 
 

@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds per collect run and per check of ours")
     p.add_argument("--peer-time-limit", type=float, default=1800.0, help="seconds per infer/check of the original")
     p.add_argument("--report-only", action="store_true", help="rebuild the report from <out>/rows.json")
+    p.add_argument("--rows-from", nargs="+", type=Path, default=None,
+                   help="with --report-only: the rows.json of these result folders, their repetitions numbered "
+                        "one after another (runs split over several invocations)")
+    p.add_argument("--peer-repeats", type=int, default=None,
+                   help="run the original in the first N repetitions only (default: all)")
     p.add_argument("--reanalyze", action="store_true",
                    help="recompute every row from the folders of an earlier run (same options), running nothing")
     return p
@@ -90,12 +95,28 @@ def load_rows(path: Path) -> tuple[list[DetectionRow], list[FpRow], str]:
     return ([DetectionRow(**r) for r in data["detection"]], [FpRow(**r) for r in data["fp"]], data["setup"])
 
 
+def merge_rows(folders: list[Path]) -> tuple[list[DetectionRow], list[FpRow], str]:
+    """The rows of several result folders, repetitions renumbered in folder order."""
+    det_all, fp_all, setups, offset = [], [], [], 0
+    for folder in folders:
+        det, fp, setup = load_rows(folder / ROWS_FILE)
+        reps = sorted({r.rep for r in det} | {r.rep for r in fp})
+        renumber = {rep: offset + i + 1 for i, rep in enumerate(reps)}
+        for r in det + fp:
+            r.rep = renumber[r.rep]
+        det_all += det
+        fp_all += fp
+        setups.append(f"Repetitions {', '.join(map(str, renumber.values()))}: {setup.strip()}")
+        offset += len(reps)
+    return det_all, fp_all, "\n\n".join(setups) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
-        det, fp, setup = load_rows(out / ROWS_FILE)
+        det, fp, setup = merge_rows(args.rows_from or [out])
         print(write_report(out, det, fp, setup))
         return 0
     try:
@@ -118,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(setup, file=sys.stderr)
     det, fp = [], []
     for rep in range(1, args.repeat + 1):
+        if args.peer_repeats is not None and rep > args.peer_repeats:
+            opts.analyzers = [a for a in opts.analyzers if a.name == "ours"]
         if args.reanalyze:
             lay = L.RepLayout(out / f"rep{rep}")
             jobs = load_jobs(lay.root / JOBS_FILE)

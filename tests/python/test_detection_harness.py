@@ -209,3 +209,15 @@ def test_one_fast_case_runs_end_to_end(tmp_path):
     fp = list(csv.DictReader(open(out / "fp.csv")))
     assert len(fp) == 1 and fp[0]["status"] == "ok" and int(fp[0]["invariants"]) > 0
     assert "## Summary" in (out / "report.md").read_text()
+
+
+def test_rows_of_runs_split_over_several_invocations_are_numbered_one_after_another(tmp_path):
+    from eval.detection.run import ROWS_FILE, merge_rows, save_rows
+    from eval.detection.results import FpRow
+    for name, reps in (("a", [1]), ("b", [1, 2])):
+        (tmp_path / name).mkdir()
+        save_rows(tmp_path / name / ROWS_FILE, [row(r, case="c") for r in reps],
+                  [FpRow(r, "ours", 1, "p", "ok", 10, 0, 0.0) for r in reps], f"setup {name}")
+    det, fp, setup = merge_rows([tmp_path / "a", tmp_path / "b"])
+    assert sorted(r.rep for r in det) == [1, 2, 3] and sorted(r.rep for r in fp) == [1, 2, 3]
+    assert "Repetitions 1: setup a" in setup and "Repetitions 2, 3: setup b" in setup
