@@ -101,15 +101,15 @@ def run_repetition(opts: Options, rep: int) -> tuple[L.RepLayout, RepJobs]:
     for case in opts.cases:
         for run_name, (seed, bug) in L.RUN_NAMES.items():
             out = lay.run(case, run_name)
+            _clear(out)  # a folder left by an earlier run would mix two runs' traces
             jobs.collect.append(Job(f"{case.name} {run_name}", collect_command(case, out, seed, bug),
                                     lay.log("collect", case.name, run_name), out.parent, opts.collect_time_limit))
     for w in opts.workloads:
         out = lay.workload_run(w)
+        _clear(out)
         jobs.collect.append(Job(f"workload {w}", collect_workload_command(L.WORKLOADS_DIR / w / "main.py", out,
                                                                           opts.workload_iters, 1),
                                 lay.log("collect", "workload", w), out.parent, opts.collect_time_limit))
-    for job in jobs.collect:  # a folder left by an earlier run would mix two runs' traces
-        _clear(Path(job.command[job.command.index("--output-dir") + 1]))
     run_all(jobs.collect, f"{tag} collect", opts.workers)
 
     # 2. infer

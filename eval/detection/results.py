@@ -103,12 +103,17 @@ def detection_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> 
 def _fill(row: DetectionRow, case: Case, tool: Analyzer, setting: str, key: str, lay: L.RepLayout,
           check: Job) -> DetectionRow:
     logs = {r: Analyzer.failed_log(lay.check_dir(tool.name, setting, key), lay.run(case, r)) for r in ("bug_s3", "good_s3")}
-    v = verdict(read_failed_log(logs["bug_s3"]), read_failed_log(logs["good_s3"]), case.trigger_step)
+    _apply_verdict(row, logs["bug_s3"], logs["good_s3"], case.trigger_step)
+    row.check_seconds = round(check.seconds, 2)  # the whole check job (all traces of this invariant file)
+    return row
+
+
+def _apply_verdict(row: DetectionRow, bug_log: Path, good_log: Path, trigger_step: int) -> None:
+    """Fills a row's verdict from the failed.log of the buggy run and of the good run (offline or online)."""
+    v = verdict(read_failed_log(bug_log), read_failed_log(good_log), trigger_step)
     row.detected, row.first_step, row.latency = v.detected, v.first_step, v.latency
     row.violated_on_bug, row.violated_on_good = v.violated_on_bug, v.violated_on_good
     row.caught_by, row.caught_relation = v.caught_by, v.caught_relation
-    row.check_seconds = round(check.seconds, 2)  # the whole check job (all traces of this invariant file)
-    return row
 
 
 def _in_process_row(opts: Options, rep: int, case: Case, setting: str, key: str, lay: L.RepLayout,
@@ -124,10 +129,7 @@ def _in_process_row(opts: Options, rep: int, case: Case, setting: str, key: str,
         row.status = problem
         return row
     logs = {r: lay.online_run(setting, case, r) / "online_check" / "failed.log" for r in runs}
-    v = verdict(read_failed_log(logs["bug_s3"]), read_failed_log(logs["good_s3"]), case.trigger_step)
-    row.detected, row.first_step, row.latency = v.detected, v.first_step, v.latency
-    row.violated_on_bug, row.violated_on_good = v.violated_on_bug, v.violated_on_good
-    row.caught_by, row.caught_relation = v.caught_by, v.caught_relation
+    _apply_verdict(row, logs["bug_s3"], logs["good_s3"], case.trigger_step)
     row.check_seconds = round(sum(j.seconds for j in runs.values()), 2)
     return row
 
