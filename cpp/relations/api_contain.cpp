@@ -5,7 +5,8 @@
 // post_value (compat §8.1). "Contains" is any nesting depth on the same thread; var changes count when
 // they happen in P's process within [P.pre, P.post].
 //
-// Params: [APIParam(P), APIParam(C, arguments?) | VarTypeParam(type, attr, pre_value, post_value)].
+// Params: [APIParam(P), APIParam(C, arguments?) | VarTypeParam(type, attr, pre_value, post_value)
+//          | VarNameParam(type, name, attr, pre_value?, post_value?)].
 // Precondition group: "parent_func_call_pre" = [P's pre-record] (enriched with context managers).
 //
 // Example invariant:
@@ -37,7 +38,16 @@
 //   - a parent call that changed the var child's attribute to other values (a "sibling" hypothesis'
 //     change) is a negative example: the check judges it and, lacking this change, flags it, so the
 //     original's leaving it out gave invariants that the very run they came from violates;
-//   - the offline check reports every violating parent call, not only the first (compat §13 item 29).
+//   - the offline check reports every violating parent call, not only the first (compat §13 item 29);
+//   - per-variable children (VarNameParam), which the original can load but never infers: "every
+//     Adam.step changes model.encoder.0.weight.data". The type-level child is satisfied by any one
+//     parameter changing, so an optimizer that updates the head but no longer the encoder (detached
+//     features, params replaced after the optimizer was built) passes it. A value is constrained only
+//     when every change agreed on it (zero_grad sets grad to None); the digests of data and grad differ
+//     at every change, so their sign says nothing and they are left unconstrained (any change). The
+//     invariant applies only where the variable exists: a parent call in a process that had not
+//     recorded it by the call's end (another program, another model) gives no example and is never
+//     checked against it.
 //
 // Online (make_online_check, api_contain_online.cpp): the same verdicts from records seen one at a
 // time, with state bounded by the open calls and the tracked variables instead of the original's
@@ -48,6 +58,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_set>
 
 #include "invariant/precondition.h"
@@ -202,6 +213,54 @@ struct VarValueHypothesis {
   std::vector<uint32_t> positions;
 };
 
+// One named variable's changes of one attribute inside the parent calls: the positions of the calls
+// that changed it, and each side's distinct values while they are few (a constraint needs one).
+struct NamedVarChanges {
+  std::vector<uint32_t> positions;
+  std::vector<Value> pres, posts;  // distinct values, at most two kept
+};
+
+void note_distinct(std::vector<Value>& seen, const Value& v) {
+  if (seen.size() < 2 && std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+}
+
+Param named_var_param(std::string_view var_type, std::string_view var_name, std::string_view attr,
+                      const NamedVarChanges& changes) {
+  Param p = Param::var_type_param(std::string(var_type), std::string(attr));
+  p.type = ParamType::VarName;
+  p.var_name = std::string(var_name);
+  if (changes.pres.size() == 1) p.pre_value = changes.pres.front();
+  if (changes.posts.size() == 1) p.post_value = changes.posts.front();
+  return p;
+}
+
+// The parent calls of `trace` a child judges: all, except that a VarNameParam judges a call only in a
+// process that had recorded its variable's attribute by the time the call ended. The invariant says
+// nothing about processes (or programs) without that variable, nor about calls before it existed.
+class JudgedCalls {
+ public:
+  JudgedCalls(const TraceStore& trace, const Param& child) {
+    if (child.type != ParamType::VarName) return;
+    named_ = true;
+    for (const VarInstance& v : trace.var_instances()) {
+      if (v.var_name != child.var_name || v.var_type != child.var_type) continue;
+      const AttrHistory* attr = v.attr(child.attr_name);
+      if (attr == nullptr || attr->states.empty()) continue;
+      auto [it, inserted] = first_recorded_.try_emplace(v.process_id, attr->states.front().start);
+      if (!inserted) it->second = std::min(it->second, attr->states.front().start);
+    }
+  }
+  bool judged(const CallEvent& call) const {
+    if (!named_) return true;
+    auto it = first_recorded_.find(call.process_id);
+    return it != first_recorded_.end() && it->second <= call.end;
+  }
+
+ private:
+  bool named_ = false;
+  std::map<int64_t, int64_t> first_recorded_;  // pid -> time of the variable's first state
+};
+
 bool is_parent_candidate(const TraceStore& trace, std::string_view fn) {
   if (is_analysis_skipped_function(fn)) return false;
   // The original skips functions whose signature is empty; without recorded signatures, keep all.
@@ -266,6 +325,7 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
     // argument values all its calls there share.
     std::map<std::string_view, std::map<std::string_view, ApiChild>> api_children;
     std::map<std::pair<std::string_view, std::string>, std::map<std::string, VarValueHypothesis>> var_children;
+    std::map<std::tuple<std::string_view, std::string_view, std::string_view>, NamedVarChanges> named_children;
     for (uint32_t pos = 0; pos < calls.size(); ++pos) {
       const CallEvent& call = trace.calls()[calls[pos]];
       const std::string_view stage = trace.record(call.pre).stage;
@@ -293,6 +353,12 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
           vh.post = post;
         }
         if (vh.positions.empty() || vh.positions.back() != pos) vh.positions.push_back(pos);
+        const VarInstance& var = trace.var(change);
+        if (var.var_name.empty()) continue;
+        NamedVarChanges& named = named_children[{var.var_type, var.var_name, attr.name}];
+        if (named.positions.empty() || named.positions.back() != pos) named.positions.push_back(pos);
+        note_distinct(named.pres, pre);
+        note_distinct(named.posts, post);
       }
     }
 
@@ -306,6 +372,24 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
         fill_examples(trace, calls, child.positions, h);
         out.push_back(std::move(h));
       }
+
+    for (const auto& [target, changes] : named_children) {
+      const auto& [var_type, var_name, attr] = target;
+      Hypothesis h = make_hypothesis(trace, parent, named_var_param(var_type, var_name, attr, changes));
+      // Calls where the variable did not exist are no examples (JudgedCalls).
+      std::vector<uint32_t> judged_calls, judged_positive;
+      const JudgedCalls judged(trace, h.invariant.params[1]);
+      size_t next = 0;
+      for (uint32_t p = 0; p < calls.size(); ++p) {
+        const bool positive = next < changes.positions.size() && changes.positions[next] == p;
+        if (positive) ++next;
+        if (!judged.judged(trace.calls()[calls[p]])) continue;
+        if (positive) judged_positive.push_back(static_cast<uint32_t>(judged_calls.size()));
+        judged_calls.push_back(calls[p]);
+      }
+      fill_examples(trace, judged_calls, judged_positive, h);
+      out.push_back(std::move(h));
+    }
 
     for (auto& [target, values] : var_children) {
       const auto& [var_type, attr] = target;
@@ -354,9 +438,11 @@ namespace {
 void collect_in_stages(const TraceStore& trace, const std::vector<std::string>& stages, Hypothesis& h) {
   const Param& parent = h.invariant.params[0];
   const Param& child = h.invariant.params[1];
+  const JudgedCalls judged(trace, child);
   for (uint32_t ci : trace.calls_of(parent.api_full_name)) {
     const CallEvent& call = trace.calls()[ci];
     if (call.status == CallStatus::Incomplete || !in_stages(stages, trace.record(call.pre).stage)) continue;
+    if (!judged.judged(call)) continue;
     (ApiContainRelation::contains(trace, call, child) ? h.positives : h.negatives).push_back(example_of(trace, call));
   }
 }
@@ -440,9 +526,10 @@ CheckResult ApiContainRelation::check(const TraceStore& trace, const Invariant& 
   const Param& child = inv.params[1];
   const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
   std::vector<Field> storage;
+  const JudgedCalls judged(trace, child);
   for (uint32_t ci : trace.calls_of(inv.params[0].api_full_name)) {
     const CallEvent& call = trace.calls()[ci];
-    if (call.status == CallStatus::Incomplete) continue;
+    if (call.status == CallStatus::Incomplete || !judged.judged(call)) continue;
     const uint32_t pre = call.pre;
     auto precondition_holds = [&] {
       if (group == nullptr) return true;
@@ -476,7 +563,8 @@ std::string ApiContainRelation::display_name(const Invariant& inv) const {
   const Param& child = inv.params[1];
   if (child.type == ParamType::Api) return parent + " always calls " + short_api_name(child.api_full_name) + "()";
   auto v = [](const std::optional<Value>& x) { return x ? display_value(*x) : std::string("anything"); };
-  return parent + " changes " + short_type_name(child.var_type) + "." + child.attr_name + ": " + v(child.pre_value) +
+  const std::string target = child.type == ParamType::VarName ? child.var_name : short_type_name(child.var_type);
+  return parent + " changes " + target + "." + child.attr_name + ": " + v(child.pre_value) +
          " --> " + v(child.post_value);
 }
 

@@ -71,6 +71,8 @@ class ApiContainOnlineCheck final : public OnlineCheck {
   void on_pre(const Record& r, bool is_parent, bool is_child);
   void on_post(const Record& r, std::vector<OnlineViolation>& violations);
   void on_state(const Record& r);
+  // A VarNameParam child whose variable this process has not recorded yet: its parents are not judged.
+  bool names_unseen_var(int64_t pid) const;
 
   bool valid_ = false;
   bool triggered_ = false;

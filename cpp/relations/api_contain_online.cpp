@@ -29,6 +29,9 @@
 // (check/online_context_managers.h), as the store injects those live at the parent's start offline; a
 // check fed records directly sees them absent.
 //
+//   - a VarNameParam child judges a parent call only in a process that has recorded its variable's
+//     attribute (a non-NaN value) by the call's post, as offline;
+//
 // Not done online:
 //   - a parent whose post was lost inside a caller that is neither parent nor child is only dropped
 //     when an enclosing tracked call closes (until then: one stale entry per lost record, never
@@ -127,10 +130,14 @@ void ApiContainOnlineCheck::on_post(const Record& r, std::vector<OnlineViolation
     }
   }
   if (call.parent) {
-    triggered_ = true;
     // API children must end strictly before the parent does; var changes may coincide with its end.
     const bool found = child_kind_ == ChildKind::Api ? call.first_match < end : call.first_match <= end;
-    if (!found) violations.push_back(OnlineViolation{{std::move(*call.pre)}});
+    if (!found && names_unseen_var(r.process_id)) {
+      // A VarNameParam judges only processes that recorded its variable (offline: has_named_var).
+    } else {
+      triggered_ = true;
+      if (!found) violations.push_back(OnlineViolation{{std::move(*call.pre)}});
+    }
   }
   stack.resize(depth - 1);  // the calls above it never returned: their posts were lost
   if (stack.empty()) threads_.erase(thread);
@@ -155,6 +162,12 @@ void ApiContainOnlineCheck::on_state(const Record& r) {
        t != threads_.end() && t->first.first == r.process_id; ++t)
     for (OpenCall& call : t->second)
       if (call.parent && call.start <= r.time) call.first_match = std::min(call.first_match, r.time);
+}
+
+bool ApiContainOnlineCheck::names_unseen_var(int64_t pid) const {
+  if (child_kind_ != ChildKind::Var || child_.type != ParamType::VarName) return false;
+  auto vars = last_values_.find(pid);
+  return vars == last_values_.end() || vars->second.find(child_.var_name) == vars->second.end();
 }
 
 OnlineInterest ApiContainOnlineCheck::interest() const {

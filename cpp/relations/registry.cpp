@@ -32,6 +32,32 @@ const Relation* find_relation(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// Private functions and private modules ("._" in the original's list) can be children, never parents.
+// A private *class* is different: `torch.nn.modules.batchnorm._BatchNorm.forward` is the public
+// forward of every BatchNorm layer, defined on their private base class, and the original's plain
+// "._" substring test drops it (and with it every invariant about BatchNorm's calls). A component
+// "_Upper..." that is not the last one names such a class and is kept; `torch._C` (one letter) is a
+// module.
+bool has_private_component(std::string_view fn) {
+  size_t start = 0;
+  while (start < fn.size()) {
+    size_t end = fn.find('.', start);
+    const bool last = end == std::string_view::npos;
+    if (last) end = fn.size();
+    const std::string_view part = fn.substr(start, end - start);
+    if (start > 0 && !part.empty() && part[0] == '_') {
+      const bool private_class = !last && part.size() > 2 && part[1] >= 'A' && part[1] <= 'Z';
+      if (!private_class) return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool is_analysis_skipped_function(std::string_view fn) {
   static constexpr std::string_view kSkip[] = {
       "cuda.is_available",
@@ -55,10 +81,11 @@ bool is_analysis_skipped_function(std::string_view fn) {
       "torch.optim.optimizer.Optimizer._optimizer_step_code",
       "torch.optim.optimizer._get_value",
       "torch.overrides",
-      "._",  // private functions can be children, never parents
       "<locals>",
   };
-  return std::any_of(std::begin(kSkip), std::end(kSkip), [&](std::string_view s) { return fn.find(s) != std::string_view::npos; });
+  if (std::any_of(std::begin(kSkip), std::end(kSkip), [&](std::string_view s) { return fn.find(s) != std::string_view::npos; }))
+    return true;
+  return has_private_component(fn);
 }
 
 }  // namespace traincheck

@@ -13,7 +13,8 @@ const std::vector<const Relation*>& implemented_relations();
 // nullptr when the name is not implemented (it may still be a known relation name).
 const Relation* find_relation(std::string_view name);
 
-// Substrings of function names that are never candidate parents (config.ANALYSIS_SKIP_FUNC_NAMES).
+// Functions that are never candidate parents: the original's ANALYSIS_SKIP_FUNC_NAMES substrings, and
+// private functions and modules (methods of private base classes such as _BatchNorm are kept).
 bool is_analysis_skipped_function(std::string_view function);
 
 }  // namespace traincheck

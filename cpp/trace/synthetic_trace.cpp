@@ -106,6 +106,7 @@ uint64_t write_synthetic_trace(const std::string& folder, const SyntheticTraceSp
   std::vector<bool> has_grad(spec.params, false);
   for (int p = 0; p < spec.params; ++p) data[p] = fake_hash(0, p, 1);
   const std::string self = "{\"0\":{\"torch.optim.adam.Adam\":{}}}";
+  auto detached = [&](int step, int p) { return p == 0 && spec.detach_first_param_from >= 0 && step >= spec.detach_first_param_from; };
   auto forward = [&] {
     for (int layer = 0; layer < 2; ++layer) {
       w.call("torch.nn.modules.linear.Linear.forward", true, "{\"0\":{\"torch.nn.modules.linear.Linear\":{}}}", "{}", [&] {
@@ -127,6 +128,7 @@ uint64_t write_synthetic_trace(const std::string& folder, const SyntheticTraceSp
     forward();
     w.call("torch._tensor.Tensor.backward", true, "{}", "{}", [&] {
       for (int p = 0; p < spec.params; ++p) {
+        if (detached(step, p)) continue;
         grad[p] = fake_hash(step, p, 2);
         has_grad[p] = true;
         w.var_state(p, data[p], true, grad[p]);
@@ -137,6 +139,7 @@ uint64_t write_synthetic_trace(const std::string& folder, const SyntheticTraceSp
         if (step == spec.skip_foreach_add_at) return;
         w.leaf("torch._VariableFunctionsClass._foreach_add_", false, "{}", "{\"alpha\":{\"int\":1}}");
         for (int p = 0; p < spec.params; ++p) {
+          if (detached(step, p)) continue;
           data[p] = fake_hash(step, p, 3);
           w.var_state(p, data[p], true, grad[p]);
         }

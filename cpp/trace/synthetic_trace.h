@@ -14,6 +14,8 @@ struct SyntheticTraceSpec {
   int eval_every = 5;              // a testing-stage forward after every Nth step; 0: never
   int skip_foreach_add_at = -1;    // bug injection: Adam.step at this step does not call _foreach_add_
   int skip_zero_grad_reset_at = -1;  // bug injection: zero_grad at this step leaves grads unchanged
+  int detach_first_param_from = -1;  // bug injection: from this step on, parameter 0 gets no gradient
+                                     // and Adam.step leaves it unchanged (a detached layer)
   bool legacy_prefix = false;      // write "_ML_DAIKON_" instead of "_TRAINCHECK_"
   int64_t process_id = 4242;
   int64_t thread_id = 140000000000001;

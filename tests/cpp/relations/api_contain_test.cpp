@@ -7,6 +7,7 @@
 #include <map>
 
 #include "infer/engine.h"
+#include "relations/registry.h"
 #include "trace/json_parse.h"
 #include "trace/synthetic_trace.h"
 #include "trace/trace_reader.h"
@@ -336,4 +337,71 @@ TEST(ApiContain, RunsThatSawAnArgumentSetInDifferentStagesAreJudgedOnAllOfThem) 
   for (const Invariant& inv : inferred.invariants) expect_negatives(inv, inv.num_negative_examples.value_or(-1));
   for (const FailedHypothesis& f : inferred.failed) expect_negatives(f.invariant, f.num_negative_examples);
   EXPECT_EQ(seen, 1u);
+}
+
+TEST(ApiContain, PerVariableChildCatchesAnOptimizerThatStopsUpdatingOneParameter) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 6;
+  TraceStore good = synthetic("per_var_good", spec);
+  spec.detach_first_param_from = 4;
+  TraceStore bad = synthetic("per_var_bad", spec);
+  ApiContainRelation rel;
+  const std::vector<Hypothesis> generated = rel.generate(good);
+  auto hs = by_description(generated);
+  // Every step changes each parameter: one hypothesis per parameter, its data digest unconstrained.
+  const std::string layer0 = "torch.optim.adam.Adam.step contains a change of torch.nn.Parameter[model.layer0.weight].data from * to *";
+  ASSERT_TRUE(hs.count(layer0)) << "missing: " << layer0;
+  EXPECT_EQ(hs[layer0]->positives.size(), 6u);
+  EXPECT_EQ(hs[layer0]->negatives.size(), 0u);
+  EXPECT_EQ(hs[layer0]->invariant.params[1].type, ParamType::VarName);
+  EXPECT_EQ(rel.display_name(hs[layer0]->invariant), "Adam.step() changes model.layer0.weight.data: anything --> anything");
+  // zero_grad always sets each grad to None: that value is kept.
+  const std::string reset = "torch.optim.optimizer.Optimizer.zero_grad contains a change of torch.nn.Parameter[model.layer1.weight].grad from * to null";
+  ASSERT_TRUE(hs.count(reset)) << "missing: " << reset;
+
+  // The type-level child passes (other parameters still change); the per-variable one flags step 4.
+  Invariant type_level;
+  type_level.relation = "APIContainRelation";
+  type_level.params = {Param::api("torch.optim.adam.Adam.step"), Param::var_type_param("torch.nn.Parameter", "data")};
+  EXPECT_TRUE(rel.check(bad, type_level, {}).passed());
+  CheckResult r = rel.check(bad, hs[layer0]->invariant, {});
+  ASSERT_EQ(r.violation_count, 3u);  // steps 4, 5, 6
+  EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 4);
+  EXPECT_TRUE(rel.check(good, hs[layer0]->invariant, {}).passed());
+}
+
+TEST(ApiContain, PerVariableChildIsNotJudgedWhereTheVariableIsAbsent) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 4;
+  TraceStore four_params = synthetic("per_var_four", spec);
+  spec.params = 2;
+  TraceStore two_params = synthetic("per_var_two", spec);
+  ApiContainRelation rel;
+  const std::vector<Hypothesis> generated = rel.generate(four_params);
+  auto hs = by_description(generated);
+  const std::string layer3 = "torch.optim.adam.Adam.step contains a change of torch.nn.Parameter[model.layer3.weight].data from * to *";
+  ASSERT_TRUE(hs.count(layer3));
+  // Another program (no model.layer3.weight): not triggered, no violation, and no examples that would
+  // make the invariant look false when inferring from several programs.
+  CheckResult r = rel.check(two_params, hs[layer3]->invariant, {});
+  EXPECT_FALSE(r.triggered);
+  EXPECT_TRUE(r.passed());
+  Hypothesis h = *hs[layer3];
+  const size_t before = h.positives.size() + h.negatives.size();
+  rel.collect_examples(two_params, h);
+  EXPECT_EQ(h.positives.size() + h.negatives.size(), before);
+}
+
+TEST(ApiContain, MethodsOfPrivateBaseClassesAreParentsButPrivateFunctionsAreNot) {
+  // _BatchNorm.forward is every BatchNorm layer's forward.
+  EXPECT_FALSE(is_analysis_skipped_function("torch.nn.modules.batchnorm._BatchNorm.forward"));
+  EXPECT_FALSE(is_analysis_skipped_function("torch.optim.lr_scheduler._LRScheduler.step"));
+  EXPECT_FALSE(is_analysis_skipped_function("torch.nn.modules.linear.Linear.forward"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch.nn.modules.batchnorm._NormBase._check_input_dim"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch.optim.adam._single_tensor_adam"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch._C._nn.linear"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch._tensor.Tensor.backward"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch._dynamo.eval_frame.OptimizedModule.forward"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch.nn.modules.module.Module.__init__"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch.utils.data.dataloader.DataLoader.__iter__"));
 }
