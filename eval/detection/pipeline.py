@@ -92,25 +92,34 @@ def case_invariant_key(opts: Options, setting: str, case: Case) -> str:
     return f"fold{L.transfer_fold(opts.cases, case, opts.transfer_folds)}"
 
 
-def run_repetition(opts: Options, rep: int) -> tuple[L.RepLayout, RepJobs]:
+def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> tuple[L.RepLayout, RepJobs]:
+    """Runs one repetition. With `previous` (the jobs of an earlier run of this folder), nothing is
+    collected again and only our analyzer runs: the traces and the original's results are kept, so a
+    changed analyzer is judged on exactly the traces the original was."""
     lay = L.RepLayout(opts.out / f"rep{rep}")
     jobs = RepJobs()
     tag = f"rep {rep}/{opts.repeats}"
 
+    def kept(phase: dict, tool: str, key: tuple) -> Job | None:
+        return phase.get(key) if previous is not None and tool != OURS else None
+
     # 1. collect
-    for case in opts.cases:
+    if previous is not None:
+        jobs.collect = previous.collect
+    for case in opts.cases if previous is None else ():
         for run_name, (seed, bug) in L.RUN_NAMES.items():
             out = lay.run(case, run_name)
             _clear(out)  # a folder left by an earlier run would mix two runs' traces
             jobs.collect.append(Job(f"{case.name} {run_name}", collect_command(case, out, seed, bug),
                                     lay.log("collect", case.name, run_name), out.parent, opts.collect_time_limit))
-    for w in opts.workloads:
+    for w in opts.workloads if previous is None else ():
         out = lay.workload_run(w)
         _clear(out)
         jobs.collect.append(Job(f"workload {w}", collect_workload_command(L.WORKLOADS_DIR / w / "main.py", out,
                                                                           opts.workload_iters, 1),
                                 lay.log("collect", "workload", w), out.parent, opts.collect_time_limit))
-    run_all(jobs.collect, f"{tag} collect", opts.workers)
+    if previous is None:
+        run_all(jobs.collect, f"{tag} collect", opts.workers)
 
     # 2. infer
     programs = lay.programs(opts.cases, opts.workloads)
@@ -126,6 +135,9 @@ def run_repetition(opts: Options, rep: int) -> tuple[L.RepLayout, RepJobs]:
     infer_jobs = []
     for tool in opts.analyzers:
         for (setting, key), folders in infer_inputs.items():
+            if (old := kept(previous.infer if previous else {}, tool.name, (tool.name, setting, key))) is not None:
+                jobs.infer[(tool.name, setting, key)] = old
+                continue
             out = lay.invariants(tool.name, setting, key)
             job = Job(f"{tool.name} infer {setting} {key}", tool.infer(folders, out),
                       lay.log("infer", tool.name, setting, key), out.parent, _time_limit(opts, tool.name))
@@ -146,6 +158,9 @@ def run_repetition(opts: Options, rep: int) -> tuple[L.RepLayout, RepJobs]:
     check_jobs = []
     for tool in opts.analyzers:
         for (setting, key), folders in check_inputs.items():
+            if (old := kept(previous.check if previous else {}, tool.name, (tool.name, setting, key))) is not None:
+                jobs.check[(tool.name, setting, key)] = old
+                continue
             inv = jobs.infer[(tool.name, setting, key)]
             if not inv.ok:
                 continue

@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "one after another (runs split over several invocations)")
     p.add_argument("--peer-repeats", type=int, default=None,
                    help="run the original in the first N repetitions only (default: all)")
+    p.add_argument("--rerun-ours", action="store_true",
+                   help="run our analyzer (infer, check, in-process) again on the traces of an earlier run in --out, "
+                        "keeping its traces and the original's results (same options)")
     p.add_argument("--reanalyze", action="store_true",
                    help="recompute every row from the folders of an earlier run (same options), running nothing")
     return p
@@ -136,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                    collect_time_limit=args.time_limit, analyzer_time_limit=args.time_limit,
                    peer_time_limit=args.peer_time_limit, in_process=not args.no_in_process)
     setup = setup_text(opts, args)
+    if args.rerun_ours:
+        previous = load_rows(out / ROWS_FILE)[2].strip() if (out / ROWS_FILE).exists() else "?"
+        setup = setup.rstrip() + f" Ours re-run on the traces and original's results of: {previous}\n"
     print(setup, file=sys.stderr)
     det, fp = [], []
     for rep in range(1, args.repeat + 1):
@@ -144,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.reanalyze:
             lay = L.RepLayout(out / f"rep{rep}")
             jobs = load_jobs(lay.root / JOBS_FILE)
+        elif args.rerun_ours:
+            lay, jobs = run_repetition(opts, rep, load_jobs(out / f"rep{rep}" / JOBS_FILE))
         else:
             lay, jobs = run_repetition(opts, rep)
         det += detection_rows(opts, rep, lay, jobs)

@@ -210,6 +210,21 @@ def test_one_fast_case_runs_end_to_end(tmp_path):
     assert len(fp) == 1 and fp[0]["status"] == "ok" and int(fp[0]["invariants"]) > 0
     assert "## Summary" in (out / "report.md").read_text()
 
+    # --rerun-ours: our analyzer runs again on the same traces; nothing is collected again.
+    traces = sorted((out / "rep1" / "traces").rglob("trace_*"))
+    invariants = sorted((out / "rep1" / "invariants").rglob("*.json*"))
+    assert traces and invariants
+    trace_times = [t.stat().st_mtime_ns for t in traces]
+    inv_times = [i.stat().st_mtime_ns for i in invariants]
+    proc = subprocess.run(cmd + ["--rerun-ours", "--no-in-process"], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [t.stat().st_mtime_ns for t in traces] == trace_times
+    assert [i.stat().st_mtime_ns for i in invariants if i.exists()] != inv_times
+    rerun = {(r["setting"], r["mode"]): r for r in csv.DictReader(open(out / "detection.csv"))}
+    assert rerun[("same", "offline")]["detected"] == "True"
+    assert "rep 1/1 collect" not in proc.stderr
+    assert "Ours re-run on the traces" in (out / "report.md").read_text()
+
 
 def test_rows_of_runs_split_over_several_invocations_are_numbered_one_after_another(tmp_path):
     from eval.detection.run import ROWS_FILE, merge_rows, save_rows
