@@ -65,6 +65,21 @@ TEST(DistinctArgument, SameArgumentsFollowTheOriginalsComparison) {
   EXPECT_FALSE(DistinctArgumentRelation::same_arguments(Value(), Value()));
 }
 
+TEST(DistinctArgument, TensorArgumentsAreComparedWithoutTheirMemoryAddresses) {
+  // Two inputs of one shape: the same whatever their addresses, which are reused by chance (with them,
+  // one run of a program learned "Linear.forward receives different arguments" and the next did not).
+  auto tensor = [](int id, int rows) {
+    return args(R"({"0":{"torch.FloatTensor":{"_TRAINCHECK_data_ID":)" + std::to_string(id) + R"(,"shape":[)" +
+                std::to_string(rows) + "," + std::to_string(2 * rows) + R"(],"dtype":"torch.float32"}}})");
+  };
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(2002, 4)));
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 4)));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 16)));
+  // The legacy spelling of the id is left out too.
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"t":{"_ML_DAIKON_data_ID":1,"n":2}}})"),
+                                                       args(R"({"0":{"t":{"_ML_DAIKON_data_ID":3,"n":2}}})")));
+}
+
 TEST(DistinctArgument, LearnedFromDistinctSeedsAndTheRepeatedSeedFoundAtItsStepOfflineAndOnline) {
   const TraceStore good = store("good", seeded_run(5));
   const InferResult result = infer_invariants({&good}, {&kRelation}, InferOptions{});
