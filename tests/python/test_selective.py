@@ -119,3 +119,14 @@ def test_context_managers_that_preconditions_name_are_recorded_with_their_init_a
     # Without such a clause, nothing extra.
     write_invariants(tmp_path / "plain.json", [ORIGINAL_FORMAT_INVARIANTS[2]])
     assert set(build_plan([str(tmp_path / "plain.json")]).funcs) == {"torch.nn.functional.relu"}
+
+
+def test_selective_mode_records_and_checks_every_step_by_default(tmp_path):
+    """No sampling unless asked for: with the original's default (warm-up 10, every 10th step), in-process
+    checks waited for a sampled step and judged call orders across steps never recorded."""
+    write_invariants(tmp_path / "inv.json", ORIGINAL_FORMAT_INVARIANTS)
+    result = collect(tmp_path, "-p", str(SCRIPTS / "mlp_adam.py"), "-i", "inv.json", "--output-dir", "out",
+                     script_args=["--iters", "14"])
+    assert result.returncode == 0, result.stderr
+    steps = {r["meta_vars"]["step"] for r in all_records(tmp_path / "out") if r["function"] == "torch.optim.adam.Adam.step"}
+    assert steps == set(range(1, 15))
