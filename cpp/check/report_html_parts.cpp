@@ -15,6 +15,7 @@ std::string esc(std::string_view s) {
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;  // attribute values may be single-quoted
       default: out.push_back(c);
     }
   }

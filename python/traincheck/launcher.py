@@ -17,10 +17,14 @@ import subprocess
 import sys
 import threading
 
-_STUB = '''# Written by traincheck-collect: runs {script} under TrainCheck instrumentation.
+# Paths are data, never code: the script's path goes into the stub as a Python literal (repr), never as
+# raw text (a path with a newline would start a statement), and the shell launcher names the stub through
+# an environment variable, never by its text (an output folder `o$(cmd)` or with a space stays one word).
+_STUB = '''# Written by traincheck-collect: runs the script {script} under TrainCheck instrumentation.
 import traincheck.runtime
 traincheck.runtime.main({config})
 '''
+LAUNCHER_ENV = "TRAINCHECK_LAUNCHER"
 
 
 def prepare(config: dict, shscript: str | None, script_args: list[str]) -> list[str]:
@@ -29,21 +33,32 @@ def prepare(config: dict, shscript: str | None, script_args: list[str]) -> list[
     script = config["pyscript"]
     stub = os.path.join(out, "_traincheck_" + os.path.basename(script))
     with open(stub, "w") as f:
-        f.write(_STUB.format(script=script, config=repr(config)))
+        f.write(_STUB.format(script=repr(script), config=repr(config)))
     if not shscript:
         return [sys.executable, "-u", stub, *script_args]
     shscript = os.path.abspath(shscript)
-    with open(shscript) as f:
-        text = f.read()
+    try:
+        with open(shscript) as f:
+            text = f.read()
+    except OSError as e:
+        raise SystemExit(f"traincheck-collect: error: cannot read the shell launcher {shscript}: {e.strerror}")
     base = os.path.basename(script)
-    # The token naming the script (bare, relative or absolute) becomes the launcher's absolute path.
+    # The token naming the script (bare, relative or absolute) becomes "$TRAINCHECK_LAUNCHER", the stub's
+    # absolute path, expanded by the shell as one word (unquoted or inside double quotes alike).
     pattern = re.compile(r"(?<![\w./-])[\w./-]*" + re.escape(base) + r"(?![\w.-])")
     if not pattern.search(text):
         raise SystemExit(f"traincheck-collect: error: {shscript} does not mention the pyscript {base!r}")
     launcher = os.path.join(out, "_traincheck_" + os.path.basename(shscript))
     with open(launcher, "w") as f:
-        f.write(pattern.sub(lambda m: stub, text))
-    return ["bash", launcher, *script_args]
+        f.write(pattern.sub(lambda m: _launcher_reference(text, m), text))
+    # `env NAME=value` takes the path as one argv entry: no shell ever parses it.
+    return ["env", f"{LAUNCHER_ENV}={os.path.abspath(stub)}", "bash", launcher, *script_args]
+
+
+def _launcher_reference(text: str, m: re.Match) -> str:
+    """$TRAINCHECK_LAUNCHER as one word: quoted, unless the token already stands in double quotes."""
+    in_quotes = m.start() > 0 and text[m.start() - 1] == '"' and m.end() < len(text) and text[m.end()] == '"'
+    return ("$" if in_quotes else '"$') + LAUNCHER_ENV + ("" if in_quotes else '"')
 
 
 def _child_env(output_dir: str, script_dir: str) -> dict:
