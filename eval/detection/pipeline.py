@@ -40,6 +40,7 @@ class Options:
     analyzer_time_limit: float = 600.0
     peer_time_limit: float = 1800.0
     in_process: bool = True
+    peer_fp: bool = True            # False: the original runs the detection settings only, not the FP experiment
 
 
 @dataclass
@@ -135,6 +136,8 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
     infer_jobs = []
     for tool in opts.analyzers:
         for (setting, key), folders in infer_inputs.items():
+            if setting == "fp" and tool.name != OURS and not opts.peer_fp:
+                continue
             if (old := kept(previous.infer if previous else {}, tool.name, (tool.name, setting, key))) is not None:
                 jobs.infer[(tool.name, setting, key)] = old
                 continue
@@ -161,8 +164,8 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
             if (old := kept(previous.check if previous else {}, tool.name, (tool.name, setting, key))) is not None:
                 jobs.check[(tool.name, setting, key)] = old
                 continue
-            inv = jobs.infer[(tool.name, setting, key)]
-            if not inv.ok:
+            inv = jobs.infer.get((tool.name, setting, key))
+            if inv is None or not inv.ok:
                 continue
             out = lay.check_dir(tool.name, setting, key)
             _clear(out)

@@ -142,6 +142,8 @@ def fp_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> list[Fp
         for k in split.train_sizes:
             infer = jobs.infer.get((tool.name, "fp", f"k{k}"))
             check = jobs.check.get((tool.name, "fp", f"k{k}"))
+            if infer is None:
+                continue  # not scheduled (--peer-no-fp): no rows, rather than rows that failed
             for prog in split.check:
                 row = FpRow(rep, tool.name, k, prog.name, "ok")
                 if infer is not None:

@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "one after another (runs split over several invocations)")
     p.add_argument("--peer-repeats", type=int, default=None,
                    help="run the original in the first N repetitions only (default: all)")
+    p.add_argument("--peer-no-fp", action="store_true",
+                   help="run the original on the same and transfer settings only, not the false-positive experiment "
+                        "(the most expensive part of its run)")
     p.add_argument("--rerun-ours", action="store_true",
                    help="run our analyzer (infer, check, in-process) again on the traces of an earlier run in --out, "
                         "keeping its traces and the original's results (same options)")
@@ -137,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                    workers=args.workers, transfer_folds=max(1, args.transfer_folds), fp_train_sizes=sizes,
                    fp_check_count=args.fp_check_count, workload_iters=args.workload_iters,
                    collect_time_limit=args.time_limit, analyzer_time_limit=args.time_limit,
-                   peer_time_limit=args.peer_time_limit, in_process=not args.no_in_process)
+                   peer_time_limit=args.peer_time_limit, in_process=not args.no_in_process,
+                   peer_fp=not args.peer_no_fp)
     setup = setup_text(opts, args)
     if args.rerun_ours:
         previous = load_rows(out / ROWS_FILE)[2].strip() if (out / ROWS_FILE).exists() else "?"

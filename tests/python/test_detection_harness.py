@@ -236,3 +236,19 @@ def test_rows_of_runs_split_over_several_invocations_are_numbered_one_after_anot
     det, fp, setup = merge_rows([tmp_path / "a", tmp_path / "b"])
     assert sorted(r.rep for r in det) == [1, 2, 3] and sorted(r.rep for r in fp) == [1, 2, 3]
     assert "Repetitions 1: setup a" in setup and "Repetitions 2, 3: setup b" in setup
+
+
+def test_peer_no_fp_gives_the_original_no_fp_rows_rather_than_failed_ones(tmp_path):
+    from eval.detection.jobs import Job
+    from eval.detection.pipeline import Options, RepJobs
+    from eval.detection.results import fp_rows
+    from eval.detection.tools import OURS, PEER, Analyzer
+    for name in ("a", "b", "c", "d"):
+        make_case(tmp_path / "cases", name, "description: d\nbug_class: c\ntrigger_step: 1\n")
+    cases = discover(tmp_path / "cases")
+    opts = Options(out=tmp_path, cases=cases, workloads=[], analyzers=[Analyzer(OURS, None), Analyzer(PEER, tmp_path)],
+                   fp_train_sizes=(1,), fp_check_count=2, peer_fp=False)
+    failed = Job("ours infer fp k1", ["x"], tmp_path / "log", tmp_path, 1.0, status="failed", returncode=1, seconds=1.0)
+    rows = fp_rows(opts, 1, L.RepLayout(tmp_path / "rep1"), RepJobs(infer={(OURS, "fp", "k1"): failed}))
+    assert [r.tool for r in rows] == [OURS, OURS]
+    assert all(r.status == "infer: failed" for r in rows)
