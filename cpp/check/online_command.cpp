@@ -79,6 +79,16 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     OnlineCheckerOptions options;
     options.output_dir = out_dir;
     const std::vector<std::string> folders = args.get_list("trace_folders");
+    for (const std::string& f : folders) {
+      // A folder may appear later (the checker can start before the run); anything else is a mistake.
+      std::error_code ec;
+      const fs::file_status status = fs::status(f, ec);
+      if (fs::exists(status) && !fs::is_directory(status)) {
+        err << "traincheck-onlinecheck: error: " << f << ": -f takes trace folders, and this is not a folder\n";
+        return 2;
+      }
+      if (!fs::exists(status)) log.line("warning: " + f + " does not exist yet; waiting for it to appear");
+    }
     // Signatures of each folder; a collect run writes them at its end, so they are looked for until found.
     std::vector<std::string> signature_files;
     for (const std::string& f : folders) signature_files.push_back((fs::path(f) / "api_signatures.json").string());

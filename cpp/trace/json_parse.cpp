@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -206,6 +207,13 @@ bool parse_json(std::string_view text, Value& out, std::string& error) {
 }
 
 bool read_file(const std::string& path, std::string& out, std::string& error) {
+  // Only plain files: a folder reads as a huge size (bad_alloc), a FIFO blocks forever, a device never ends.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    error = std::filesystem::is_directory(status) ? "is a folder, not a file" : "not a plain file (a FIFO, socket or device)";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = "cannot open file";

@@ -34,9 +34,15 @@ std::vector<std::string> list_trace_files(const std::string& folder) {
   fs::directory_iterator it(folder, ec);
   if (ec) throw TraceReadError(folder, 0, "", "cannot list trace folder: " + ec.message());
   for (const auto& entry : it) {
-    if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
-    if (name.starts_with("trace_") || name == "proxy_log.json") out.push_back(entry.path().string());
+    if (!name.starts_with("trace_") && name != "proxy_log.json") continue;
+    // Named like a trace file but not a plain one (a folder, a FIFO, a link to a device): an error, never
+    // skipped in silence (the analysis would miss that file's records) nor read (a FIFO or a device never ends).
+    std::error_code kind_ec;
+    if (!entry.is_regular_file(kind_ec))
+      throw TraceReadError(entry.path().string(), 0, "", entry.is_directory(kind_ec) ? "named like a trace file but is a folder"
+                                                                                      : "named like a trace file but is not a plain file (a FIFO, socket or device)");
+    out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;

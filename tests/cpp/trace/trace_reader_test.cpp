@@ -170,3 +170,28 @@ TEST(TraceReader, FolderListsTraceFilesAndProxyLog) {
   EXPECT_EQ(t.records.size(), 3u);
   std::filesystem::remove_all(dir);
 }
+
+TEST(TraceReader, OnlyPlainFilesAreReadAndTraceNamedOthersAreErrorsNamingThem) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "tc_reader_not_plain";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "trace_API_2_2.log");  // a folder named like a trace file
+  std::string text, error;
+  // A folder given as a file: a clear error (it used to read as a huge size: std::bad_alloc).
+  EXPECT_FALSE(read_file(dir.string(), text, error));
+  EXPECT_EQ(error, "is a folder, not a file");
+  try {
+    list_trace_files(dir.string());
+    FAIL() << "a folder named like a trace file was listed or skipped";
+  } catch (const TraceReadError& e) {
+    EXPECT_NE(std::string(e.what()).find("trace_API_2_2.log"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir / "trace_API_2_2.log");
+  // A link to a device never ends: refused without reading.
+  fs::create_symlink("/dev/zero", dir / "trace_API_1_1.log");
+  EXPECT_FALSE(read_file((dir / "trace_API_1_1.log").string(), text, error));
+  EXPECT_NE(error.find("not a plain file"), std::string::npos);
+  EXPECT_THROW(list_trace_files(dir.string()), TraceReadError);
+  fs::remove_all(dir);
+}
