@@ -2,8 +2,8 @@
 
 `_traincheck_<script>.py` in the output directory starts the recorder and runs the user's script
 unmodified on disk; a shell launcher (-s) is copied as `_traincheck_<run.sh>` with the script's path
-replaced by that file's. The program runs with the output directory as its working directory; its merged
-stdout and stderr are echoed and saved to program_output.txt, and its exit code is returned.
+replaced by that file's. The program runs with the output directory as its working directory; its stdout
+and stderr are echoed to ours, kept apart, and saved (OUTPUT_FILES), and its exit code is returned.
 """
 
 from __future__ import annotations
@@ -90,14 +90,31 @@ def _report_instrumentation(output_dir: str, reported: set) -> None:
             print(f"traincheck-collect: warning: API not found in this library version: {api}", file=sys.stderr)
 
 
+# Saved output: program_output.txt is both streams merged in arrival order, as the original writes it;
+# program_stdout.txt and program_stderr.txt keep each stream apart. Every chunk reaches the files as it
+# arrives (flushed), so a collector killed with SIGKILL leaves what the program printed so far.
+OUTPUT_FILES = {"merged": "program_output.txt", "stdout": "program_stdout.txt", "stderr": "program_stderr.txt"}
+
+
+def _pump(stream, terminal, own_log, merged_log, lock: threading.Lock) -> None:
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        with lock:
+            terminal.write(chunk)
+            terminal.flush()
+            for log in (own_log, merged_log):
+                log.write(chunk)
+                log.flush()
+
+
 def run(command: list[str], output_dir: str, script_dir: str) -> int:
-    with open(os.path.join(output_dir, "program_output.txt"), "wb") as log:
+    logs = {k: open(os.path.join(output_dir, name), "wb") for k, name in OUTPUT_FILES.items()}
+    try:
         proc = subprocess.Popen(
             command,
             cwd=output_dir,
             env=_child_env(output_dir, script_dir),
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
         forwarded = _forward_signals(proc)
@@ -105,11 +122,13 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
         stop = threading.Event()
         watcher = threading.Thread(target=_watch_summary, args=(output_dir, reported, stop), daemon=True)
         watcher.start()
+        lock = threading.Lock()
+        err_pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr.buffer, logs["stderr"], logs["merged"], lock),
+                                    daemon=True)
+        err_pump.start()
         try:
-            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.buffer.flush()
-                log.write(chunk)
+            _pump(proc.stdout, sys.stdout.buffer, logs["stdout"], logs["merged"], lock)
+            err_pump.join()
             code = proc.wait()
         finally:
             stop.set()
@@ -120,7 +139,10 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
         _report_online_check(output_dir)
         # A process killed by signal N reads as exit code 128+N, as in a shell.
         exit_code = code if code >= 0 else 128 - code
-        log.write(f"Program exited with code {exit_code}\n".encode())
+        logs["merged"].write(f"Program exited with code {exit_code}\n".encode())
+    finally:
+        for log in logs.values():
+            log.close()
     return exit_code
 
 

@@ -151,9 +151,31 @@ def _start_tracking(config: dict, core) -> None:
     core.set_var_hook(tracker.around_api)
 
 
+def _from_the_script_on(tb, script: str):
+    """The traceback from the script's first frame on: the frames before it (the launcher stub, this
+    module) are ours, and a plain `python script.py` shows none of them. None when the script never ran
+    (a syntax error), which Python prints without a traceback, as it does for the script itself."""
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    return tb
+
+
+def _hide_our_frames(script: str) -> None:
+    previous = sys.excepthook
+
+    def excepthook(exc_type, exc, tb):
+        tb = _from_the_script_on(tb, script)
+        if isinstance(exc, BaseException):
+            exc.__traceback__ = tb  # the default hook prints the exception's own traceback, not `tb`
+        previous(exc_type, exc, tb)
+
+    sys.excepthook = excepthook
+
+
 def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: list[str]) -> None:
     from traincheck import source_rewrite
 
+    _hide_our_frames(path)
     with open(path, "rb") as f:
         source = f.read().decode("utf-8")
     tree = source_rewrite.annotate_source(source, path, tuple(models_to_track)) if annotate else source

