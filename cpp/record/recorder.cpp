@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -195,24 +196,40 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
                              std::to_string(stream.thread_id()) + ".log";
     file.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (file.fd < 0) {
-      write_errors_.fetch_add(1, std::memory_order_relaxed);
+      lose_batch(file.pending, errno);
       file.pending.clear();
       file.sunk = 0;
       return;
     }
   }
+  // Whole lines or none: a batch the disk could not take in full is cut back to where it began, so a
+  // full disk never leaves a torn line mid-file for the analyzers to trip on when space comes back.
+  const off_t batch_start = ::lseek(file.fd, 0, SEEK_END);
   size_t done = 0;
   while (done < file.pending.size()) {
     const ssize_t n = ::write(file.fd, file.pending.data() + done, file.pending.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      write_errors_.fetch_add(1, std::memory_order_relaxed);
+      const int error = errno;
+      if (done > 0 && batch_start >= 0 && ::ftruncate(file.fd, batch_start) != 0) {
+        // Could not cut back: the torn tail stays; readers skip it as a damaged line, with a warning.
+      }
+      lose_batch(file.pending, error);
       break;
     }
     done += static_cast<size_t>(n);
   }
   file.pending.clear();
   file.sunk = 0;
+}
+
+void Recorder::lose_batch(const std::string& pending, int error) {
+  write_errors_.fetch_add(1, std::memory_order_relaxed);
+  lines_lost_.fetch_add(static_cast<uint64_t>(std::count(pending.begin(), pending.end(), '\n')), std::memory_order_relaxed);
+  if (!warned_write_.exchange(true)) {
+    std::fprintf(stderr, "traincheck: warning: cannot write the trace in %s (%s); training goes on, records are dropped until writing works again\n",
+                 output_dir_.c_str(), std::strerror(error));
+  }
 }
 
 size_t Recorder::drain_all() {
@@ -336,6 +353,11 @@ void Recorder::shutdown() {
     st.sink_errors = sink_errors_.load();
     return st;
   }();
+  if (s.write_errors) {
+    std::fprintf(stderr, "traincheck: warning: %llu trace records of process %d could not be written (%llu write errors): the trace in %s is incomplete\n",
+                 static_cast<unsigned long long>(lines_lost_.load()), static_cast<int>(pid_),
+                 static_cast<unsigned long long>(s.write_errors), output_dir_.c_str());
+  }
   if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_) && !output_dir_.empty()) {
     const std::string path = output_dir_ + "/traincheck_recorder_" + std::to_string(pid_) + ".log";
     if (FILE* f = std::fopen(path.c_str(), "a")) {

@@ -93,6 +93,8 @@ class Recorder {
   void writer_loop();
   size_t drain_all();
   void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
+  // Counts a batch that could not be written and says so on stderr, once per process.
+  void lose_batch(const std::string& pending, int error);
   static void at_fork_prepare();
   static void at_fork_parent();
   static void at_fork_child();
@@ -126,6 +128,8 @@ class Recorder {
 
   std::atomic<uint64_t> events_written_{0};
   std::atomic<uint64_t> write_errors_{0};
+  std::atomic<uint64_t> lines_lost_{0};     // records never written (full disk, unwritable folder)
+  std::atomic<bool> warned_write_{false};   // the first write error was announced on stderr
 };
 
 }  // namespace traincheck

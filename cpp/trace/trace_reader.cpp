@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "trace/json_parse.h"
 #include "trace/parallel.h"
@@ -17,7 +18,11 @@ static std::string error_message(const std::string& file, size_t line, const std
   std::string m = file;
   if (line) m.append(":").append(std::to_string(line));
   if (!field.empty()) m.append(": field '").append(field).append("'");
-  m.append(": ").append(what);
+  // A message quotes at most about 200 characters of the offending text: a damaged megabyte-long line
+  // must not be printed whole.
+  constexpr size_t kMaxQuoted = 200;
+  if (what.size() > kMaxQuoted) m.append(": ").append(what, 0, kMaxQuoted).append("... (" + std::to_string(what.size()) + " characters)");
+  else m.append(": ").append(what);
   return m;
 }
 
@@ -95,21 +100,26 @@ struct FileResult {
   size_t skipped = 0;
 };
 
+// Warnings printed per file before only a count is given: a file of garbage must not flood the terminal.
+constexpr size_t kMaxLineWarnings = 5;
+
+// A line that is not a valid record (torn by a full disk or a kill, or damaged) is skipped with a warning
+// naming file, line and why, as the online checker does: one bad line never costs the whole trace. A
+// file without a single valid record is not a trace: that is an error, with its first problem.
 void parse_buffer(const std::string& name, uint32_t file_index, const std::string& buffer, size_t size,
                   JsonParser& parser, FileResult& result, std::ostream& warn, std::mutex& warn_mutex) {
   result.bytes = size;
   const char* data = buffer.data();
-  // Find the last non-blank line so that only its damage is forgiven.
-  size_t last_start = size;
-  {
-    size_t end = size;
-    while (end > 0 && (data[end - 1] == '\n' || data[end - 1] == '\r' || data[end - 1] == ' ' || data[end - 1] == '\t')) --end;
-    size_t begin = end;
-    while (begin > 0 && data[begin - 1] != '\n') --begin;
-    if (end > 0) last_start = begin;
-  }
   std::vector<Field> fields;
   std::string error;
+  std::optional<TraceReadError> first_problem;
+  auto skip = [&](const TraceReadError& problem) {
+    if (!first_problem) first_problem = problem;
+    if (++result.skipped <= kMaxLineWarnings) {
+      std::lock_guard lock(warn_mutex);
+      warn << "warning: " << problem.what() << " (line skipped)\n";
+    }
+  };
   size_t pos = 0, line_no = 0;
   while (pos < size) {
     const void* nl = std::memchr(data + pos, '\n', size - pos);
@@ -118,25 +128,29 @@ void parse_buffer(const std::string& name, uint32_t file_index, const std::strin
     size_t b = pos, e = eol;
     while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
     while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
-    const size_t line_start = pos;
     pos = eol + 1;
     if (b == e) continue;
     if (!parser.parse_record_padded(data + b, e - b, fields, error)) {
-      if (line_start >= last_start) {
-        std::lock_guard lock(warn_mutex);
-        warn << "warning: " << name << ":" << line_no << ": skipping damaged last line (" << error << ")\n";
-        ++result.skipped;
-        continue;
-      }
-      throw TraceReadError(name, line_no, "", "invalid JSON: " + error);
+      skip(TraceReadError(name, line_no, "", "invalid JSON: " + error));
+      continue;
     }
     Record r;
     r.fields = std::move(fields);
     fields = {};
     r.file = file_index;
     r.line = static_cast<uint32_t>(line_no);
-    validate(r, name, line_no);
+    try {
+      validate(r, name, line_no);
+    } catch (const TraceReadError& problem) {
+      skip(problem);
+      continue;
+    }
     result.records.push_back(std::move(r));
+  }
+  if (result.records.empty() && first_problem) throw *first_problem;
+  if (result.skipped > kMaxLineWarnings) {
+    std::lock_guard lock(warn_mutex);
+    warn << "warning: " << name << ": " << result.skipped << " lines skipped in all\n";
   }
 }
 

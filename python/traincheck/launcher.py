@@ -96,18 +96,44 @@ def _report_instrumentation(output_dir: str, reported: set) -> None:
 OUTPUT_FILES = {"merged": "program_output.txt", "stdout": "program_stdout.txt", "stderr": "program_stderr.txt"}
 
 
-def _pump(stream, terminal, own_log, merged_log, lock: threading.Lock) -> None:
+class _SavedOutput:
+    """The program's output files. A write that fails (a full disk) stops saving, with one warning: the
+    program runs on and its output still reaches the terminal."""
+
+    def __init__(self, output_dir: str):
+        self.files = {k: open(os.path.join(output_dir, name), "wb") for k, name in OUTPUT_FILES.items()}
+        self.failed = False
+
+    def write(self, keys, data: bytes) -> None:
+        if self.failed:
+            return
+        try:
+            for k in keys:
+                self.files[k].write(data)
+                self.files[k].flush()
+        except OSError as e:
+            self.failed = True
+            print(f"traincheck-collect: warning: cannot save the program's output ({e.strerror}); it is shown here only",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        for f in self.files.values():
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def _pump(stream, terminal, saved: _SavedOutput, key: str, lock: threading.Lock) -> None:
     for chunk in iter(lambda: stream.read1(65536), b""):
         with lock:
             terminal.write(chunk)
             terminal.flush()
-            for log in (own_log, merged_log):
-                log.write(chunk)
-                log.flush()
+            saved.write((key, "merged"), chunk)
 
 
 def run(command: list[str], output_dir: str, script_dir: str) -> int:
-    logs = {k: open(os.path.join(output_dir, name), "wb") for k, name in OUTPUT_FILES.items()}
+    saved = _SavedOutput(output_dir)
     try:
         proc = subprocess.Popen(
             command,
@@ -123,11 +149,10 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
         watcher = threading.Thread(target=_watch_summary, args=(output_dir, reported, stop), daemon=True)
         watcher.start()
         lock = threading.Lock()
-        err_pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr.buffer, logs["stderr"], logs["merged"], lock),
-                                    daemon=True)
+        err_pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr.buffer, saved, "stderr", lock), daemon=True)
         err_pump.start()
         try:
-            _pump(proc.stdout, sys.stdout.buffer, logs["stdout"], logs["merged"], lock)
+            _pump(proc.stdout, sys.stdout.buffer, saved, "stdout", lock)
             err_pump.join()
             code = proc.wait()
         finally:
@@ -139,10 +164,9 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
         _report_online_check(output_dir)
         # A process killed by signal N reads as exit code 128+N, as in a shell.
         exit_code = code if code >= 0 else 128 - code
-        logs["merged"].write(f"Program exited with code {exit_code}\n".encode())
+        saved.write(("merged",), f"Program exited with code {exit_code}\n".encode())
     finally:
-        for log in logs.values():
-            log.close()
+        saved.close()
     return exit_code
 
 

@@ -69,8 +69,9 @@ def _write_signatures_at_exit(report, output_dir: str) -> None:
     def write():
         try:
             write_signatures(report.wrappers, output_dir, frozenset(report.classmethods))
-        except Exception:  # noqa: BLE001 - the analyzer falls back to positional names
-            pass
+        except Exception as e:  # noqa: BLE001 - never fails the user's program at exit
+            print(f"traincheck: warning: could not write api_signatures.json in {output_dir} ({e}); the analyzers "
+                  "will name arguments by position", file=sys.stderr)
 
     atexit.register(write)  # registered after the recorder's shutdown: runs before it
 
@@ -195,8 +196,11 @@ def main(config: dict) -> None:
     summary = _instrument(config, core)
     # One file per process: DDP ranks and workers each report what they resolved.
     summary_path = os.path.join(config["output_dir"], f"instrumentation_summary_{os.getpid()}.json")
-    with open(summary_path, "w") as f:
-        json.dump(summary, f, indent=2)
+    try:
+        with open(summary_path, "w") as f:
+            json.dump(summary, f, indent=2)
+    except OSError as e:  # a full or read-only output folder: the recorder announces it too; train anyway
+        print(f"traincheck: warning: could not write {summary_path} ({e.strerror})", file=sys.stderr)
     _start_tracking(config, core)
     # Instrumentation leaves tens of thousands of short-lived objects (the walk over torch, the script's
     # AST): collected here, before the script starts, they cannot trigger the script's first full

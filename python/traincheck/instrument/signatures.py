@@ -54,6 +54,13 @@ def write_signatures(wrappers: dict, output_dir: str, classmethods: frozenset = 
     except (OSError, json.JSONDecodeError):
         pass
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(entries, f, sort_keys=True)
-    os.replace(tmp, path)  # atomic: ranks and workers may finish at the same time
+    try:
+        with open(tmp, "w") as f:
+            json.dump(entries, f, sort_keys=True)
+        os.replace(tmp, path)  # atomic: ranks and workers may finish at the same time
+    except OSError:
+        try:  # a full disk must not leave a half-written temporary file behind
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise

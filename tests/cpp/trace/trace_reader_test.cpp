@@ -39,35 +39,46 @@ TEST(TraceReader, DamagedLastLineIsSkippedWithAWarningAndTheRestKept) {
   EXPECT_NE(warnings.str().find("mem.log:3"), std::string::npos) << warnings.str();
 }
 
-TEST(TraceReader, DamagedLineInTheMiddleIsAnErrorNamingFileAndLine) {
-  std::string text = api_line("a", "function_call (pre)", "f", 10) + "{not json}\n" + api_line("a", "function_call (post)", "f", 20);
+TEST(TraceReader, DamagedLineInTheMiddleIsSkippedWithAWarningNamingFileAndLine) {
+  // A write cut short by a full disk leaves a torn line mid-file once space comes back: one bad line
+  // must not cost the whole trace.
+  std::string text = api_line("a", "function_call (pre)", "f", 10) + "{\"func_call_id\":\"x\",\"thr\n" +
+                     api_line("a", "function_call (post)", "f", 20);
+  std::ostringstream warnings;
+  RawTrace t = read(text, warnings);
+  EXPECT_EQ(t.records.size(), 2u);
+  EXPECT_EQ(t.skipped_lines, 1u);
+  EXPECT_NE(warnings.str().find("mem.log:2: invalid JSON"), std::string::npos) << warnings.str();
+}
+
+TEST(TraceReader, ALineMissingARequiredFieldIsSkippedNamingTheField) {
+  std::string text = "{\"func_call_id\":\"a\",\"thread_id\":1,\"process_id\":7,\"type\":\"function_call (pre)\",\"time\":5}\n" +
+                     api_line("a", "function_call (post)", "f", 20) + api_line("b", "function_call (middle)", "f", 30);
+  std::ostringstream warnings;
+  RawTrace t = read(text, warnings);
+  EXPECT_EQ(t.records.size(), 1u);
+  EXPECT_NE(warnings.str().find("mem.log:1: field 'function'"), std::string::npos) << warnings.str();
+  EXPECT_NE(warnings.str().find("mem.log:3: field 'type': unknown record type"), std::string::npos) << warnings.str();
+}
+
+TEST(TraceReader, AFileWithoutOneValidRecordIsAnErrorWithItsFirstProblemShortened) {
+  const std::string long_garbage = "{\"type\":\"" + std::string(100000, 'x') + "\"}\n";
   std::ostringstream warnings;
   try {
-    read(text, warnings);
+    read("not a trace\n" + long_garbage, warnings);
     FAIL() << "expected TraceReadError";
   } catch (const TraceReadError& e) {
     EXPECT_EQ(e.file(), "mem.log");
-    EXPECT_EQ(e.line(), 2u);
+    EXPECT_EQ(e.line(), 1u);
+    EXPECT_LT(std::string(e.what()).size(), 400u);
   }
-}
-
-TEST(TraceReader, MissingRequiredFieldNamesTheField) {
-  std::string text = "{\"func_call_id\":\"a\",\"thread_id\":1,\"process_id\":7,\"type\":\"function_call (pre)\",\"time\":5}\n" +
-                     api_line("a", "function_call (post)", "f", 20);
-  std::ostringstream warnings;
   try {
-    read(text, warnings);
+    read(long_garbage, warnings);
     FAIL() << "expected TraceReadError";
   } catch (const TraceReadError& e) {
-    EXPECT_EQ(e.field(), "function");
-    EXPECT_EQ(e.line(), 1u);
+    EXPECT_LT(std::string(e.what()).size(), 400u) << "a message quotes at most about 200 characters";
+    EXPECT_NE(std::string(e.what()).find("characters)"), std::string::npos);
   }
-}
-
-TEST(TraceReader, UnknownRecordTypeIsAnError) {
-  std::ostringstream warnings;
-  EXPECT_THROW(read(api_line("a", "function_call (middle)", "f", 1) + api_line("a", "function_call (post)", "f", 2), warnings),
-               TraceReadError);
 }
 
 TEST(TraceReader, BothAttributePrefixSpellingsAreOneField) {
