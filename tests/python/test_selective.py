@@ -88,7 +88,7 @@ def test_selective_mode_writes_instr_opts_and_reports_what_it_resolved(tmp_path)
     assert "selective: 3 of 4 invariants, 5 of 6 APIs resolved in torch 2.13" in result.stderr
     assert "warning: API not found in this library version: torch.optim.not_an_optimizer.Nope.step" in result.stderr
     env = (tmp_path / "out" / "env_dump.txt").read_text()
-    assert "sampling_interval: 10\n" in env and "warm_up_steps: 10\n" in env
+    assert "sampling_interval: 1\n" in env and "warm_up_steps: 1\n" in env  # every step, -i included
 
 
 def test_a_malformed_invariant_file_is_an_error_naming_file_and_line(tmp_path):
