@@ -132,9 +132,8 @@ void ApiContainOnlineCheck::on_post(const Record& r, std::vector<OnlineViolation
   if (call.parent) {
     // API children must end strictly before the parent does; var changes may coincide with its end.
     const bool found = child_kind_ == ChildKind::Api ? call.first_match < end : call.first_match <= end;
-    if (!found && names_unseen_var(r.process_id)) {
-      // A VarNameParam judges only processes that recorded its variable (offline: has_named_var).
-    } else {
+    // A VarNameParam judges only calls in processes that have recorded its variable (offline: JudgedCalls).
+    if (found || !names_unseen_var(r.process_id)) {
       triggered_ = true;
       if (!found) violations.push_back(OnlineViolation{{std::move(*call.pre)}});
     }
