@@ -192,39 +192,60 @@ void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
 void OnlineChecker::add_lines(std::string_view source, std::string_view text) {
   padded_.assign(text);
   padded_.append(kJsonPadding, '\0');
-  auto seen = lines_seen_.find(source);
-  if (seen == lines_seen_.end()) seen = lines_seen_.emplace(std::string(source), 0).first;
-  uint64_t& line_no = seen->second;
+  auto seen = sources_.find(source);
+  if (seen == sources_.end()) seen = sources_.emplace(std::string(source), SourceProgress{}).first;
+  SourceProgress& progress = seen->second;
   const char* data = padded_.data();
   std::string error;
   Record r;
   size_t pos = 0;
+  size_t last_b = 0, last_e = 0;  // the last non-blank line
+  bool last_parsed = false;       // ... was parsed into a valid record (its time is known)
   while (pos < text.size()) {
     const void* nl = std::memchr(data + pos, '\n', text.size() - pos);
     const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : text.size();
     size_t b = pos, e = eol;
     pos = eol + 1;
-    ++line_no;
+    ++progress.lines;
     while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
     while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
     if (b == e) continue;
     ++counts_.lines;
+    last_b = b;
+    last_e = e;
+    last_parsed = false;
     if (!may_be_wanted(std::string_view(data + b, e - b))) continue;
     if (!parse_trace_line(*parser_, data + b, e - b, r, error)) {
       ++counts_.bad_lines;
       if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());
-      recent_errors_.push_back(std::string(source) + ":" + std::to_string(line_no) + ": " + error);
+      recent_errors_.push_back(std::string(source) + ":" + std::to_string(progress.lines) + ": " + error);
       continue;
     }
+    last_parsed = true;
+    progress.last_time = r.time;
     note_progress(r);
     if (wanted(r)) pending_.push_back(std::move(r));
   }
+  // The last line's time bounds what this source has delivered (end_batch's horizon); a line no check
+  // wanted was not parsed above.
+  if (last_e > last_b && !last_parsed && parse_trace_line(*parser_, data + last_b, last_e - last_b, r, error))
+    progress.last_time = r.time;
 }
 
-void OnlineChecker::end_batch() {
+void OnlineChecker::end_batch(std::optional<int64_t> horizon) {
   std::stable_sort(pending_.begin(), pending_.end(), [](const Record& a, const Record& b) { return a.time < b.time; });
-  for (const Record& r : pending_) dispatch(r);
-  pending_.clear();
+  size_t n = pending_.size();
+  if (horizon)
+    n = static_cast<size_t>(std::upper_bound(pending_.begin(), pending_.end(), *horizon,
+                                             [](int64_t t, const Record& r) { return t < r.time; }) -
+                            pending_.begin());
+  for (size_t i = 0; i < n; ++i) dispatch(pending_[i]);
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+std::optional<int64_t> OnlineChecker::last_time(std::string_view source) const {
+  auto it = sources_.find(source);
+  return it == sources_.end() ? std::nullopt : it->second.last_time;
 }
 
 OnlineCounts OnlineChecker::counts() const {

@@ -91,7 +91,11 @@ class OnlineChecker {
   // in time order (stable: each source's order is kept): a batch is one pass over every stream, so
   // records of different files are merged by time within it. A bad line is counted, not thrown.
   void add_lines(std::string_view source, std::string_view text);
-  void end_batch();
+  // With a `horizon` (a file was read only in part, its backlog chunk by chunk), records later than it
+  // stay pending for a later batch, so that records of different files are still checked in time order.
+  void end_batch(std::optional<int64_t> horizon = std::nullopt);
+  // The time of the last line of `source` given to add_lines that was a valid record; nullopt if none.
+  std::optional<int64_t> last_time(std::string_view source) const;
 
   OnlineCounts counts() const;
   const std::vector<OnlineInvariantState>& states() const { return states_; }
@@ -133,7 +137,11 @@ class OnlineChecker {
   std::string padded_;                 // the batch text plus the parser's padding
   std::vector<Record> pending_;        // this batch's records that some check needs
   std::vector<OnlineViolation> found_;  // scratch
-  std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> lines_seen_;  // per source
+  struct SourceProgress {
+    uint64_t lines = 0;
+    std::optional<int64_t> last_time;
+  };
+  std::unordered_map<std::string, SourceProgress, StringHash, std::equal_to<>> sources_;
   std::vector<std::string> recent_errors_;
   int failed_fd_ = -1;
   uint64_t next_violation_id_ = 0;

@@ -5,6 +5,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -45,6 +47,24 @@ class Log {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
+
+size_t poll_into_checker(TraceTailer& tailer, OnlineChecker& checker, std::optional<int64_t>& horizon,
+                         const std::function<void(const std::string&)>& warn) {
+  const size_t bytes = tailer.poll([&](const std::string& path, std::string_view lines) { checker.add_lines(path, lines); }, warn,
+                                   [&](const std::string& path) {
+                                     if (!horizon) return false;
+                                     const std::optional<int64_t> t = checker.last_time(path);
+                                     return t && *t > *horizon;
+                                   });
+  horizon.reset();
+  for (const std::string& path : tailer.behind_files()) {
+    const std::optional<int64_t> t = checker.last_time(path);
+    const int64_t bound = t ? *t : std::numeric_limits<int64_t>::min();  // nothing delivered yet: hold everything
+    horizon = horizon ? std::min(*horizon, bound) : bound;
+  }
+  checker.end_batch(horizon);
+  return bytes;
+}
 
 int run_online_check_command(int argc, const char* const* argv, std::ostream& err, const std::atomic<bool>& stop) {
   ArgParser args("traincheck-onlinecheck", "Check traces against invariants while they are written.");
@@ -114,13 +134,12 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     auto last_data = Clock::now(), last_report = Clock::now() - std::chrono::hours(1);
     uint64_t reported_violations = ~0ull;
     uint64_t reported_bad = 0;
+    std::optional<int64_t> horizon;  // set while some file has a backlog (poll_into_checker)
     for (;;) {
       const bool stopping = stop.load();
       load_new_signatures([&](const ApiSignatures& s) { checker.add_signatures(s); });
       // One poll is one batch: what it read from every file is checked merged by time.
-      const size_t bytes = tailer.poll([&](const std::string& path, std::string_view lines) { checker.add_lines(path, lines); },
-                                       [&](const std::string& message) { log.line("warning: " + message); });
-      checker.end_batch();
+      const size_t bytes = poll_into_checker(tailer, checker, horizon, [&](const std::string& message) { log.line("warning: " + message); });
       if (bytes) last_data = Clock::now();
       const OnlineCounts c = checker.counts();
       const auto& errors = checker.recent_errors();
@@ -141,8 +160,9 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
         log.line("No trace data for " + args.get("exit_when_idle") + " s; stopping (--exit-when-idle)");
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+      if (!tailer.behind()) std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
     }
+    checker.end_batch();  // records held back by a horizon when stopped inside a backlog
     if (html) checker.write_report(report_path);
     const OnlineCounts c = checker.counts();
     // Verbatim: other tooling matches these lines (compat §3.4).

@@ -1,5 +1,6 @@
 #include "check/trace_tailer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -9,12 +10,30 @@ namespace traincheck {
 
 namespace fs = std::filesystem;
 
-TraceTailer::TraceTailer(std::vector<std::string> folders, std::vector<std::string> files) : folders_(std::move(folders)) {
+TraceTailer::TraceTailer(std::vector<std::string> folders, std::vector<std::string> files, size_t chunk_bytes)
+    : folders_(std::move(folders)), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)) {
   for (std::string& f : files) files_.emplace(std::move(f), Followed{});
 }
 
+bool TraceTailer::behind() const {
+  return std::any_of(files_.begin(), files_.end(), [](const auto& entry) { return entry.second.behind; });
+}
+
+bool TraceTailer::behind(const std::string& path) const {
+  auto it = files_.find(path);
+  return it != files_.end() && it->second.behind;
+}
+
+std::vector<std::string> TraceTailer::behind_files() const {
+  std::vector<std::string> out;
+  for (const auto& [path, f] : files_)
+    if (f.behind) out.push_back(path);
+  return out;
+}
+
 size_t TraceTailer::poll(const std::function<void(const std::string&, std::string_view)>& on_lines,
-                         const std::function<void(const std::string&)>& warn) {
+                         const std::function<void(const std::string&)>& warn,
+                         const std::function<bool(const std::string&)>& skip) {
   for (const std::string& folder : folders_) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec)) continue;  // not created yet
@@ -25,29 +44,43 @@ size_t TraceTailer::poll(const std::function<void(const std::string&, std::strin
     }
   }
   size_t total = 0;
-  std::string chunk;
   for (auto& [path, f] : files_) {
     std::error_code ec;
     const uintmax_t size = fs::file_size(path, ec);
-    if (ec || size == f.offset) continue;
+    if (ec || size == f.offset) {
+      f.behind = false;
+      continue;
+    }
     if (size < f.offset) {
       warn(path + ": file shrank; reading it again from the start");
       f = Followed{};
     }
+    if (skip && skip(path)) {
+      f.behind = true;
+      continue;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) continue;
     in.seekg(static_cast<std::streamoff>(f.offset));
-    chunk.assign(size - f.offset, '\0');
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    chunk.resize(static_cast<size_t>(in.gcount()));
-    f.offset += chunk.size();
-    total += chunk.size();
-    f.partial += chunk;
-    const size_t last_nl = f.partial.rfind('\n');
-    if (last_nl == std::string::npos) continue;
-    on_lines(path, std::string_view(f.partial).substr(0, last_nl + 1));
-    f.partial.erase(0, last_nl + 1);
+    const size_t want = static_cast<size_t>(std::min<uintmax_t>(size - f.offset, chunk_bytes_));
+    buffer_.assign(f.partial);
+    buffer_.resize(f.partial.size() + want);
+    in.read(buffer_.data() + f.partial.size(), static_cast<std::streamsize>(want));
+    const size_t got = static_cast<size_t>(in.gcount());
+    buffer_.resize(f.partial.size() + got);
+    f.offset += got;
+    f.behind = f.offset < size;
+    total += got;
+    const size_t last_nl = buffer_.rfind('\n');
+    if (last_nl == std::string::npos) {
+      f.partial.assign(buffer_);
+      continue;
+    }
+    on_lines(path, std::string_view(buffer_).substr(0, last_nl + 1));
+    f.partial.assign(buffer_, last_nl + 1);
   }
+  // The shared buffer keeps one chunk's capacity, not the largest line ever seen.
+  if (buffer_.capacity() > 2 * chunk_bytes_ + 4096) std::string().swap(buffer_);
   return total;
 }
 

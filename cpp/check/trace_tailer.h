@@ -1,6 +1,10 @@
 // Follows trace files while a run writes them (traincheck-onlinecheck): polls folders for new trace_*
 // files and files for appended bytes. Only complete lines are handed out; a partial last line is kept
 // until its newline arrives (the original drops such a line, compat §13 item 33).
+//
+// Memory is bounded whatever the backlog: one poll reads at most `chunk_bytes` from each file (a file
+// that was already written when the checker started is read over several polls, behind() telling the
+// caller to poll again at once), through one read buffer shared by all files.
 #pragma once
 
 #include <functional>
@@ -13,14 +17,25 @@ namespace traincheck {
 
 class TraceTailer {
  public:
-  // `folders`: every trace file in them, including ones created later; `files`: exactly these (-t).
-  TraceTailer(std::vector<std::string> folders, std::vector<std::string> files);
+  static constexpr size_t kDefaultChunkBytes = size_t{4} << 20;
 
-  // Reads what was appended since the last poll and calls `on_lines(path, text)` with the new complete
-  // lines of each file (files in name order). Returns the number of new bytes. A folder or file that
-  // does not exist yet is not an error; a file that shrank is read again from its start (`warn` says so).
+  // `folders`: every trace file in them, including ones created later; `files`: exactly these (-t).
+  TraceTailer(std::vector<std::string> folders, std::vector<std::string> files, size_t chunk_bytes = kDefaultChunkBytes);
+
+  // Reads what was appended since the last poll, at most chunk_bytes per file, and calls
+  // `on_lines(path, text)` with the new complete lines of each file (files in name order; `text` is valid
+  // during the call only). Returns the number of new bytes. A folder or file that does not exist yet is
+  // not an error; a file that shrank is read again from its start (`warn` says so). Files for which
+  // `skip(path)` returns true are not read this time.
   size_t poll(const std::function<void(const std::string& path, std::string_view lines)>& on_lines,
-              const std::function<void(const std::string& message)>& warn);
+              const std::function<void(const std::string& message)>& warn,
+              const std::function<bool(const std::string& path)>& skip = {});
+
+  // Whether the last poll left bytes unread (chunk limit reached, or skipped with bytes pending) in any
+  // file / in `path`.
+  bool behind() const;
+  bool behind(const std::string& path) const;
+  std::vector<std::string> behind_files() const;
 
   size_t files() const { return files_.size(); }
   const std::vector<std::string>& folders() const { return folders_; }
@@ -29,9 +44,12 @@ class TraceTailer {
   struct Followed {
     uint64_t offset = 0;  // bytes consumed (complete lines plus `partial`)
     std::string partial;  // an incomplete last line
+    bool behind = false;  // the last poll saw more bytes than it read
   };
   std::vector<std::string> folders_;
   std::map<std::string, Followed> files_;
+  size_t chunk_bytes_;
+  std::string buffer_;  // `partial` + the bytes read this time, for the file being read
 };
 
 }  // namespace traincheck

@@ -15,23 +15,42 @@ ApiSignatures ApiSignatures::load(const std::string& path) {
   std::string text, error;
   if (!read_file(path, text, error)) throw TraceReadError(path, 0, "", error);
   Value root;
-  if (!parse_json(text, root, error)) throw TraceReadError(path, 0, "", "invalid JSON: " + error);
-  return from_value(root, path);
+  if (!parse_json(text, root, error)) {
+    // The DOM parser only says what went wrong; a second, on-demand walk says where.
+    const size_t at = json_error_offset(text);
+    if (at == std::string_view::npos) throw TraceReadError(path, 0, "", "invalid JSON: " + error);
+    const TextPosition p = text_position(text, at);
+    throw TraceReadError(path, p.line, "", "invalid JSON at column " + std::to_string(p.column) + ": " + error);
+  }
+  // Errors name the line of the API's key: the member offsets follow the parsed object's order.
+  const std::vector<size_t> offsets = json_member_offsets(text);
+  return from_value_at(root, path, [&](size_t member) -> size_t {
+    return member < offsets.size() ? text_position(text, offsets[member]).line : 0;
+  });
 }
 
 ApiSignatures ApiSignatures::from_value(const Value& root, const std::string& source) {
+  return from_value_at(root, source, [](size_t) -> size_t { return 0; });
+}
+
+ApiSignatures ApiSignatures::from_value_at(const Value& root, const std::string& source,
+                                           const std::function<size_t(size_t)>& line_of_member) {
   ApiSignatures out;
   if (!root.is_object()) throw TraceReadError(source, 0, "", "expected an object of API names");
-  for (const Member& api : root.as_object()) {
+  const Object& apis = root.as_object();
+  for (size_t i = 0; i < apis.size(); ++i) {
+    const Member& api = apis[i];
     const std::string name(key_name(api.key));
     const Value* params = api.value.find("params");
     if (params == nullptr || !params->is_array())
-      throw TraceReadError(source, 0, name + ".params", "missing or not a list");
+      throw TraceReadError(source, line_of_member(i), name + ".params", "missing or not a list");
     std::vector<SignatureParam> list;
-    for (const Value& p : params->as_array()) {
+    const Array& items = params->as_array();
+    for (size_t j = 0; j < items.size(); ++j) {
+      const Value& p = items[j];
       const Value* pname = p.find("name");
       if (pname == nullptr || !pname->is_string())
-        throw TraceReadError(source, 0, name + ".params[].name", "missing or not a string");
+        throw TraceReadError(source, line_of_member(i), name + ".params[" + std::to_string(j) + "].name", "missing or not a string");
       SignatureParam sp;
       sp.name = pname->as_string();
       if (const Value* kind = p.find("kind"); kind != nullptr && kind->is_string()) sp.kind = kind->as_string();

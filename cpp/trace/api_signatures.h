@@ -3,6 +3,7 @@
 // 21). Format: see README.md in this folder.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ class ApiSignatures {
   // Loads `path`; a missing file is not an error (returns an empty table). Throws TraceReadError on a
   // malformed file.
   static ApiSignatures load(const std::string& path);
+  // `source` names the origin in messages (no line numbers: the text is not known here).
   static ApiSignatures from_value(const Value& root, const std::string& source);
 
   bool empty() const { return table_.empty(); }
@@ -40,6 +42,9 @@ class ApiSignatures {
   Object bind(const Record& pre, bool skip_self, bool with_defaults) const;
 
  private:
+  // `line_of_member(i)`: the line of the root object's i-th member (0: unknown), for messages.
+  static ApiSignatures from_value_at(const Value& root, const std::string& source,
+                                     const std::function<size_t(size_t)>& line_of_member);
   std::unordered_map<std::string, std::vector<SignatureParam>> table_;
 };
 

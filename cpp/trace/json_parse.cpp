@@ -206,6 +206,95 @@ bool parse_json(std::string_view text, Value& out, std::string& error) {
   return parser.parse(text, out, error);
 }
 
+TextPosition text_position(std::string_view text, size_t offset) {
+  TextPosition p;
+  offset = std::min(offset, text.size());
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++p.line;
+      p.column = 1;
+    } else {
+      ++p.column;
+    }
+  }
+  return p;
+}
+
+namespace {
+
+// Visits every value (objects and arrays recursively, scalars read), stopping at the first error.
+simdjson::error_code walk_value(simdjson::ondemand::value v, int depth) {
+  if (depth > 512) return simdjson::DEPTH_ERROR;
+  simdjson::ondemand::json_type type;
+  if (auto err = v.type().get(type)) return err;
+  switch (type) {
+    case simdjson::ondemand::json_type::object: {
+      simdjson::ondemand::object obj;
+      if (auto err = v.get_object().get(obj)) return err;
+      for (auto field : obj) {
+        simdjson::ondemand::field f;
+        if (auto err = std::move(field).get(f)) return err;
+        if (auto err = walk_value(f.value(), depth + 1)) return err;
+      }
+      return simdjson::SUCCESS;
+    }
+    case simdjson::ondemand::json_type::array: {
+      simdjson::ondemand::array arr;
+      if (auto err = v.get_array().get(arr)) return err;
+      for (auto element : arr) {
+        simdjson::ondemand::value child;
+        if (auto err = std::move(element).get(child)) return err;
+        if (auto err = walk_value(child, depth + 1)) return err;
+      }
+      return simdjson::SUCCESS;
+    }
+    case simdjson::ondemand::json_type::number: return v.get_double().error();
+    case simdjson::ondemand::json_type::string: return v.get_string().error();
+    case simdjson::ondemand::json_type::boolean: return v.get_bool().error();
+    case simdjson::ondemand::json_type::null: return v.is_null().error();
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace
+
+size_t json_error_offset(std::string_view text) {
+  simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc)) return std::string_view::npos;
+  auto offset_now = [&]() -> size_t {
+    const char* at = nullptr;
+    if (doc.current_location().get(at) || at == nullptr) return text.size();  // past the end: the text ended early
+    return static_cast<size_t>(at - padded.data());
+  };
+  bool scalar = false;
+  if (doc.is_scalar().get(scalar)) return offset_now();
+  if (scalar) return std::string_view::npos;  // a malformed scalar document: nothing to point into
+  simdjson::ondemand::value root;
+  if (doc.get_value().get(root)) return offset_now();
+  if (walk_value(root, 0)) return offset_now();
+  const char* rest = nullptr;
+  if (!doc.current_location().get(rest) && rest != nullptr) return static_cast<size_t>(rest - padded.data());  // trailing text
+  return std::string_view::npos;
+}
+
+std::vector<size_t> json_member_offsets(std::string_view text) {
+  std::vector<size_t> out;
+  simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object obj;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return {};
+  for (auto field : obj) {
+    simdjson::ondemand::field f;
+    if (std::move(field).get(f)) return {};
+    // raw() points just after the key's opening quote.
+    out.push_back(static_cast<size_t>(f.key().raw() - padded.data()) - 1);
+  }
+  return out;
+}
+
 bool read_file(const std::string& path, std::string& out, std::string& error) {
   // Only plain files: a folder reads as a huge size (bad_alloc), a FIFO blocks forever, a device never ends.
   std::error_code ec;

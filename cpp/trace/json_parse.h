@@ -42,6 +42,21 @@ class JsonParser {
 // Convenience for one-off documents (invariant lines, small config files).
 bool parse_json(std::string_view text, Value& out, std::string& error);
 
+// Line and column (both 1-based) of byte `offset` of `text`, for messages about small JSON files.
+struct TextPosition {
+  size_t line = 1;
+  size_t column = 1;
+};
+TextPosition text_position(std::string_view text, size_t offset);
+
+// Where a document that parse_json rejects goes wrong: the byte offset at which simdjson's on-demand
+// walk of `text` fails, or npos when that walk cannot say (an unclosed string, say) or finds no error.
+size_t json_error_offset(std::string_view text);
+
+// The byte offsets of the keys (their opening quote) of the top-level object's members, in document
+// order; empty when `text` is not a valid object. parse_json's Object keeps the same order.
+std::vector<size_t> json_member_offsets(std::string_view text);
+
 // Reads a whole file; false (with `error`) if it cannot be read.
 bool read_file(const std::string& path, std::string& out, std::string& error);
 

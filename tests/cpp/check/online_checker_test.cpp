@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "check/checker.h"
+#include "check/online_command.h"
+#include "check/trace_tailer.h"
 #include "trace/json_parse.h"
 #include "trace/synthetic_trace.h"
 #include "trace/trace_reader.h"
@@ -213,4 +215,57 @@ TEST(OnlineChecker, SameViolationsAsTheOfflineCheckOnASyntheticRunWithAMissingFo
   }
   EXPECT_EQ(checker.states()[0].violations, 1u);
   EXPECT_EQ(checker.states()[0].first_step, 7);
+}
+
+TEST(OnlineChecker, RecordsLaterThanTheHorizonWaitForALaterBatch) {
+  // b.log's child arrives in two parts; with the horizon at its last delivered time the parent's post
+  // (a.log, later) waits, so the parent still sees its whole child.
+  const fs::path dir = fresh_dir("horizon");
+  OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));
+  checker.add_lines("a.log", pre(kParent, "p1", 100, 1) + post(kParent, "p1", 130, 1));
+  checker.add_lines("b.log", pre(kChild, "c1", 110, 1));
+  EXPECT_EQ(checker.last_time("a.log"), 130);
+  EXPECT_EQ(checker.last_time("b.log"), 110);
+  EXPECT_EQ(checker.last_time("c.log"), std::nullopt);
+  checker.end_batch(110);
+  EXPECT_EQ(checker.counts().dispatched, 2u);  // the parent's pre and the child's pre
+  checker.add_lines("b.log", post(kChild, "c1", 120, 1));
+  checker.end_batch();
+  EXPECT_EQ(checker.counts().dispatched, 4u);
+  EXPECT_EQ(checker.counts().violations, 0u);
+}
+
+TEST(OnlineChecker, ABacklogReadInSmallChunksGivesTheVerdictsOfOneWholeRead) {
+  const fs::path dir = fresh_dir("chunked_backlog");
+  const fs::path trace_dir = dir / "trace";
+  SyntheticTraceSpec spec;
+  spec.iterations = 40;
+  spec.skip_foreach_add_at = 7;
+  spec.detach_first_param_from = 30;
+  write_synthetic_trace(trace_dir.string(), spec);
+  const std::vector<Invariant> invariants = {contains(kParent, "torch._VariableFunctionsClass._foreach_add_"), contains(kParent, kChild)};
+  auto run = [&](const std::string& name, size_t chunk, size_t& polls) {
+    OnlineChecker checker(invariants, {}, options_in(dir / name));
+    TraceTailer tailer({trace_dir.string()}, {}, chunk);
+    std::optional<int64_t> horizon;
+    polls = 0;
+    do {
+      poll_into_checker(tailer, checker, horizon, [](const std::string& w) { ADD_FAILURE() << w; });
+      ++polls;
+    } while (tailer.behind() && polls < 1000000);
+    checker.end_batch();
+    std::vector<std::pair<uint64_t, std::set<int64_t>>> verdicts;
+    for (const OnlineInvariantState& s : checker.states()) verdicts.push_back({s.violations, s.steps});
+    return std::make_pair(verdicts, checker.counts());
+  };
+  size_t whole_polls = 0, chunked_polls = 0;
+  const auto [whole, whole_counts] = run("whole", TraceTailer::kDefaultChunkBytes, whole_polls);
+  const auto [chunked, chunked_counts] = run("chunked", 1000, chunked_polls);
+  EXPECT_EQ(whole_polls, 1u);
+  EXPECT_GT(chunked_polls, 50u);
+  EXPECT_EQ(chunked, whole);
+  EXPECT_EQ(chunked_counts.records, whole_counts.records);
+  EXPECT_EQ(chunked_counts.dispatched, whole_counts.dispatched);
+  EXPECT_EQ(whole[0].first, 1u);
+  EXPECT_EQ(whole[0].second, std::set<int64_t>{7});
 }
