@@ -5,6 +5,7 @@
 // with those literals (outside strings) rewritten; they come back as Double NaN / ±inf.
 #pragma once
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ size_t json_error_offset(std::string_view text);
 // The byte offsets of the keys (their opening quote) of the top-level object's members, in document
 // order; empty when `text` is not a valid object. parse_json's Object keeps the same order.
 std::vector<size_t> json_member_offsets(std::string_view text);
+
+// Opens a plain file for reading; false (with `error`) for a folder, a FIFO or device, or a file that
+// cannot be opened.
+bool open_plain_file(const std::string& path, std::ifstream& in, std::string& error);
 
 // Reads a whole file; false (with `error`) if it cannot be read.
 bool read_file(const std::string& path, std::string& out, std::string& error);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -55,8 +57,8 @@ std::vector<std::string> list_trace_files(const std::string& folder) {
 
 namespace {
 
-const std::shared_ptr<const std::string>& init_stage() {
-  static const auto s = std::make_shared<const std::string>("init");
+const Value& init_stage() {
+  static const Value s = Value::string("init");
   return s;
 }
 
@@ -90,7 +92,7 @@ void validate(Record& r, const std::string& file, size_t line) {
   }
   // The original fills a missing or NaN stage with "init" (compat §4.5).
   const Value* stage = r.get(k.meta_vars_stage);
-  if (stage == nullptr || stage->is_nan() || stage->is_null()) r.set(k.meta_vars_stage, Value::string(init_stage()));
+  if (stage == nullptr || stage->is_nan() || stage->is_null()) r.set(k.meta_vars_stage, init_stage());
   r.refresh_cached();
 }
 
@@ -106,64 +108,132 @@ constexpr size_t kMaxLineWarnings = 5;
 // A line that is not a valid record (torn by a full disk or a kill, or damaged) is skipped with a warning
 // naming file, line and why, as the online checker does: one bad line never costs the whole trace. A
 // file without a single valid record is not a trace: that is an error, with its first problem.
-void parse_buffer(const std::string& name, uint32_t file_index, const std::string& buffer, size_t size,
-                  JsonParser& parser, FileResult& result, std::ostream& warn, std::mutex& warn_mutex) {
-  result.bytes = size;
-  const char* data = buffer.data();
-  std::vector<Field> fields;
-  std::string error;
-  std::optional<TraceReadError> first_problem;
-  auto skip = [&](const TraceReadError& problem) {
-    if (!first_problem) first_problem = problem;
-    if (++result.skipped <= kMaxLineWarnings) {
-      std::lock_guard lock(warn_mutex);
-      warn << "warning: " << problem.what() << " (line skipped)\n";
+class FileParser {
+ public:
+  FileParser(const std::string& name, uint32_t file_index, JsonParser& parser, FileResult& result, std::ostream& warn,
+             std::mutex& warn_mutex)
+      : name_(name), file_index_(file_index), parser_(parser), result_(result), warn_(warn), warn_mutex_(warn_mutex) {}
+
+  // Parses the lines of data[0, size): every line ends with '\n' except perhaps the file's last.
+  // `data` has kJsonPadding readable bytes after `size`.
+  void feed(const char* data, size_t size) {
+    result_.bytes += size;
+    size_t pos = 0;
+    while (pos < size) {
+      const void* nl = std::memchr(data + pos, '\n', size - pos);
+      const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : size;
+      ++line_no_;
+      size_t b = pos, e = eol;
+      while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
+      while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
+      pos = eol + 1;
+      if (b != e) parse_line(data + b, e - b);
     }
-  };
-  size_t pos = 0, line_no = 0;
-  while (pos < size) {
-    const void* nl = std::memchr(data + pos, '\n', size - pos);
-    const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : size;
-    ++line_no;
-    size_t b = pos, e = eol;
-    while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
-    while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
-    pos = eol + 1;
-    if (b == e) continue;
-    if (!parser.parse_record_padded(data + b, e - b, fields, error)) {
-      skip(TraceReadError(name, line_no, "", "invalid JSON: " + error));
-      continue;
+  }
+
+  void finish() {
+    if (result_.records.empty() && first_problem_) throw *first_problem_;
+    if (result_.skipped > kMaxLineWarnings) {
+      std::lock_guard lock(warn_mutex_);
+      warn_ << "warning: " << name_ << ": " << result_.skipped << " lines skipped in all\n";
+    }
+  }
+
+ private:
+  void skip(const TraceReadError& problem) {
+    if (!first_problem_) first_problem_ = problem;
+    if (++result_.skipped <= kMaxLineWarnings) {
+      std::lock_guard lock(warn_mutex_);
+      warn_ << "warning: " << problem.what() << " (line skipped)\n";
+    }
+  }
+
+  void parse_line(const char* data, size_t len) {
+    if (!parser_.parse_record_padded(data, len, fields_, error_)) {
+      skip(TraceReadError(name_, line_no_, "", "invalid JSON: " + error_));
+      return;
     }
     Record r;
-    r.fields = std::move(fields);
-    fields = {};
-    r.file = file_index;
-    r.line = static_cast<uint32_t>(line_no);
+    r.fields.assign(std::make_move_iterator(fields_.begin()), std::make_move_iterator(fields_.end()));  // exact capacity
+    fields_.clear();
+    r.file = file_index_;
+    r.line = static_cast<uint32_t>(line_no_);
     try {
-      validate(r, name, line_no);
+      validate(r, name_, line_no_);
     } catch (const TraceReadError& problem) {
       skip(problem);
-      continue;
+      return;
     }
-    result.records.push_back(std::move(r));
+    result_.records.push_back(std::move(r));
   }
-  if (result.records.empty() && first_problem) throw *first_problem;
-  if (result.skipped > kMaxLineWarnings) {
-    std::lock_guard lock(warn_mutex);
-    warn << "warning: " << name << ": " << result.skipped << " lines skipped in all\n";
+
+  const std::string& name_;
+  uint32_t file_index_;
+  JsonParser& parser_;
+  FileResult& result_;
+  std::ostream& warn_;
+  std::mutex& warn_mutex_;
+  std::vector<Field> fields_;  // reused: its capacity is the largest record's
+  std::string error_;
+  std::optional<TraceReadError> first_problem_;
+  size_t line_no_ = 0;
+};
+
+// Files are read this much at a time, so a reader holds one block of text, never a whole file.
+constexpr size_t kReadBlockBytes = size_t{8} << 20;
+
+void read_one_file(const std::string& path, uint32_t file_index, JsonParser& parser, FileResult& result, std::ostream& warn,
+                   std::mutex& warn_mutex) {
+  std::ifstream in;
+  std::string error;
+  if (!open_plain_file(path, in, error)) throw TraceReadError(path, 0, "", error);
+  FileParser lines(path, file_index, parser, result, warn, warn_mutex);
+  std::string buffer;  // a partial line carried over, then the block read, then the padding
+  size_t carried = 0;
+  for (;;) {
+    buffer.resize(carried + kReadBlockBytes + kJsonPadding);
+    in.read(buffer.data() + carried, static_cast<std::streamsize>(kReadBlockBytes));
+    const size_t got = static_cast<size_t>(in.gcount());
+    const size_t size = carried + got;
+    if (got == 0) {  // end of file: what was carried is the last line (no newline)
+      if (in.bad()) throw TraceReadError(path, 0, "", "cannot read file");
+      std::memset(buffer.data() + size, 0, kJsonPadding);
+      lines.feed(buffer.data(), size);
+      break;
+    }
+    const void* last_nl = memrchr(buffer.data(), '\n', size);
+    const size_t complete = last_nl ? static_cast<size_t>(static_cast<const char*>(last_nl) - buffer.data()) + 1 : 0;
+    if (complete > 0) {
+      // The padding after the complete lines is the next line's first bytes: readable, which is all
+      // simdjson needs (it never reads past the length it is given for a meaningful byte).
+      lines.feed(buffer.data(), complete);
+      std::memmove(buffer.data(), buffer.data() + complete, size - complete);
+    }
+    carried = size - complete;
   }
+  lines.finish();
 }
 
 RawTrace merge(std::vector<std::string> files, std::vector<FileResult>& results) {
   RawTrace out;
   out.files = std::move(files);
   size_t total = 0;
-  for (auto& r : results) total += r.records.size();
-  out.records.reserve(total);
   for (auto& r : results) {
+    total += r.records.size();
     out.bytes += r.bytes;
     out.skipped_lines += r.skipped;
-    std::move(r.records.begin(), r.records.end(), std::back_inserter(out.records));
+  }
+  // The first file's vector is grown to the total and the others appended and freed one by one, so the
+  // record headers are never held twice.
+  for (auto& r : results) {
+    if (r.records.empty()) continue;
+    if (out.records.empty()) {
+      out.records = std::move(r.records);
+      out.records.reserve(total);
+    } else {
+      out.records.insert(out.records.end(), std::make_move_iterator(r.records.begin()), std::make_move_iterator(r.records.end()));
+    }
+    std::vector<Record>().swap(r.records);
   }
   return out;
 }
@@ -192,11 +262,7 @@ RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptio
   std::vector<FileResult> results(files.size());
   parallel_for(files.size(), options.threads, [&](size_t i) {
     thread_local JsonParser parser;
-    std::string buffer, error;
-    if (!read_file(files[i], buffer, error)) throw TraceReadError(files[i], 0, "", error);
-    const size_t size = buffer.size();
-    buffer.append(kJsonPadding, '\0');
-    parse_buffer(files[i], static_cast<uint32_t>(i), buffer, size, parser, results[i], warn, warn_mutex);
+    read_one_file(files[i], static_cast<uint32_t>(i), parser, results[i], warn, warn_mutex);
   });
   return merge(files, results);
 }
@@ -208,7 +274,9 @@ RawTrace read_trace_text(const std::string& name, const std::string& text, const
   JsonParser parser;
   std::string buffer = text;
   buffer.append(kJsonPadding, '\0');
-  parse_buffer(name, 0, buffer, text.size(), parser, results[0], warn, warn_mutex);
+  FileParser lines(name, 0, parser, results[0], warn, warn_mutex);
+  lines.feed(buffer.data(), text.size());
+  lines.finish();
   return merge({name}, results);
 }
 

@@ -7,6 +7,34 @@
 
 namespace traincheck {
 
+namespace {
+
+// A stable sort by time that never holds a second array of records (std::stable_sort's buffer would be
+// as large as the records themselves): indices are sorted, then the records permuted in place.
+void sort_records_by_time(std::vector<Record>& records) {
+  auto by_time = [](const Record& a, const Record& b) { return a.time < b.time; };
+  if (std::is_sorted(records.begin(), records.end(), by_time)) return;
+  std::vector<uint32_t> order(records.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return records[a].time < records[b].time; });
+  // Position i receives records[order[i]]: follow each cycle once, marking done slots with kNone.
+  for (uint32_t start = 0; start < order.size(); ++start) {
+    if (order[start] == kNone || order[start] == start) continue;
+    Record held = std::move(records[start]);
+    uint32_t at = start;
+    while (order[at] != start) {
+      const uint32_t from = order[at];
+      records[at] = std::move(records[from]);
+      order[at] = kNone;
+      at = from;
+    }
+    records[at] = std::move(held);
+    order[at] = kNone;
+  }
+}
+
+}  // namespace
+
 TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures, std::ostream* warnings)
     : name_(std::move(name)),
       files_(std::move(raw.files)),
@@ -16,8 +44,7 @@ TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures,
   std::ostream& warn = warnings ? *warnings : std::cerr;
   // Each file is time-ordered already (compat §5.4); a stable sort merges them and keeps file order
   // for equal times, as the original's concatenation does.
-  std::stable_sort(records_.begin(), records_.end(),
-                   [](const Record& a, const Record& b) { return a.time < b.time; });
+  sort_records_by_time(records_);
   if (!records_.empty()) {
     start_time_ = records_.front().time;
     end_time_ = records_.back().time;

@@ -27,32 +27,52 @@ Value Value::real(double d) {
   v.d_ = d;
   return v;
 }
-Value Value::string(std::string s) { return string(std::make_shared<const std::string>(std::move(s))); }
-Value Value::string(std::shared_ptr<const std::string> s) {
+struct Value::StringNode : Node {
+  explicit StringNode(std::string s) : text(std::move(s)) {}
+  const std::string text;
+};
+struct Value::ArrayNode : Node {
+  explicit ArrayNode(Array a) : items(std::move(a)) {}
+  const Array items;
+};
+struct Value::ObjectNode : Node {
+  explicit ObjectNode(Object o) : members(std::move(o)) {}
+  const Object members;
+};
+
+void Value::release() {
+  if (node_->refs.fetch_sub(1, std::memory_order_release) != 1) return;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  switch (kind_) {
+    case ValueKind::String: delete static_cast<StringNode*>(node_); break;
+    case ValueKind::Array: delete static_cast<ArrayNode*>(node_); break;
+    case ValueKind::Object: delete static_cast<ObjectNode*>(node_); break;
+    default: break;
+  }
+}
+
+Value Value::string(std::string s) {
   Value v;
   v.kind_ = ValueKind::String;
-  v.ptr_ = std::move(s);
+  v.node_ = new StringNode(std::move(s));
   return v;
 }
 Value Value::array(Array items) {
   Value v;
   v.kind_ = ValueKind::Array;
-  v.ptr_ = std::make_shared<const Array>(std::move(items));
+  v.node_ = new ArrayNode(std::move(items));
   return v;
 }
 Value Value::object(Object members) {
   Value v;
   v.kind_ = ValueKind::Object;
-  v.ptr_ = std::make_shared<const Object>(std::move(members));
+  v.node_ = new ObjectNode(std::move(members));
   return v;
 }
 
-const std::string& Value::as_string() const { return *static_cast<const std::string*>(ptr_.get()); }
-const Array& Value::as_array() const { return *static_cast<const Array*>(ptr_.get()); }
-const Object& Value::as_object() const { return *static_cast<const Object*>(ptr_.get()); }
-std::shared_ptr<const std::string> Value::shared_string() const {
-  return std::static_pointer_cast<const std::string>(ptr_);
-}
+const std::string& Value::as_string() const { return static_cast<const StringNode*>(node_)->text; }
+const Array& Value::as_array() const { return static_cast<const ArrayNode*>(node_)->items; }
+const Object& Value::as_object() const { return static_cast<const ObjectNode*>(node_)->members; }
 
 bool Value::is_nan() const { return kind_ == ValueKind::Double && std::isnan(d_); }
 
@@ -86,15 +106,15 @@ bool Value::operator==(const Value& o) const {
   switch (kind_) {
     case ValueKind::Null: return true;
     case ValueKind::Bool: return b_ == o.b_;
-    case ValueKind::String: return ptr_ == o.ptr_ || as_string() == o.as_string();
+    case ValueKind::String: return same_payload(o) || as_string() == o.as_string();
     case ValueKind::Array: {
-      if (ptr_ == o.ptr_) return true;
+      if (same_payload(o)) return true;
       const Array& a = as_array();
       const Array& b = o.as_array();
       return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
     }
     case ValueKind::Object: {
-      if (ptr_ == o.ptr_) return true;
+      if (same_payload(o)) return true;
       const Object& a = as_object();
       const Object& b = o.as_object();
       if (a.size() != b.size()) return false;
@@ -247,3 +267,4 @@ Value make_string_array(const std::vector<std::string>& items) {
 }
 
 }  // namespace traincheck
+static_assert(sizeof(traincheck::Value) == 16, "a Value is one tag and one word");

@@ -1,7 +1,9 @@
-// A JSON value as the analyzer sees it: small (24 bytes), immutable once built, cheap to copy.
+// A JSON value as the analyzer sees it: small (16 bytes), immutable once built, cheap to copy.
 //
-// Scalars live inline; strings, arrays and objects are shared, immutable heap nodes, so copying a Value
-// (into an example, an invariant, a result) never copies the payload. Object keys are interned KeyIds.
+// Scalars live inline; strings, arrays and objects are shared, immutable heap nodes with an intrusive
+// (atomic) reference count, so copying a Value (into an example, an invariant, a result) never copies
+// the payload, and a trace of millions of records pays one pointer per field. Object keys are interned
+// KeyIds.
 //
 // Semantics follow the original tool's pandas view of a trace (compat §5.4):
 //   - JSON null is the value None (MD_NONE): it equals other nulls and is hashable.
@@ -10,8 +12,8 @@
 //   - Numbers compare by value across int and float: 2 == 2.0, and both hash alike.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,12 +32,36 @@ using Object = std::vector<Member>;
 class Value {
  public:
   Value() : kind_(ValueKind::Null), i_(0) {}
+  Value(const Value& o) : kind_(o.kind_), i_(o.i_) {
+    if (o.has_node()) node_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Value(Value&& o) noexcept : kind_(o.kind_), i_(o.i_) {
+    o.kind_ = ValueKind::Null;
+    o.i_ = 0;
+  }
+  Value& operator=(const Value& o) {
+    Value copy(o);
+    swap(copy);
+    return *this;
+  }
+  Value& operator=(Value&& o) noexcept {
+    Value moved(std::move(o));
+    swap(moved);
+    return *this;
+  }
+  ~Value() {
+    if (has_node()) release();
+  }
+  void swap(Value& o) noexcept {
+    std::swap(kind_, o.kind_);
+    std::swap(i_, o.i_);
+  }
+
   static Value null() { return Value(); }
   static Value boolean(bool b);
   static Value integer(int64_t i);
   static Value real(double d);
   static Value string(std::string s);
-  static Value string(std::shared_ptr<const std::string> s);
   static Value array(Array items);
   static Value object(Object members);
 
@@ -58,7 +84,8 @@ class Value {
   const std::string& as_string() const;
   const Array& as_array() const;
   const Object& as_object() const;
-  std::shared_ptr<const std::string> shared_string() const;
+  // True when both are strings, arrays or objects sharing one payload (copies of one Value).
+  bool same_payload(const Value& o) const { return has_node() && o.has_node() && node_ == o.node_; }
 
   // Object member lookup (linear: objects in traces have few keys). nullptr if absent or not an object.
   const Value* find(KeyId key) const;
@@ -74,13 +101,22 @@ class Value {
   std::string_view python_type_name() const;
 
  private:
+  struct Node {
+    std::atomic<uint32_t> refs{1};
+  };
+  struct StringNode;
+  struct ArrayNode;
+  struct ObjectNode;
+  bool has_node() const { return kind_ >= ValueKind::String; }
+  void release();  // drops one reference to node_, deleting it with the last one
+
   ValueKind kind_;
   union {
     bool b_;
     int64_t i_;
     double d_;
+    Node* node_;
   };
-  std::shared_ptr<const void> ptr_;
 };
 
 struct Member {
