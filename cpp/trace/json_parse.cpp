@@ -104,6 +104,23 @@ struct JsonParser::Impl {
     return id;
   }
 
+  // A call id is unique to one call, whose pre and post records carry it: the post shares the pre's
+  // string. Ids are forgotten once paired (or all at once past a bound, for calls that never return).
+  std::unordered_map<std::string_view, Value, StringHash> open_calls;  // keys view their value's text
+  Value call_id(std::string_view s) {
+    if (sentinels) return make_string(s, false);
+    auto it = open_calls.find(s);
+    if (it != open_calls.end()) {
+      Value v = std::move(it->second);
+      open_calls.erase(it);
+      return v;
+    }
+    if (open_calls.size() > 100000) open_calls.clear();
+    Value v = Value::string(std::string(s));
+    open_calls.emplace(std::string_view(v.as_string()), v);
+    return v;
+  }
+
   Value make_string(std::string_view s, bool cache) {
     if (sentinels && !s.empty() && s[0] == '\x01') {
       if (s == kNanToken) return Value::real(std::numeric_limits<double>::quiet_NaN());
@@ -117,6 +134,77 @@ struct JsonParser::Impl {
     return strings.emplace(std::string(s), Value::string(std::string(s))).first->second;
   }
 
+  // Small arrays and objects repeat across records ({"0": {"torch.optim.adam.Adam": {}}}, [16, 16],
+  // {"NoneType": null}): they are shared, found by an exact structural key (kinds, int vs float, string
+  // bytes), so that 2 and 2.0 stay apart. Only values whose key stays under kMaxCompositeKey are cached.
+  static constexpr size_t kMaxCompositeKey = 160;
+  std::unordered_map<std::string, Value, StringHash, std::equal_to<>> composites;
+  std::string composite_key;  // the key of the value being converted; empty when not cacheable
+
+  static bool append_key(simdjson::dom::element e, std::string& key, int depth) {
+    using simdjson::dom::element_type;
+    if (key.size() > kMaxCompositeKey || depth > 8) return false;
+    auto put = [&](const void* p, size_t n) { key.append(static_cast<const char*>(p), n); };
+    const element_type type = e.type();
+    key.push_back(static_cast<char>(type));
+    switch (type) {
+      case element_type::NULL_VALUE: return true;
+      case element_type::BOOL: key.push_back(e.get_bool().value_unsafe() ? '1' : '0'); return true;
+      case element_type::INT64: { const int64_t v = e.get_int64().value_unsafe(); put(&v, 8); return true; }
+      case element_type::UINT64: { const uint64_t v = e.get_uint64().value_unsafe(); put(&v, 8); return true; }
+      case element_type::DOUBLE: { const double v = e.get_double().value_unsafe(); put(&v, 8); return true; }
+      case element_type::STRING: {
+        const std::string_view v = e.get_string().value_unsafe();
+        const uint32_t n = static_cast<uint32_t>(v.size());
+        put(&n, 4);
+        key.append(v);
+        return key.size() <= kMaxCompositeKey;
+      }
+      case element_type::ARRAY: {
+        uint32_t n = 0;
+        const simdjson::dom::array arr = e.get_array().value_unsafe();  // a copy: the result object is a temporary
+        for (simdjson::dom::element child : arr) {
+          if (!append_key(child, key, depth + 1)) return false;
+          ++n;
+        }
+        put(&n, 4);  // closes the list: [[1],2] and [[1,2]] differ
+        return true;
+      }
+      case element_type::OBJECT: {
+        uint32_t n = 0;
+        const simdjson::dom::object obj = e.get_object().value_unsafe();
+        for (auto field : obj) {
+          const uint32_t len = static_cast<uint32_t>(field.key.size());
+          put(&len, 4);
+          key.append(field.key);
+          if (!append_key(field.value, key, depth + 1)) return false;
+          ++n;
+        }
+        put(&n, 4);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The shared value equal to `e` (an array or object), converted once. Values too large to have a key
+  // are converted every time.
+  template <typename Build>
+  Value convert_composite(simdjson::dom::element e, Build&& build) {
+    // A value holding a NaN (a line with sentinels) is never shared: a NaN equals nothing, but one
+    // payload compares equal to itself.
+    if (sentinels) return build();
+    composite_key.clear();
+    if (!append_key(e, composite_key, 0)) return build();
+    auto it = composites.find(std::string_view(composite_key));
+    if (it != composites.end()) return it->second;
+    std::string key = composite_key;  // converting the children reuses composite_key
+    Value v = build();
+    if (composites.size() > 100000) composites.clear();  // bound memory on traces of ever-new values
+    composites.emplace(std::move(key), v);
+    return v;
+  }
+
   Value convert(simdjson::dom::element e) {
     using simdjson::dom::element_type;
     switch (e.type()) {
@@ -128,21 +216,21 @@ struct JsonParser::Impl {
         return Value::real(static_cast<double>(e.get_uint64().value_unsafe()));
       case element_type::DOUBLE: return Value::real(e.get_double().value_unsafe());
       case element_type::STRING: return make_string(e.get_string().value_unsafe(), true);
-      case element_type::ARRAY: {
+      case element_type::ARRAY: return convert_composite(e, [&] {
         Array items;
         simdjson::dom::array arr = e.get_array().value_unsafe();  // a copy: the result object is a temporary
         items.reserve(arr.size());
         for (simdjson::dom::element child : arr) items.push_back(convert(child));
         return Value::array(std::move(items));
-      }
-      case element_type::OBJECT: {
+      });
+      case element_type::OBJECT: return convert_composite(e, [&] {
         Object members;
         simdjson::dom::object obj = e.get_object().value_unsafe();
         members.reserve(obj.size());
         for (auto field : obj)
           members.push_back({raw_key(field.key), convert(field.value)});
         return Value::object(std::move(members));
-      }
+      });
     }
     return Value::null();
   }
@@ -157,7 +245,7 @@ struct JsonParser::Impl {
       if (!nested_kept && field.value.get_object().get(child) == simdjson::SUCCESS && child.size() > 0) {
         flatten(child, key, out);
       } else if (prefix == kNoKey && raw == k.func_call_id && field.value.is_string()) {
-        out.push_back({key, make_string(field.value.get_string().value_unsafe(), false)});
+        out.push_back({key, call_id(field.value.get_string().value_unsafe())});
       } else {
         out.push_back({key, convert(field.value)});
       }
