@@ -1,6 +1,7 @@
 #include "trace/trace_reader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 
@@ -205,4 +206,58 @@ TEST(TraceReader, OnlyPlainFilesAreReadAndTraceNamedOthersAreErrorsNamingThem) {
   EXPECT_NE(error.find("not a plain file"), std::string::npos);
   EXPECT_THROW(list_trace_files(dir.string()), TraceReadError);
   fs::remove_all(dir);
+}
+
+TEST(TraceReader, AFileLargerThanTheReadBlockGivesTheRecordsOfOneWholeRead) {
+  // ~12 MiB: lines cross the reader's 8 MiB block boundary; a bad line sits in the middle and the last
+  // line has no newline.
+  std::string text;
+  int64_t t = 0;
+  auto line = [&](int i) {
+    return "{\"type\": \"function_call (pre)\", \"function\": \"f" + std::to_string(i % 7) + "\", \"func_call_id\": \"c" +
+           std::to_string(i) + "\", \"process_id\": 1, \"thread_id\": 1, \"time\": " + std::to_string(++t) +
+           ", \"args\": {\"0\": {\"int\": " + std::to_string(i % 3) + "}}, \"kwargs\": {\"pad\": \"" + std::string(i % 90, 'x') + "\"}}";
+  };
+  int i = 0;
+  while (text.size() < (size_t{12} << 20)) {
+    text += line(i++) + "\n";
+    if (i == 40000) text += "{\"type\": broken\n";
+  }
+  text += line(i++);
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("tc_big_trace_" + std::to_string(::getpid()) + ".log");
+  std::ofstream(path, std::ios::binary) << text;
+  std::ostringstream warn_file, warn_text;
+  ReadOptions file_options, text_options;
+  file_options.warnings = &warn_file;
+  text_options.warnings = &warn_text;
+  const RawTrace from_file = read_trace_files({path.string()}, file_options);
+  const RawTrace from_text = read_trace_text(path.string(), text, text_options);
+  std::filesystem::remove(path);
+  EXPECT_EQ(from_file.bytes, text.size());
+  EXPECT_EQ(from_file.skipped_lines, 1u);
+  EXPECT_EQ(warn_file.str(), warn_text.str());
+  EXPECT_NE(warn_file.str().find(":40001:"), std::string::npos) << warn_file.str();
+  ASSERT_EQ(from_file.records.size(), static_cast<size_t>(i));
+  ASSERT_EQ(from_text.records.size(), from_file.records.size());
+  for (size_t r = 0; r < from_file.records.size(); ++r) {
+    const Record& a = from_file.records[r];
+    const Record& b = from_text.records[r];
+    ASSERT_EQ(a.line, b.line);
+    ASSERT_EQ(to_json(a.to_value()), to_json(b.to_value())) << "line " << a.line;
+  }
+  EXPECT_EQ(from_file.records.back().func_call_id, "c" + std::to_string(i - 1));
+}
+
+TEST(TraceReader, SharedArraysAndObjectsKeepIntsAndFloatsApart) {
+  const RawTrace t = read_trace_text("t.log",
+      "{\"type\": \"function_call (pre)\", \"function\": \"f\", \"func_call_id\": \"a\", \"process_id\": 1, \"thread_id\": 1, \"time\": 1, \"args\": {\"0\": [2]}}\n"
+      "{\"type\": \"function_call (pre)\", \"function\": \"f\", \"func_call_id\": \"b\", \"process_id\": 1, \"thread_id\": 1, \"time\": 2, \"args\": {\"0\": [2.0]}}\n"
+      "{\"type\": \"function_call (pre)\", \"function\": \"f\", \"func_call_id\": \"c\", \"process_id\": 1, \"thread_id\": 1, \"time\": 3, \"args\": {\"0\": [2]}}\n");
+  ASSERT_EQ(t.records.size(), 3u);
+  const KeyId args = keys().args;
+  EXPECT_EQ(to_json(*t.records[0].get(args)), "{\"0\":[2]}");
+  EXPECT_EQ(to_json(*t.records[1].get(args)), "{\"0\":[2.0]}");
+  EXPECT_EQ(to_json(*t.records[2].get(args)), "{\"0\":[2]}");
+  EXPECT_TRUE(t.records[0].get(args)->same_payload(*t.records[2].get(args)));
+  EXPECT_FALSE(t.records[0].get(args)->same_payload(*t.records[1].get(args)));
 }
