@@ -6,12 +6,17 @@
 namespace traincheck {
 
 ChunkPool::~ChunkPool() {
-  for (Chunk* c : free_) delete c;
+  // Every chunk, including those still linked into streams: a pool outlives its streams (the process's
+  // recorder is never destroyed; a test's pool is destroyed after its streams).
+  for (Chunk* c : owned_) delete c;
 }
 
 Chunk* ChunkPool::fresh_chunk() {
   Chunk* c = new (std::nothrow) Chunk();
-  if (c != nullptr) std::memset(c->data, 0, sizeof c->data);  // fault the pages in now, not mid-step
+  if (c == nullptr) return nullptr;
+  std::memset(c->data, 0, sizeof c->data);  // fault the pages in now, not mid-step
+  std::lock_guard<std::mutex> lock(mutex_);
+  owned_.push_back(c);
   return c;
 }
 

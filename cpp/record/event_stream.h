@@ -39,9 +39,10 @@ class ChunkPool {
   size_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
 
  private:
-  static Chunk* fresh_chunk();
+  Chunk* fresh_chunk();  // allocates and owns a chunk (nullptr when out of memory)
   std::mutex mutex_;
   std::vector<Chunk*> free_;
+  std::vector<Chunk*> owned_;  // every chunk allocated, freed with the pool
   size_t max_chunks_;
   std::atomic<size_t> allocated_{0};
 };

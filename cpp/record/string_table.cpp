@@ -11,6 +11,11 @@ StringTable::StringTable() : slots_(new std::atomic<const std::string*>[kCapacit
   slots_[0].store(&kUnknown, std::memory_order_relaxed);
 }
 
+StringTable::~StringTable() {
+  const uint32_t count = count_.load(std::memory_order_acquire);
+  for (uint32_t id = 1; id < count; ++id) delete slots_[id].load(std::memory_order_relaxed);
+}
+
 uint32_t StringTable::add(std::string_view text) {
   std::lock_guard<std::mutex> lock(add_mutex_);
   const uint32_t id = count_.load(std::memory_order_relaxed);

@@ -20,6 +20,7 @@ class StringTable {
   static constexpr uint32_t kInvalid = 0;  // id 0 reads as "<unknown>"
 
   StringTable();
+  ~StringTable();  // frees the entries (the process's tables are never destroyed)
   StringTable(const StringTable&) = delete;
   StringTable& operator=(const StringTable&) = delete;
 

@@ -31,6 +31,13 @@ using Object = std::vector<Member>;
 
 class Value {
  public:
+  // `d` as an int64: truncated toward zero, saturated to the range, NaN as 0.
+  static int64_t saturated_int(double d) {
+    if (!(d == d)) return 0;
+    if (d >= 9223372036854775808.0) return INT64_MAX;
+    if (d < -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(d);
+  }
   Value() : kind_(ValueKind::Null), i_(0) {}
   Value(const Value& o) : kind_(o.kind_), i_(o.i_) {
     if (o.has_node()) node_->refs.fetch_add(1, std::memory_order_relaxed);
@@ -79,7 +86,9 @@ class Value {
   bool is_hashable() const { return kind_ != ValueKind::Array && kind_ != ValueKind::Object; }
 
   bool as_bool() const { return b_; }
-  int64_t as_int() const { return kind_ == ValueKind::Double ? static_cast<int64_t>(d_) : i_; }
+  // A double is truncated toward zero and saturated to int64's range (NaN reads as 0): a trace field
+  // such as thread_id may hold any JSON number, and an out-of-range cast is undefined behaviour.
+  int64_t as_int() const { return kind_ == ValueKind::Double ? saturated_int(d_) : i_; }
   double as_double() const { return kind_ == ValueKind::Int ? static_cast<double>(i_) : d_; }
   const std::string& as_string() const;
   const Array& as_array() const;

@@ -64,6 +64,13 @@ TEST(Recorder, WritesOneFilePerThreadFlushesOnDemandAndForkChildrenWriteTheirOwn
   }
   EXPECT_EQ(total, 2020u);
 
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer cannot follow a child that starts threads after a multi-threaded fork (it reports a
+  // reused thread id and stops); the fork half runs in the other builds, AddressSanitizer's included.
+  r.shutdown();
+  fs::remove_all(dir);
+  return;
+#endif
   const pid_t child = fork();
   if (child == 0) {
     emit_calls(r, api, 5);

@@ -38,13 +38,6 @@ CallTraceText seeded_run(int steps, int bad_step = -1) {
   return t;
 }
 
-Invariant distinct_invariant() {
-  Invariant inv;
-  inv.relation = "DistinctArgumentRelation";
-  inv.params = {Param::api(kInit)};
-  return inv;
-}
-
 }  // namespace
 
 TEST(DistinctArgument, SameArgumentsFollowTheOriginalsComparison) {

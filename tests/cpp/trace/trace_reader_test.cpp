@@ -167,6 +167,21 @@ TEST(Value, NumbersCompareAndHashByValueAcrossIntAndFloat) {
   EXPECT_EQ(parsed.hash(), other.hash());
 }
 
+TEST(TraceReader, IdsAndTimesBeyondInt64AreSaturatedNotUndefined) {
+  // Found by fuzz/trace_line_fuzzer: a number past int64's range is read as a double, and casting it
+  // to int64 was undefined behaviour (UBSan stopped the process).
+  const std::string line =
+      "{\"func_call_id\":\"a\",\"thread_id\":14000040000000000001,\"process_id\":-1e300,"
+      "\"meta_vars\":{\"step\":1},\"type\":\"function_call (pre)\",\"function\":\"f\",\"time\":5}\n";
+  std::ostringstream warnings;
+  RawTrace t = read(line, warnings);
+  ASSERT_EQ(t.records.size(), 1u);
+  EXPECT_EQ(t.records[0].thread_id, INT64_MAX);
+  EXPECT_EQ(t.records[0].process_id, INT64_MIN);
+  EXPECT_EQ(Value::real(std::nan("")).as_int(), 0);
+  EXPECT_EQ(Value::real(-2.7).as_int(), -2);
+}
+
 TEST(TraceReader, FolderListsTraceFilesAndProxyLog) {
   const auto dir = std::filesystem::temp_directory_path() / "tc_reader_folder_test";
   std::filesystem::remove_all(dir);

@@ -1,0 +1,67 @@
+// libFuzzer target: the trace reader on arbitrary bytes.
+//
+// The input is parsed twice, through the reader's two public entry points: as one trace line
+// (parse_trace_line, what the online checker calls per line) and as a whole file (read_trace_text, the
+// offline reader's line splitting, damage policy and warnings). Either must accept the input or reject it
+// with a message; anything else (a crash, a sanitizer report, an exception other than TraceReadError)
+// is a finding.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "trace/json_parse.h"
+#include "trace/record.h"
+#include "trace/trace_reader.h"
+#include "trace/value.h"
+
+using namespace traincheck;
+
+namespace {
+
+[[noreturn]] void fail(const char* what) {
+  std::fputs(what, stderr);
+  std::fputc('\n', stderr);
+  std::abort();
+}
+
+void check_line(const std::string& text) {
+  static JsonParser parser;  // reused across inputs, as the online checker reuses its own
+  std::string buffer = text;
+  buffer.append(kJsonPadding, '\0');  // parse_trace_line reads up to kJsonPadding bytes past the line
+  Record record;
+  std::string error;
+  if (!parse_trace_line(parser, buffer.data(), text.size(), record, error)) {
+    if (error.empty()) fail("parse_trace_line rejected a line without saying why");
+    return;
+  }
+  // An accepted line has the fields every index relies on, and can be written out (failed.log does).
+  if (record.stage.data() == nullptr) fail("accepted record without a stage");
+  if (record.is_api() ? record.function.data() == nullptr : record.var_name.data() == nullptr)
+    fail("accepted record without its function or var_name");
+  (void)to_json(record.to_value());
+}
+
+void check_file(const std::string& text) {
+  std::ostringstream warnings;
+  ReadOptions options;
+  options.warnings = &warnings;
+  options.threads = 1;
+  try {
+    RawTrace trace = read_trace_text("fuzz.log", text, options);
+    for (const Record& r : trace.records)
+      if (r.line == 0 || r.file != 0) fail("record without its file and line");
+  } catch (const TraceReadError& e) {
+    if (e.file() != "fuzz.log") fail("TraceReadError does not name the file");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  check_line(text);
+  check_file(text);
+  return 0;
+}
