@@ -66,12 +66,12 @@ namespace {
 // name: the stored order follows key ids, which depend on parsing order).
 std::string first_attribute(const Record& r) {
   const Field* first = nullptr;
-  for (const Field& f : r.fields) {
+  r.for_each_field([&](const Field& f) {
     std::string_view k = key_name(f.key);
     if (k.starts_with("attributes.") && k.find("_TRAINCHECK") == std::string_view::npos &&
         (first == nullptr || k < key_name(first->key)))
       first = &f;
-  }
+  });
   return first == nullptr ? "" : std::string(key_name(first->key)) + " = " + value_to_display(first->value);
 }
 

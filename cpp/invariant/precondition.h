@@ -26,7 +26,7 @@ struct RecordView {
   // Every key present (record fields, then extra fields not shadowed), for clause discovery.
   template <typename F>
   void for_each_field(F&& f) const {
-    for (const Field& fld : record->fields) f(fld);
+    record->for_each_field(f);
     if (extra)
       for (const Field& fld : *extra)
         if (record->get(fld.key) == nullptr) f(fld);

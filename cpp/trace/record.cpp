@@ -22,10 +22,14 @@ std::optional<RecordType> parse_record_type(std::string_view s) {
   return std::nullopt;
 }
 
+static const Value* find_sorted(const std::vector<Field>& sorted, KeyId key) {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), key, [](const Field& f, KeyId k) { return f.key < k; });
+  return it != sorted.end() && it->key == key ? &it->value : nullptr;
+}
+
 const Value* Record::get(KeyId key) const {
-  auto it = std::lower_bound(fields.begin(), fields.end(), key,
-                             [](const Field& f, KeyId k) { return f.key < k; });
-  return it != fields.end() && it->key == key ? &it->value : nullptr;
+  if (const Value* own = find_sorted(fields, key)) return own;
+  return shared_fields.is_object() ? find_sorted(shared_fields.as_object(), key) : nullptr;
 }
 
 const Value* Record::get(std::string_view flat_key) const {
@@ -67,8 +71,8 @@ void Record::refresh_cached() {
 
 Value Record::to_value() const {
   Object o;
-  o.reserve(fields.size());
-  for (const Field& f : fields) o.push_back({f.key, f.value});
+  o.reserve(fields.size() + (shared_fields.is_object() ? shared_fields.as_object().size() : 0));
+  for_each_field([&](const Field& f) { o.push_back(f); });
   // By name: fields are stored by key id, an order that depends on which parser thread met a name
   // first, and written records (failed.log) must not.
   std::sort(o.begin(), o.end(), [](const Member& a, const Member& b) { return key_name(a.key) < key_name(b.key); });

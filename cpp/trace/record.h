@@ -23,32 +23,40 @@ enum class RecordType : uint8_t { FunctionPre, FunctionPost, FunctionException, 
 std::string_view record_type_name(RecordType t);  // the original's "type" strings
 std::optional<RecordType> parse_record_type(std::string_view s);
 
-struct Field {
-  KeyId key;
-  Value value;
-};
+// A record field: a flattened key and its value (the same pair as an object member, so a record's
+// shared fields can live in a Value object).
+using Field = Member;
+static_assert(sizeof(Field) == 16, "a field is a key and a 4-aligned Value, unpadded");
 
+// Members are ordered widest first: a trace holds millions of records, and padding is paid per record.
 class Record {
  public:
-  RecordType type = RecordType::FunctionPre;
   int64_t process_id = 0;
   int64_t thread_id = 0;
   int64_t time = 0;
-  bool has_step = false;
   int64_t step = 0;
-  uint32_t file = 0;  // index into TraceStore::files()
-  uint32_t line = 0;  // 1-based line in that file
   std::string_view function;      // API records
   std::string_view func_call_id;  // API records
   std::string_view var_name;      // state records
   std::string_view var_type;      // state records
   std::string_view stage;         // meta_vars.stage ("init" when the trace had none)
-  std::vector<Field> fields;      // sorted by key
+  std::vector<Field> fields;      // the record's own fields, sorted by key
+  Value shared_fields;            // null, or an object of fields shared with other records of its file
+                                  // (trace/shared_fields.h), sorted by key; a key in `fields` wins
+  uint32_t file = 0;  // index into TraceStore::files()
+  uint32_t line = 0;  // 1-based line in that file
+  RecordType type = RecordType::FunctionPre;
+  bool has_step = false;
 
   bool is_api() const { return type != RecordType::StateChange; }
 
+  // Lookups and iteration see own and shared fields as one set.
   const Value* get(KeyId key) const;
   const Value* get(std::string_view flat_key) const;
+  // Calls f(const Field&) for every field, in key order. The references stay valid while the record
+  // is not changed.
+  template <typename F>
+  void for_each_field(F&& f) const;
 
   // Inserts or replaces a field, keeping the order. Call refresh_cached() after changing cached ones.
   void set(KeyId key, Value value);
@@ -58,6 +66,22 @@ class Record {
   // The record as a flat JSON object (keys as read, in name order; used in checker outputs).
   Value to_value() const;
 };
+
+template <typename F>
+void Record::for_each_field(F&& f) const {
+  static const Object kNone;
+  const Object& shared = shared_fields.is_object() ? shared_fields.as_object() : kNone;
+  auto own = fields.begin();
+  auto other = shared.begin();
+  while (own != fields.end() || other != shared.end()) {
+    if (other == shared.end() || (own != fields.end() && own->key <= other->key)) {
+      if (other != shared.end() && own->key == other->key) ++other;  // shadowed
+      f(*own++);
+    } else {
+      f(*other++);
+    }
+  }
+}
 
 // Flattens a parsed JSON object into record fields (sorted), following the rules above.
 void flatten_record_object(const Value& object, std::vector<Field>& out);

@@ -8,8 +8,10 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <span>
 
 #include "trace/json_parse.h"
+#include "trace/shared_fields.h"
 #include "trace/parallel.h"
 
 namespace traincheck {
@@ -96,10 +98,21 @@ void validate(Record& r, const std::string& file, size_t line) {
   r.refresh_cached();
 }
 
+// One file's records go straight into their slice of the trace's record array (sized by a line count
+// taken first), so the records are never held twice, as merging per-file arrays would. Records beyond
+// the slice (the file grew after it was counted) wait in `overflow`.
 struct FileResult {
-  std::vector<Record> records;
+  std::span<Record> slots;
+  size_t placed = 0;
+  std::vector<Record> overflow;
   uint64_t bytes = 0;
   size_t skipped = 0;
+
+  size_t count() const { return placed + overflow.size(); }
+  void add(Record&& r) {
+    if (placed < slots.size()) slots[placed++] = std::move(r);
+    else overflow.push_back(std::move(r));
+  }
 };
 
 // Warnings printed per file before only a count is given: a file of garbage must not flood the terminal.
@@ -132,7 +145,7 @@ class FileParser {
   }
 
   void finish() {
-    if (result_.records.empty() && first_problem_) throw *first_problem_;
+    if (result_.count() == 0 && first_problem_) throw *first_problem_;
     if (result_.skipped > kMaxLineWarnings) {
       std::lock_guard lock(warn_mutex_);
       warn_ << "warning: " << name_ << ": " << result_.skipped << " lines skipped in all\n";
@@ -154,8 +167,7 @@ class FileParser {
       return;
     }
     Record r;
-    r.fields.assign(std::make_move_iterator(fields_.begin()), std::make_move_iterator(fields_.end()));  // exact capacity
-    fields_.clear();
+    r.fields.swap(fields_);  // validated in the parse buffer, then split into exact-size own fields
     r.file = file_index_;
     r.line = static_cast<uint32_t>(line_no_);
     try {
@@ -164,7 +176,8 @@ class FileParser {
       skip(problem);
       return;
     }
-    result_.records.push_back(std::move(r));
+    fields_ = shared_blocks_.split(r);
+    result_.add(std::move(r));
   }
 
   const std::string& name_;
@@ -174,6 +187,7 @@ class FileParser {
   std::ostream& warn_;
   std::mutex& warn_mutex_;
   std::vector<Field> fields_;  // reused: its capacity is the largest record's
+  SharedFieldBlocks shared_blocks_;  // one table per file
   std::string error_;
   std::optional<TraceReadError> first_problem_;
   size_t line_no_ = 0;
@@ -214,27 +228,67 @@ void read_one_file(const std::string& path, uint32_t file_index, JsonParser& par
   lines.finish();
 }
 
-RawTrace merge(std::vector<std::string> files, std::vector<FileResult>& results) {
+// Lines a file may hold (newlines, plus an unterminated last line): an upper bound on its records. A
+// file that cannot be opened or read counts 0 here; parsing it reports the error.
+size_t count_lines(const std::string& path) {
+  std::ifstream in;
+  std::string error;
+  if (!open_plain_file(path, in, error)) return 0;
+  std::string block(kReadBlockBytes, '\0');
+  size_t lines = 0;
+  char last = '\n';
+  for (;;) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    if (got == 0) break;
+    lines += static_cast<size_t>(std::count(block.data(), block.data() + got, '\n'));
+    last = block[got - 1];
+  }
+  return lines + (last != '\n' ? 1 : 0);
+}
+
+// Gives each file its slice of `records` (one slot per counted line).
+void assign_slices(std::vector<Record>& records, const std::vector<size_t>& lines, std::vector<FileResult>& results) {
+  size_t total = 0;
+  for (size_t n : lines) total += n;
+  records.resize(total);
+  size_t offset = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    results[i].slots = std::span<Record>(records.data() + offset, lines[i]);
+    offset += lines[i];
+  }
+}
+
+// Closes the gaps the slices left (blank, skipped or torn lines) in place, file after file, keeping
+// file order and line order; only a file that outgrew its slice makes a second array.
+RawTrace assemble(std::vector<std::string> files, std::vector<Record> records, std::vector<FileResult>& results) {
   RawTrace out;
   out.files = std::move(files);
-  size_t total = 0;
-  for (auto& r : results) {
-    total += r.records.size();
+  bool overflowed = false;
+  for (const FileResult& r : results) {
     out.bytes += r.bytes;
     out.skipped_lines += r.skipped;
+    overflowed = overflowed || !r.overflow.empty();
   }
-  // The first file's vector is grown to the total and the others appended and freed one by one, so the
-  // record headers are never held twice.
-  for (auto& r : results) {
-    if (r.records.empty()) continue;
-    if (out.records.empty()) {
-      out.records = std::move(r.records);
-      out.records.reserve(total);
-    } else {
-      out.records.insert(out.records.end(), std::make_move_iterator(r.records.begin()), std::make_move_iterator(r.records.end()));
+  if (overflowed) {
+    size_t total = 0;
+    for (const FileResult& r : results) total += r.count();
+    out.records.reserve(total);
+    for (FileResult& r : results) {
+      for (size_t j = 0; j < r.placed; ++j) out.records.push_back(std::move(r.slots[j]));
+      for (Record& extra : r.overflow) out.records.push_back(std::move(extra));
+      std::vector<Record>().swap(r.overflow);
     }
-    std::vector<Record>().swap(r.records);
+    return out;
   }
+  size_t write = 0;
+  for (const FileResult& r : results) {
+    Record* from = r.slots.data();
+    for (size_t j = 0; j < r.placed; ++j, ++write)
+      if (&records[write] != from + j) records[write] = std::move(from[j]);
+  }
+  records.resize(write);
+  out.records = std::move(records);
   return out;
 }
 
@@ -257,27 +311,40 @@ bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& 
 }
 
 RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptions& options) {
+  std::vector<size_t> lines(files.size());
+  parallel_for(files.size(), options.threads, [&](size_t i) { lines[i] = count_lines(files[i]); });
+  return read_trace_files_counted(files, lines, options);
+}
+
+RawTrace read_trace_files_counted(const std::vector<std::string>& files, const std::vector<size_t>& lines,
+                                  const ReadOptions& options) {
   std::ostream& warn = options.warnings ? *options.warnings : std::cerr;
   std::mutex warn_mutex;
+  std::vector<Record> records;
   std::vector<FileResult> results(files.size());
+  assign_slices(records, lines, results);
   parallel_for(files.size(), options.threads, [&](size_t i) {
     thread_local JsonParser parser;
     read_one_file(files[i], static_cast<uint32_t>(i), parser, results[i], warn, warn_mutex);
   });
-  return merge(files, results);
+  return assemble(files, std::move(records), results);
 }
 
 RawTrace read_trace_text(const std::string& name, const std::string& text, const ReadOptions& options) {
   std::ostream& warn = options.warnings ? *options.warnings : std::cerr;
   std::mutex warn_mutex;
+  const size_t line_count = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
+                            (!text.empty() && text.back() != '\n' ? 1 : 0);
+  std::vector<Record> records;
   std::vector<FileResult> results(1);
+  assign_slices(records, {line_count}, results);
   JsonParser parser;
   std::string buffer = text;
   buffer.append(kJsonPadding, '\0');
   FileParser lines(name, 0, parser, results[0], warn, warn_mutex);
   lines.feed(buffer.data(), text.size());
   lines.finish();
-  return merge({name}, results);
+  return assemble({name}, std::move(records), results);
 }
 
 }  // namespace traincheck

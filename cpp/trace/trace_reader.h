@@ -50,6 +50,12 @@ std::vector<std::string> list_trace_files(const std::string& folder);
 // Reads the given files as one trace. Throws TraceReadError.
 RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptions& options = {});
 
+// read_trace_files once the files' lines are counted (`lines[i]` for files[i]): each file's records go
+// into a slice of that many slots of one array. A file that has grown since it was counted still reads
+// whole. Exposed for tests of that case.
+RawTrace read_trace_files_counted(const std::vector<std::string>& files, const std::vector<size_t>& lines,
+                                  const ReadOptions& options = {});
+
 // Parses trace lines from memory (used by tests and the online reader): `name` stands for the file.
 RawTrace read_trace_text(const std::string& name, const std::string& text, const ReadOptions& options = {});
 

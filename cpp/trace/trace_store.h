@@ -48,15 +48,22 @@ struct CallEvent {
 
 struct AttrState {
   Value value;
-  int64_t start = 0;              // time of the first record with this value
-  int64_t end = 0;                // time of the next change, or the trace end
-  std::vector<uint32_t> records;  // record indices holding this value, in time order
+  uint32_t first = 0;  // its records: AttrHistory::records[first, first + count)
+  uint32_t count = 0;
+  int64_t start = 0;   // time of the first record with this value
+  int64_t end = 0;     // time of the next change, or the trace end
 };
 
+// One attribute of a variable over time. Its states' records are consecutive runs of one array, not an
+// array each: a digest (data, grad) changes at every record, and a trace holds millions of states.
 struct AttrHistory {
   KeyId key = kNoKey;  // the flattened record key, e.g. "attributes.grad"
   std::string name;    // the attribute name, e.g. "grad"
   std::vector<AttrState> states;
+  std::vector<uint32_t> records;  // record indices holding the attribute, in time order
+
+  // The record indices holding `state`'s value, in time order.
+  std::span<const uint32_t> records_of(const AttrState& state) const { return {records.data() + state.first, state.count}; }
 };
 
 struct VarInstance {

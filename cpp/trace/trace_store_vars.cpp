@@ -37,25 +37,26 @@ void TraceStore::index_vars() {
     // Attributes by name, not by key id: ids follow the order in which parser threads met the names,
     // and the order of attrs and of one record's changes reaches the relations' output.
     attributes.clear();
-    for (const Field& f : r.fields) {
+    r.for_each_field([&](const Field& f) {
       std::string_view key = key_name(f.key);
-      if (!key.starts_with(kPrefix)) continue;
+      if (!key.starts_with(kPrefix)) return;
       std::string_view attr = key.substr(kPrefix.size());
-      if (is_untracked_attribute(attr) || f.value.is_nan()) continue;
+      if (is_untracked_attribute(attr) || f.value.is_nan()) return;
       attributes.emplace_back(attr, &f);
-    }
+    });
     std::sort(attributes.begin(), attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [attr, field] : attributes) {
       const Field& f = *field;
       auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
       if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}});
       AttrHistory& h = var.attrs[slot_it->second];
+      h.records.push_back(ri);
       if (!h.states.empty() && h.states.back().value == f.value) {
-        h.states.back().records.push_back(ri);
+        ++h.states.back().count;
         continue;
       }
       if (!h.states.empty()) h.states.back().end = r.time;
-      h.states.push_back(AttrState{f.value, r.time, end_time_, {ri}});
+      h.states.push_back(AttrState{f.value, static_cast<uint32_t>(h.records.size() - 1), 1, r.time, end_time_});
       if (h.states.size() > 1)
         changes_by_process_[r.process_id].push_back(
             VarChange{vi, slot_it->second, static_cast<uint32_t>(h.states.size() - 1), r.time});

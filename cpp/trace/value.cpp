@@ -11,20 +11,19 @@ namespace traincheck {
 Value Value::boolean(bool b) {
   Value v;
   v.kind_ = ValueKind::Bool;
-  v.i_ = 0;
-  v.b_ = b;
+  v.store_word<uint64_t>(b ? 1 : 0);
   return v;
 }
 Value Value::integer(int64_t i) {
   Value v;
   v.kind_ = ValueKind::Int;
-  v.i_ = i;
+  v.store_word(i);
   return v;
 }
 Value Value::real(double d) {
   Value v;
   v.kind_ = ValueKind::Double;
-  v.d_ = d;
+  v.store_word(d);
   return v;
 }
 struct Value::StringNode : Node {
@@ -41,6 +40,7 @@ struct Value::ObjectNode : Node {
 };
 
 void Value::release() {
+  Node* const node_ = node();
   if (node_->refs.fetch_sub(1, std::memory_order_release) != 1) return;
   std::atomic_thread_fence(std::memory_order_acquire);
   switch (kind_) {
@@ -54,27 +54,27 @@ void Value::release() {
 Value Value::string(std::string s) {
   Value v;
   v.kind_ = ValueKind::String;
-  v.node_ = new StringNode(std::move(s));
+  v.store_word<Node*>(new StringNode(std::move(s)));
   return v;
 }
 Value Value::array(Array items) {
   Value v;
   v.kind_ = ValueKind::Array;
-  v.node_ = new ArrayNode(std::move(items));
+  v.store_word<Node*>(new ArrayNode(std::move(items)));
   return v;
 }
 Value Value::object(Object members) {
   Value v;
   v.kind_ = ValueKind::Object;
-  v.node_ = new ObjectNode(std::move(members));
+  v.store_word<Node*>(new ObjectNode(std::move(members)));
   return v;
 }
 
-const std::string& Value::as_string() const { return static_cast<const StringNode*>(node_)->text; }
-const Array& Value::as_array() const { return static_cast<const ArrayNode*>(node_)->items; }
-const Object& Value::as_object() const { return static_cast<const ObjectNode*>(node_)->members; }
+const std::string& Value::as_string() const { return static_cast<const StringNode*>(node())->text; }
+const Array& Value::as_array() const { return static_cast<const ArrayNode*>(node())->items; }
+const Object& Value::as_object() const { return static_cast<const ObjectNode*>(node())->members; }
 
-bool Value::is_nan() const { return kind_ == ValueKind::Double && std::isnan(d_); }
+bool Value::is_nan() const { return kind_ == ValueKind::Double && std::isnan(real_bits()); }
 
 const Value* Value::find(KeyId key) const {
   if (kind_ != ValueKind::Object) return nullptr;
@@ -91,21 +91,21 @@ const Value* Value::find(std::string_view key) const {
 
 bool Value::operator==(const Value& o) const {
   if (is_number() && o.is_number()) {
-    if (kind_ == ValueKind::Int && o.kind_ == ValueKind::Int) return i_ == o.i_;
+    if (kind_ == ValueKind::Int && o.kind_ == ValueKind::Int) return int_bits() == o.int_bits();
     // int vs float: compare exactly where the double is integral, so large int64 hashes are not
     // rounded into each other.
     if (kind_ == ValueKind::Int || o.kind_ == ValueKind::Int) {
-      const int64_t i = kind_ == ValueKind::Int ? i_ : o.i_;
-      const double d = kind_ == ValueKind::Int ? o.d_ : d_;
+      const int64_t i = kind_ == ValueKind::Int ? int_bits() : o.int_bits();
+      const double d = kind_ == ValueKind::Int ? o.real_bits() : real_bits();
       if (!(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18) || d != std::trunc(d)) return false;
       return static_cast<int64_t>(d) == i;
     }
-    return d_ == o.d_;
+    return real_bits() == o.real_bits();
   }
   if (kind_ != o.kind_) return false;
   switch (kind_) {
     case ValueKind::Null: return true;
-    case ValueKind::Bool: return b_ == o.b_;
+    case ValueKind::Bool: return as_bool() == o.as_bool();
     case ValueKind::String: return same_payload(o) || as_string() == o.as_string();
     case ValueKind::Array: {
       if (same_payload(o)) return true;
@@ -132,13 +132,15 @@ size_t Value::hash() const {
   auto mix = [](size_t h, size_t x) { return h ^ (x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
   switch (kind_) {
     case ValueKind::Null: return 0x6e756c6cULL;
-    case ValueKind::Bool: return b_ ? 0x7472ULL : 0x6661ULL;
-    case ValueKind::Int: return std::hash<int64_t>{}(i_);
-    case ValueKind::Double:
+    case ValueKind::Bool: return as_bool() ? 0x7472ULL : 0x6661ULL;
+    case ValueKind::Int: return std::hash<int64_t>{}(int_bits());
+    case ValueKind::Double: {
       // Integral doubles hash as the int they equal.
-      if (d_ >= -9.2233720368547758e18 && d_ < 9.2233720368547758e18 && d_ == std::trunc(d_))
-        return std::hash<int64_t>{}(static_cast<int64_t>(d_));
-      return std::hash<double>{}(d_);
+      const double d = real_bits();
+      if (d >= -9.2233720368547758e18 && d < 9.2233720368547758e18 && d == std::trunc(d))
+        return std::hash<int64_t>{}(static_cast<int64_t>(d));
+      return std::hash<double>{}(d);
+    }
     case ValueKind::String: return std::hash<std::string_view>{}(as_string());
     case ValueKind::Array: {
       size_t h = 0x617272ULL;
@@ -267,4 +269,5 @@ Value make_string_array(const std::vector<std::string>& items) {
 }
 
 }  // namespace traincheck
-static_assert(sizeof(traincheck::Value) == 16, "a Value is one tag and one word");
+static_assert(sizeof(traincheck::Value) == 12 && alignof(traincheck::Value) == 4, "a Value is one tag and one 4-aligned word");
+static_assert(sizeof(traincheck::Member) == 16, "an object member is a key and a Value, unpadded");

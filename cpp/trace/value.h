@@ -1,4 +1,4 @@
-// A JSON value as the analyzer sees it: small (16 bytes), immutable once built, cheap to copy.
+// A JSON value as the analyzer sees it: small (12 bytes, 4-aligned), immutable once built, cheap to copy.
 //
 // Scalars live inline; strings, arrays and objects are shared, immutable heap nodes with an intrusive
 // (atomic) reference count, so copying a Value (into an example, an invariant, a result) never copies
@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,13 +39,13 @@ class Value {
     if (d < -9223372036854775808.0) return INT64_MIN;
     return static_cast<int64_t>(d);
   }
-  Value() : kind_(ValueKind::Null), i_(0) {}
-  Value(const Value& o) : kind_(o.kind_), i_(o.i_) {
-    if (o.has_node()) node_->refs.fetch_add(1, std::memory_order_relaxed);
+  Value() : kind_(ValueKind::Null), word_{0, 0} {}
+  Value(const Value& o) : kind_(o.kind_), word_{o.word_[0], o.word_[1]} {
+    if (o.has_node()) node()->refs.fetch_add(1, std::memory_order_relaxed);
   }
-  Value(Value&& o) noexcept : kind_(o.kind_), i_(o.i_) {
+  Value(Value&& o) noexcept : kind_(o.kind_), word_{o.word_[0], o.word_[1]} {
     o.kind_ = ValueKind::Null;
-    o.i_ = 0;
+    o.word_[0] = o.word_[1] = 0;
   }
   Value& operator=(const Value& o) {
     Value copy(o);
@@ -61,7 +62,7 @@ class Value {
   }
   void swap(Value& o) noexcept {
     std::swap(kind_, o.kind_);
-    std::swap(i_, o.i_);
+    std::swap(word_, o.word_);
   }
 
   static Value null() { return Value(); }
@@ -85,16 +86,16 @@ class Value {
   // Scalars are hashable (usable in clauses); arrays and objects are not, as in Python.
   bool is_hashable() const { return kind_ != ValueKind::Array && kind_ != ValueKind::Object; }
 
-  bool as_bool() const { return b_; }
+  bool as_bool() const { return word_[0] != 0; }
   // A double is truncated toward zero and saturated to int64's range (NaN reads as 0): a trace field
   // such as thread_id may hold any JSON number, and an out-of-range cast is undefined behaviour.
-  int64_t as_int() const { return kind_ == ValueKind::Double ? saturated_int(d_) : i_; }
-  double as_double() const { return kind_ == ValueKind::Int ? static_cast<double>(i_) : d_; }
+  int64_t as_int() const { return kind_ == ValueKind::Double ? saturated_int(real_bits()) : int_bits(); }
+  double as_double() const { return kind_ == ValueKind::Int ? static_cast<double>(int_bits()) : real_bits(); }
   const std::string& as_string() const;
   const Array& as_array() const;
   const Object& as_object() const;
   // True when both are strings, arrays or objects sharing one payload (copies of one Value).
-  bool same_payload(const Value& o) const { return has_node() && o.has_node() && node_ == o.node_; }
+  bool same_payload(const Value& o) const { return has_node() && o.has_node() && node() == o.node(); }
 
   // Object member lookup (linear: objects in traces have few keys). nullptr if absent or not an object.
   const Value* find(KeyId key) const;
@@ -117,15 +118,30 @@ class Value {
   struct ArrayNode;
   struct ObjectNode;
   bool has_node() const { return kind_ >= ValueKind::String; }
-  void release();  // drops one reference to node_, deleting it with the last one
+  void release();  // drops one reference to the node, deleting it with the last one
+
+  // The payload word (an int64, a double, a bool as 0/1, or a Node*) is kept as two 32-bit halves, so a
+  // Value is 4-aligned and 12 bytes, and a record field or object member (a KeyId and a Value) is 16
+  // instead of 24. It is read and written through memcpy, which compiles to one unaligned load/store.
+  template <class T>
+  T load_word() const {
+    static_assert(sizeof(T) <= sizeof word_);
+    T t;
+    std::memcpy(&t, word_, sizeof t);
+    return t;
+  }
+  template <class T>
+  void store_word(T t) {
+    static_assert(sizeof(T) <= sizeof word_);
+    word_[0] = word_[1] = 0;
+    std::memcpy(word_, &t, sizeof t);
+  }
+  int64_t int_bits() const { return load_word<int64_t>(); }
+  double real_bits() const { return load_word<double>(); }
+  Node* node() const { return load_word<Node*>(); }
 
   ValueKind kind_;
-  union {
-    bool b_;
-    int64_t i_;
-    double d_;
-    Node* node_;
-  };
+  uint32_t word_[2];
 };
 
 struct Member {

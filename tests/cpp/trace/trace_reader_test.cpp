@@ -276,3 +276,81 @@ TEST(TraceReader, SharedArraysAndObjectsKeepIntsAndFloatsApart) {
   EXPECT_TRUE(t.records[0].get(args)->same_payload(*t.records[2].get(args)));
   EXPECT_FALSE(t.records[0].get(args)->same_payload(*t.records[1].get(args)));
 }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Trace text of `n` pre-records of alternating functions, with a blank line and a torn line in the
+// middle of the file.
+std::string calls_text(const std::string& tag, int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    text += api_line(tag + std::to_string(i), "function_call (pre)", i % 2 ? "g" : "f", i + 1, "\"args\":{},");
+    if (i == n / 2) text += "\n{\"type\": torn\n";
+  }
+  return text;
+}
+
+fs::path write_temp(const std::string& name, const std::string& text) {
+  const fs::path path = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".log");
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST(TraceReader, FilesFillTheirSlicesAndGapsCloseInFileAndLineOrder) {
+  // Each file's records are parsed into a slice sized by its line count; the blank and torn lines
+  // leave gaps that must close without reordering or losing a record, also when a file has grown
+  // since it was counted (counts smaller than the files).
+  const fs::path a = write_temp("tc_slices_a", calls_text("a", 9));
+  const fs::path b = write_temp("tc_slices_b", calls_text("b", 5));
+  std::ostringstream quiet;
+  ReadOptions options;
+  options.warnings = &quiet;
+  const RawTrace counted = read_trace_files({a.string(), b.string()}, options);
+  const RawTrace grown = read_trace_files_counted({a.string(), b.string()}, {3, 1}, options);
+  fs::remove(a);
+  fs::remove(b);
+  for (const RawTrace* t : {&counted, &grown}) {
+    ASSERT_EQ(t->records.size(), 14u);
+    EXPECT_EQ(t->skipped_lines, 2u);
+    for (size_t i = 0; i < 14; ++i) {
+      const Record& r = t->records[i];
+      const bool first_file = i < 9;
+      EXPECT_EQ(r.file, first_file ? 0u : 1u);
+      EXPECT_EQ(r.func_call_id, (first_file ? "a" : "b") + std::to_string(first_file ? i : i - 9));
+    }
+  }
+}
+
+TEST(TraceReader, SharedFieldsReadAsTheRecordsOwnAndOwnFieldsShadowThem) {
+  // Strings, booleans and ids repeat across a file's records and are stored once (shared_fields.h);
+  // lookups, iteration and the record's JSON must not tell the difference.
+  std::ostringstream warnings;
+  const RawTrace t = read(api_line("a", "function_call (pre)", "f", 1, "\"args\":{},") +
+                              api_line("b", "function_call (pre)", "f", 2, "\"args\":{},"),
+                          warnings);
+  ASSERT_EQ(t.records.size(), 2u);
+  const Record& first = t.records[0];
+  ASSERT_TRUE(first.shared_fields.is_object());
+  EXPECT_TRUE(first.shared_fields.same_payload(t.records[1].shared_fields));
+  EXPECT_EQ(first.get("function")->as_string(), "f");
+  EXPECT_EQ(first.get("process_id")->as_int(), 7);
+  EXPECT_EQ(first.get("func_call_id")->as_string(), "a");  // unique to the call: its own
+  std::vector<std::string> names;
+  first.for_each_field([&](const Field& f) { names.push_back(std::string(key_name(f.key))); });
+  EXPECT_EQ(names.size(), first.fields.size() + first.shared_fields.as_object().size());
+  for (const std::string& n : names) EXPECT_NE(first.get(n), nullptr) << n;
+  EXPECT_EQ(to_json(first.to_value()),
+            "{\"args\":{},\"func_call_id\":\"a\",\"function\":\"f\",\"is_bound_method\":false,\"meta_vars.stage\":\"training\","
+            "\"meta_vars.step\":1,\"obj_id\":null,\"process_id\":7,\"thread_id\":1,\"time\":1,\"type\":\"function_call (pre)\"}");
+  Record changed = first;
+  changed.set(keys().function, Value::string("g"));
+  EXPECT_EQ(changed.get("function")->as_string(), "g");
+  size_t functions = 0;
+  changed.for_each_field([&](const Field& f) { functions += f.key == keys().function; });
+  EXPECT_EQ(functions, 1u);
+  EXPECT_EQ(first.get("function")->as_string(), "f");  // the shared block is untouched
+}

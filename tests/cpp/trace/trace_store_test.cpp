@@ -110,7 +110,10 @@ TEST(TraceStore, VarStatesMergeEqualValuesAndRecordChanges) {
   const AttrHistory* data = v.attr("data");
   ASSERT_NE(data, nullptr);
   ASSERT_EQ(data->states.size(), 2u);
-  EXPECT_EQ(data->states[0].records.size(), 3u);
+  EXPECT_EQ(data->records_of(data->states[0]).size(), 3u);
+  ASSERT_EQ(data->records_of(data->states[1]).size(), 1u);  // each state its own run of the records
+  EXPECT_EQ(t.record(data->records_of(data->states[1])[0]).time, 10);
+  EXPECT_EQ(t.record(data->records_of(data->states[0])[2]).time, 4);
   EXPECT_EQ(data->states[0].start, 1);
   EXPECT_EQ(data->states[0].end, 10);
   EXPECT_EQ(data->states[1].end, t.end_time());
