@@ -48,7 +48,7 @@ void TraceStore::index_vars() {
     for (const auto& [attr, field] : attributes) {
       const Field& f = *field;
       auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
-      if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}});
+      if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}, {}});
       AttrHistory& h = var.attrs[slot_it->second];
       h.records.push_back(ri);
       if (!h.states.empty() && h.states.back().value == f.value) {
