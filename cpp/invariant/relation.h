@@ -1,8 +1,8 @@
 // The relation interface: what every relation template (compat §8) implements, and the example and
 // hypothesis model inference works on (compat §7.1).
 //
-// Adding a relation = one file in cpp/relations/ implementing this interface plus one line in
-// relations/registry.cpp. The engine (infer/) and the checker (check/) never name a relation.
+// Adding a relation: cpp/relations/README.md, "Where do I add a relation?". The engine (infer/) and the
+// checker (check/) never name a relation.
 #pragma once
 
 #include <memory>

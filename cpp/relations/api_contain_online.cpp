@@ -11,7 +11,9 @@
 // The original instead keeps every call and every state of the run (compat §10.2) and scans the child's
 // calls so far on each parent post (compat §10.4); here a record costs O(stack depth) at most.
 //
-// How it agrees with the offline check (same matching helpers, same interval rules):
+// How it agrees with the offline check (same matching helpers, same interval rules; on a finished trace
+// fed in delivery order it gives exactly the offline violations, which
+// tests/cpp/relations/api_contain_online_test.cpp compares on every hypothesis of a synthetic run):
 //   - the precondition ("parent_func_call_pre") is evaluated on the parent's pre-record when it arrives;
 //   - an API child counts for a checked parent below it on its thread's stack that started strictly
 //     before it and ends strictly after it (the store's "contained calls"), if its pre-record matches

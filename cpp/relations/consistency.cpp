@@ -21,8 +21,8 @@
 //     lists, O(T) per instance pair, O(V²·T) in all;
 //   - generation finds hypotheses from equal values only: step ends are bucketed by value (over all
 //     types and attributes), each bucket is grouped by step, and a bucket is left as soon as every
-//     (type, attr) pair present in it has two equal pairs; only confirmed hypotheses pay for their
-//     examples (the merge above).
+//     (type, attr) pair present in it has two equal pairs, so a widely shared value (a null grad)
+//     costs a few comparisons; only confirmed hypotheses pay for their examples (the merge above).
 //
 // Differences from the original:
 //   - instances are compared step by step, never by wall-clock overlap of their states (the original's

@@ -12,7 +12,8 @@
 // instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks).
 //
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
-// pairs are compared offline only. Context managers come with the records (OnlineChecker:
+// pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
+// difference, and that lagging ranks get the same verdicts). Context managers come with the records (OnlineChecker:
 // check/online_context_managers.h). The in-process checker of one DDP rank sees only that rank's
 // records: it finds pairs of that process's instances only; cross-rank checking needs
 // traincheck-onlinecheck on the shared trace folder.

@@ -19,7 +19,13 @@
 // attribute fails it (the original's pd.NA). Exception and incomplete calls are neither examples nor
 // checked.
 //
-// Online: CallOnlineCheck (call_checks.cpp) applies the same verdict at the post-record.
+// Cost: O(calls x returned attributes) to count the hypotheses, plus one pass over the function's calls
+// per hypothesis for its examples.
+//
+// Online: CallOnlineCheck (call_checks.cpp) applies the same verdict at the post-record. Autocast
+// preconditions hold online through the online checker's context-manager tracking;
+// tests/cpp/relations/consistent_output_test.cpp checks the original's autocast invariant offline, with
+// a bare online check (not judged) and through the online checker (the offline verdict).
 //
 // Differences from the original:
 //   - every call is examined (no sample of 1000 calls per function);
