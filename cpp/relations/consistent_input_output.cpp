@@ -1,7 +1,7 @@
 // ConsistentInputOutputRelation
 //
 // Learns: for every call of API f (that satisfies the precondition), a property of input tensor i,
-// optionally one element of it (shape[0]), equals a property of output tensor j (compat §8.4), in the
+// optionally one element of it (shape[0]), equals a property of output tensor j, in the
 // spirit of PyTea / NeuRI shape constraints; e.g. normal_'s output shape[0] equals its input's.
 //
 // Params: [InputOutputParam("input_tensors", index=i, type="torch.Tensor", additional_path=[attr(, k)],

@@ -1,7 +1,7 @@
 // ConsistentOutputRelation
 //
 // Learns: every call of API f (that satisfies the precondition) returns tensors whose attribute `attr`
-// equals a constant (compat §8.3); e.g. relu returns dtype torch.float16 under autocast.
+// equals a constant; e.g. relu returns dtype torch.float16 under autocast.
 //
 // Params: [APIParam(f), VarTypeParam("torch.Tensor", attr, const_value=v)].
 // Precondition group: "pre_event" = [f's pre-record] (enriched with context managers).
@@ -35,7 +35,7 @@
 //     differ run to run;
 //   - in inference a call returning several tensors is positive only if all agree (the check's rule),
 //     so a call returning values and indices is a negative for both dtypes;
-//   - the offline check reports every violating call, not only the first (compat §13 item 29); a
+//   - the offline check reports every violating call, not only the first (docs/differences.md §Checking); a
 //     violation's records are [pre, post].
 #include "relations/consistent_output.h"
 
