@@ -7,7 +7,7 @@
    (iterations), three runs per size: run1 and run2 are the inference input, run3 is checked. They go to
    <work>/raw/iters<N>_run<k>; an existing folder with trace files is reused (so a second invocation with
    the same --work only re-times).
-2. Compatibility probe (the original must read our traces, compat contract): the original's
+2. Compatibility probe (the original must read our traces: docs/formats.md): the original's
    `traincheck-infer` on the raw folders of the smallest size. It cannot, because our collector wraps
    classmethods (the original never does: it only wraps FunctionType found in a class __dict__) and
    records `cls` as positional argument "0"; the original binds positional arguments against the signature
@@ -23,12 +23,13 @@
    index, write empty results). The original is timed in later rounds only if its first round took less
    than --peer-repeat-below seconds; its runs are killed after --peer-timeout ("timeout").
    Figures are medians over rounds (n is printed).
-4. Invariant sets: identity = (relation, params) as compat §6.9 (canonical JSON of params). Also a loose
-   identity (relation, API names / var type+attr, without argument constraints), to separate "different
-   argument constraints on the same pair" from "pair learned by one tool only".
-5. Cross checks (compat): our `traincheck-check` with the original's invariant file on run3, and the
-   original's `traincheck-check` with ours (smallest size only unless --cross-all). A good run should give
-   no violation either way; violations are listed by display name.
+4. Invariant sets: identity = (relation, params), canonical JSON of params (docs/formats.md §Invariant
+   identity). Also a loose identity (relation, API names / var type+attr, without argument constraints),
+   to separate "different argument constraints on the same pair" from "pair learned by one tool only".
+5. Cross checks (each tool reads the other's invariant files): our `traincheck-check` with the
+   original's invariant file on run3, and the original's `traincheck-check` with ours (smallest size only
+   unless --cross-all). A good run should give no violation either way; violations are listed by display
+   name.
 
 The machine may be shared: run with nothing else heavy on it, or raise --rounds.
 """

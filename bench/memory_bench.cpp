@@ -1,4 +1,4 @@
-// Memory and throughput of the native analyzers on synthetic traces growing 10x (DESIGN.md budgets:
+// Memory and throughput of the native analyzers on synthetic traces growing 10x (docs/README.md §Budgets:
 // peak RSS at most the trace's size on disk, readers at 300 MB/s or more).
 //
 // Each command runs as a child process (fork + exec); its peak RSS is wait4's ru_maxrss and its speed

@@ -1,4 +1,4 @@
-"""Cost per call of the recorder on the training thread (DESIGN.md budgets), side by side in one process.
+"""Cost per call of the recorder on the training thread, side by side in one process (docs/README.md §Budgets).
 
     python bench/record_call_cost.py [--calls 200000] [--rounds 9]
 

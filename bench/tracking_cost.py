@@ -64,7 +64,8 @@ def workload_overhead(rounds, iters):
 
 
 def original_hash(t: torch.Tensor) -> int:
-    """The original's algorithm (compat §4.8): host copy, int64 scaling, one numpy pass per column."""
+    """The original's algorithm (docs/collection.md §Tensor digests): host copy, int64 scaling, one numpy
+    pass per column."""
     x = (t * 1e8).to(torch.int64) if t.is_floating_point() else t.to(torch.int64)
     x = x.reshape(-1, x.shape[-1]) if x.dim() > 1 else x.reshape(1, -1)
     arr = x.cpu().numpy().astype(np.int64)

@@ -2,7 +2,8 @@
 //
 // Decoding either throws InvariantFormatError or yields an invariant; an invariant written back must
 // decode to the same invariant and the same line (decode -> encode -> decode -> encode is a fixed point),
-// since either tool must read what the other writes (compat §6). Anything else is a finding.
+// since either tool must read what the other writes (docs/formats.md §Invariant files). Anything else is a
+// finding.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,7 @@
-// The command line that traincheck-check and traincheck-onlinecheck share (compat §3.3, §3.4): traces
-// or trace folders, invariants, output folder, report and debug flags, and the original's W&B / MLflow
-// flags (accepted so command lines keep working; not implemented).
+// The command line that traincheck-check and traincheck-onlinecheck share
+// (docs/formats.md §traincheck-check, §traincheck-onlinecheck): traces or trace folders, invariants, output
+// folder, report and debug flags, and the original's W&B / MLflow flags (accepted so command lines keep
+// working; not implemented).
 #pragma once
 
 #include <iosfwd>

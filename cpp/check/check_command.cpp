@@ -44,7 +44,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
 
   try {
     // Invariants from every -i file, duplicates (same relation and params) kept once. The original
-    // copies only the last file to <out>/invariants.json (compat §13 item 31); we write them all.
+    // copies only the last file to <out>/invariants.json (docs/differences.md §Checking); we write them all.
     std::vector<Invariant> invariants;
     std::set<std::string> seen;
     for (const std::string& path : args.get_list("invariants"))

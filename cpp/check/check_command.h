@@ -1,4 +1,4 @@
-// traincheck-check (compat §3.3) as a function, so tests can run it in-process.
+// traincheck-check (docs/formats.md §traincheck-check) as a function, so tests can run it in-process.
 #pragma once
 
 #include <iosfwd>

@@ -1,4 +1,5 @@
-// The offline checker (compat §9): every invariant against one trace, in parallel over invariants.
+// The offline checker (docs/analysis.md §Offline check): every invariant against one trace, in parallel over
+// invariants.
 #pragma once
 
 #include <string>

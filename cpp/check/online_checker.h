@@ -1,5 +1,5 @@
-// The online checker (compat §10): invariants checked record by record while training runs, with
-// bounded memory. Used in-process by the recorder's sink (online_session.h) and by
+// The online checker (docs/analysis.md §Online check): invariants checked record by record while training
+// runs, with bounded memory. Used in-process by the recorder's sink (online_session.h) and by
 // traincheck-onlinecheck (online_command.h), which tails trace files.
 //
 // Dispatch: each invariant's OnlineCheck says which records it needs (OnlineInterest); a record that no
@@ -104,7 +104,8 @@ class OnlineChecker {
   // The last bad-line messages ("source:line: what"), at most 20.
   const std::vector<std::string>& recent_errors() const { return recent_errors_; }
 
-  // report.html in online mode (compat §11). Throws std::runtime_error naming the file on failure.
+  // report.html in online mode (docs/formats.md §report.html). Throws std::runtime_error naming the file on
+  // failure.
   std::string render_report() const;
   void write_report(const std::string& path) const;
   // Counts plus the identities of violated and triggered invariants (so several processes' summaries

@@ -28,7 +28,7 @@ std::string timestamp() {
   return stamp;
 }
 
-// Messages go to stderr and to the log file (the original's log: compat §3.4).
+// Messages go to stderr and to the log file (the original's log: docs/formats.md §traincheck-onlinecheck).
 class Log {
  public:
   Log(std::ostream& err, const std::string& path) : err_(err), file_(path, std::ios::app) {}
@@ -165,7 +165,7 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     checker.end_batch();  // records held back by a horizon when stopped inside a backlog
     if (html) checker.write_report(report_path);
     const OnlineCounts c = checker.counts();
-    // Verbatim: other tooling matches these lines (compat §3.4).
+    // Verbatim: other tooling matches these lines (docs/formats.md §traincheck-onlinecheck).
     log.line("Checker stopped");
     log.line("Total " + std::to_string(c.violations) + " violations found");
     log.line("Total " + std::to_string(c.invariants_violated) + " invariants violated:");

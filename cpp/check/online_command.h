@@ -1,4 +1,5 @@
-// traincheck-onlinecheck (compat §3.4) as a function, so tests can run it in-process.
+// traincheck-onlinecheck (docs/formats.md §traincheck-onlinecheck) as a function, so tests can run it
+// in-process.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,6 @@
-// report.html (compat §11.2): one self-contained page, inline CSS, no JavaScript (<details> expands).
-// Summary cards, a violations table (first/last step, count, step list, sample records), a panel per
-// trace (failed/passed/not-triggered bar, top failed invariants, relation breakdown), and the overall
+// report.html (docs/formats.md §report.html): one self-contained page, inline CSS, no JavaScript (<details>
+// expands). Summary cards, a violations table (first/last step, count, step list, sample records), a panel
+// per trace (failed/passed/not-triggered bar, top failed invariants, relation breakdown), and the overall
 // relation breakdown.
 #pragma once
 

@@ -1,4 +1,4 @@
-// report.html in online mode (compat §11.1-11.2): summary cards with the current step, a "Checking
+// report.html in online mode (docs/formats.md §report.html): summary cards with the current step, a "Checking
 // Progress" panel (passing / failing / not-triggered bar and the not-triggered list), the violations
 // table sorted by first violation step, and the relation breakdown. No per-trace panels.
 #pragma once

@@ -1,5 +1,6 @@
 // Pieces shared by the offline and the online report.html (report_html.cpp, report_html_online.cpp):
-// escaping, the stylesheet, bars, breakdown tables and the compact sample-record table (compat §11).
+// escaping, the stylesheet, bars, breakdown tables and the compact sample-record table
+// (docs/formats.md §report.html).
 #pragma once
 
 #include <map>

@@ -1,5 +1,5 @@
-// Checker outputs per trace (compat §9): failed.log, passed.log and not_triggered.log (indent-4 JSON
-// objects separated by newlines) and violations_summary.json.
+// Checker outputs per trace (docs/formats.md §Check outputs): failed.log, passed.log and not_triggered.log
+// (indent-4 JSON objects separated by newlines) and violations_summary.json.
 #pragma once
 
 #include <string>

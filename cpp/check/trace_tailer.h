@@ -1,6 +1,6 @@
 // Follows trace files while a run writes them (traincheck-onlinecheck): polls folders for new trace_*
 // files and files for appended bytes. Only complete lines are handed out; a partial last line is kept
-// until its newline arrives (the original drops such a line, compat §13 item 33).
+// until its newline arrives (the original drops such a line, docs/differences.md §Online checking).
 //
 // Memory is bounded whatever the backlog: one poll reads at most `chunk_bytes` from each file (a file
 // that was already written when the checker started is read over several polls, behind() telling the

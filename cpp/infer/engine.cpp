@@ -126,7 +126,8 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
       pre_progress.tick();
       return;
     }
-    // Stage restriction (compat §6.6), only when it excludes a stage the traces actually have.
+    // Stage restriction (docs/formats.md §Stage restriction), only when it excludes a stage the traces
+    // actually have.
     const bool restricts = !h.valid_stages.empty() &&
                            std::any_of(all_stage_set.begin(), all_stage_set.end(), [&](const std::string& s) {
                              return std::find(h.valid_stages.begin(), h.valid_stages.end(), s) == h.valid_stages.end();

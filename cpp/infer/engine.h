@@ -1,6 +1,6 @@
-// The inference engine (compat §7.1): generate hypotheses per trace and relation, merge them across
-// traces, let each relation combine its merged hypotheses (Relation::combine), drop those with at most
-// one positive example, collect examples from the other traces, learn
+// The inference engine (docs/analysis.md §Inference pipeline): generate hypotheses per trace and relation,
+// merge them across traces, let each relation combine its merged hypotheses (Relation::combine), drop those
+// with at most one positive example, collect examples from the other traces, learn
 // preconditions, and return invariants plus failed hypotheses.
 //
 // Generation runs one task per (trace, relation); collection and precondition learning run one task per

@@ -1,4 +1,4 @@
-// traincheck-infer (compat §3.2) as a function, so tests can run it in-process.
+// traincheck-infer (docs/formats.md §traincheck-infer) as a function, so tests can run it in-process.
 #pragma once
 
 #include <iosfwd>

@@ -292,7 +292,8 @@ PreconditionGroup learn_precondition_group(const std::vector<ExampleView>& posit
     group.disjuncts = learner.solve(pos, neg, 0, false);
   }
   if (group.disjuncts.empty() && !neg.empty()) {
-    // "Holds unless ...": learn what the negatives share, then negate (compat §7.2 step 11).
+    // "Holds unless ...": learn what the negatives share, then negate
+    // (docs/analysis.md §Precondition learning, step 11).
     Learner learner(all, keys, options);
     group.disjuncts = learner.solve(neg, pos, 0, false);
     group.inverted = !group.disjuncts.empty();

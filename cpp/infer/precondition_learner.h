@@ -1,11 +1,11 @@
-// Precondition inference (compat §7.2): find a disjunction of conjunctions of clauses that every
-// positive example satisfies (at least one conjunction) and no negative example does.
+// Precondition inference (docs/analysis.md §Precondition learning): find a disjunction of conjunctions of
+// clauses that every positive example satisfies (at least one conjunction) and no negative example does.
 //
-// Differences from the original, deliberate (README.md at the top level lists them):
+// Differences from the original, deliberate (docs/differences.md §Inference lists them):
 //   - the pruned-clause set is scoped to one group of one hypothesis (the original's mutable default
-//     argument leaked pruned clauses across all hypotheses of a run, compat §13 item 16);
+//     argument leaked pruned clauses across all hypotheses of a run);
 //   - sampling follows the options (--disable-precond-sampling, --precond-sampling-threshold) instead
-//     of a hard-coded 5000 (compat §13 item 5).
+//     of a hard-coded 5000.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,8 @@ PreconditionGroup learn_precondition_group(const std::vector<ExampleView>& posit
 std::optional<GroupedPreconditions> find_precondition(const Hypothesis& hypothesis, const PreconditionKeys& keys,
                                                       const PreconditionOptions& options);
 
-// The clauses one example supports on its own (step 4 of §7.2); exposed for tests.
+// The clauses one example supports on its own (step 4 of docs/analysis.md §Precondition learning); exposed
+// for tests.
 std::vector<Clause> find_local_clauses(const ExampleView& example, const std::vector<std::string>& keys_to_skip);
 
 }  // namespace traincheck

@@ -1,8 +1,8 @@
-// Invariants and their JSON Lines files (compat §6).
+// Invariants and their JSON Lines files (docs/formats.md §Invariant files).
 //
-// Identity is (relation, params) only (compat §6.9): two invariants with different preconditions or
-// descriptions are the same invariant. Files are written sorted by text_description, one invariant per
-// line, in Python json.dumps' default style so either tool reads the other's files.
+// Identity is (relation, params) only (docs/formats.md §Invariant identity): two invariants with different
+// preconditions or descriptions are the same invariant. Files are written sorted by text_description, one
+// invariant per line, in Python json.dumps' default style so either tool reads the other's files.
 #pragma once
 
 #include <optional>
@@ -15,7 +15,7 @@
 
 namespace traincheck {
 
-// The relation class names the original registers (compat §7.1); invariant files may name any of them.
+// The relation class names the original registers (docs/relations.md); invariant files may name any of them.
 const std::vector<std::string>& known_relation_names();
 bool is_known_relation(std::string_view name);
 

@@ -1,4 +1,4 @@
-// Invariant params (compat §6.2): what an invariant is about.
+// Invariant params (docs/formats.md §Params): what an invariant is about.
 //
 // Absent-versus-null matters: an optional field that is absent means "not set / unconstrained"; a field
 // set to null means "the value None". std::optional<Value> keeps that distinction (nullopt vs null).
@@ -54,7 +54,7 @@ class ParamFormatError : public std::runtime_error {
 // Throws ParamFormatError naming the offending field.
 Param param_from_value(const Value& v);
 
-// Generalised values used by APIContain's var-change children (compat §8.1).
+// Generalised values used by APIContain's var-change children (docs/formats.md §Params).
 bool is_generalized_token(const Value& v);
 // Whether an observed value satisfies an expected one: equality for concrete values, the predicate
 // for a generalised token ("non_zero" holds for any non-zero number, "anything" for everything).

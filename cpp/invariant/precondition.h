@@ -1,5 +1,5 @@
-// Preconditions (compat §6.3-6.6): clauses over record fields, conjunctions, disjunctions with an
-// `inverted` flag, and the per-group map an invariant carries.
+// Preconditions (docs/formats.md §Preconditions): clauses over record fields, conjunctions, disjunctions with
+// an `inverted` flag, and the per-group map an invariant carries.
 //
 // A clause is evaluated on an *example*: the list of records the relation looked at (for APIContain,
 // the parent's pre-record), each optionally enriched with context-manager fields. RecordView is that
@@ -34,7 +34,8 @@ struct RecordView {
 };
 
 // Views of `records` of `trace`, enriched with the context managers active at the earliest record's
-// time on its thread (what the original injects, compat §7.2 step 3). `storage` keeps the extra fields.
+// time on its thread (what the original injects: docs/analysis.md §Precondition learning, step 3). `storage`
+// keeps the extra fields.
 std::vector<RecordView> make_enriched_views(const TraceStore& trace, std::span<const uint32_t> records,
                                             std::vector<Field>& storage);
 
@@ -96,9 +97,9 @@ GroupedPreconditions preconditions_from_value(const Value& v);
 // The stage names the original knows (config.ALL_STAGE_NAMES), sorted.
 const std::vector<std::string>& all_stage_names();
 
-// Stage injection (compat §6.6): restrict `group` to `valid_stages` via a constant meta_vars.stage
-// clause: added to every conjunction (replacing Unconditional), or, for an inverted group, appended as
-// an extra disjunct listing the invalid stages.
+// Stage injection (docs/formats.md §Stage restriction): restrict `group` to `valid_stages` via a constant
+// meta_vars.stage clause: added to every conjunction (replacing Unconditional), or, for an inverted group,
+// appended as an extra disjunct listing the invalid stages.
 void add_stage_info(PreconditionGroup& group, const std::vector<std::string>& valid_stages);
 
 }  // namespace traincheck

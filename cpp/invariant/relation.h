@@ -1,8 +1,8 @@
-// The relation interface: what every relation template (compat §8) implements, and the example and
-// hypothesis model inference works on (compat §7.1).
+// The relation interface: what every relation template (docs/relations.md) implements, and the example and
+// hypothesis model inference works on (docs/analysis.md §Inference pipeline).
 //
-// Adding a relation = one file in cpp/relations/ implementing this interface plus one line in
-// relations/registry.cpp. The engine (infer/) and the checker (check/) never name a relation.
+// Adding a relation: cpp/relations/README.md, "Where do I add a relation?". The engine (infer/) and the
+// checker (check/) never name a relation.
 #pragma once
 
 #include <memory>
@@ -26,7 +26,8 @@ struct Hypothesis {
   std::vector<std::string> group_names;  // e.g. {"parent_func_call_pre"}
   std::vector<Example> positives;
   std::vector<Example> negatives;
-  // Stages in which the hypothesis was observed; non-empty makes the invariant stage-restricted (§6.6).
+  // Stages in which the hypothesis was observed; non-empty makes the invariant stage-restricted
+  // (docs/formats.md §Stage restriction).
   std::vector<std::string> valid_stages;
   // Hypotheses from different traces with equal merge keys are one hypothesis (their examples are
   // concatenated, then Relation::merge refines params). Defaults to the invariant identity.
@@ -69,8 +70,8 @@ struct OnlineViolation {
 // Delivery contract: every record is offered (a check ignores what it does not need). The records of
 // one thread come in their file's order (pre before post, nested calls inside); records of different
 // files (e.g. trace_API_* and trace_VAR_*) are merged by time, as the original's min_read_time gate
-// does (compat §10.2). Feeding a finished trace's TraceStore::records() in order satisfies it.
-// Which records a check needs, so an online checker can dispatch a record to the few checks that care
+// does (docs/analysis.md §Online check). Feeding a finished trace's TraceStore::records() in order satisfies
+// it. Which records a check needs, so an online checker can dispatch a record to the few checks that care
 // with one hash lookup. `all_records` (the default) offers it every record.
 struct OnlineInterest {
   bool all_records = true;
@@ -118,7 +119,7 @@ class Relation {
     return nullptr;
   }
 
-  // Human label for reports (compat §11.1); empty: use text_description.
+  // Human label for reports (docs/formats.md §report.html); empty: use text_description.
   virtual std::string display_name(const Invariant& invariant) const { return {}; }
 };
 

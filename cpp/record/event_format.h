@@ -99,7 +99,8 @@ enum VarStateFlags : uint32_t {
   kVarHasUserAttributes = 1 << 2,  // a kDict value follows the dims
 };
 
-// A tracked variable's state (compat §5.3). Tensor attributes reuse TensorSummary.
+// A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse
+// TensorSummary.
 struct VarStateHeader {
   uint32_t var_type_id;   // "torch.nn.Parameter"
   uint32_t mode_id;       // 0: no "mode" key (sampler style)

@@ -54,8 +54,9 @@ void format_value(std::string& out, PayloadReader& in, const FormatContext& ctx)
 // {"<type>": payload} form for everything else.
 void format_element(std::string& out, PayloadReader& in, const FormatContext& ctx);
 
-// The inside of a tensor's attribute object (compat §4.7). `data_digest`/`grad_digest` are given for
-// tracked variables (compat §5.3): then "data" and "grad" hold digests instead of being absent / null.
+// The inside of a tensor's attribute object (docs/formats.md §Argument and return values).
+// `data_digest`/`grad_digest` are given for tracked variables (docs/formats.md §Variable state records): then
+// "data" and "grad" hold digests instead of being absent / null.
 void append_tensor_attributes(std::string& out, const TensorSummary& t, PayloadReader& dims_in,
                               const FormatContext& ctx, const int64_t* data_digest, const int64_t* grad_digest) {
   out += "\"_TRAINCHECK_data_ID\":";
@@ -199,7 +200,8 @@ const char* json_type_name(ValueTag tag) {
   }
 }
 
-// A top-level argument or return value: always {"<type>": payload} (compat §4.7).
+// A top-level argument or return value: always {"<type>": payload}
+// (docs/formats.md §Argument and return values).
 void format_value(std::string& out, PayloadReader& in, const FormatContext& ctx) {
   PayloadReader peek = in;
   const auto tag = static_cast<ValueTag>(peek.u8());
@@ -239,7 +241,7 @@ void format_return(std::string& out, PayloadReader& in, const FormatContext& ctx
   out += ",\"return_values\":";
   PayloadReader peek = in;
   if (static_cast<ValueTag>(peek.u8()) == ValueTag::kTuple) {
-    // A tuple result is a list of separately typed items (compat §4.3, step 9).
+    // A tuple result is a list of separately typed items (docs/formats.md §API records).
     in.u8();
     const uint32_t n = in.read<uint32_t>();
     out += '[';
@@ -283,7 +285,7 @@ void append_common_keys(std::string& out, const EventHeader& h, const FormatCont
   append_meta_vars(out, h, ctx);
 }
 
-// A state_change record (compat §5.3).
+// A state_change record (docs/formats.md §Variable state records).
 void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in, const FormatContext& ctx) {
   in.u8();  // SectionTag::kVarState
   const auto v = in.read<VarStateHeader>();

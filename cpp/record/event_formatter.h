@@ -1,5 +1,5 @@
-// Turns binary events into the original's JSON trace records (compat §5.1, §5.2, §4.7).
-// Runs on the writer thread: no Python, no GIL.
+// Turns binary events into the original's JSON trace records
+// (docs/formats.md §API records, §Argument and return values). Runs on the writer thread: no Python, no GIL.
 #pragma once
 
 #include <cstddef>

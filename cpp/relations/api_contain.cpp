@@ -2,7 +2,7 @@
 //
 // Learns: every call of API P (that satisfies the precondition) contains, while it runs, either a call of
 // API C (optionally with fixed argument values) or a change of some `var_type.attr` from pre_value to
-// post_value (compat §8.1). "Contains" is any nesting depth on the same thread; var changes count when
+// post_value. "Contains" is any nesting depth on the same thread; var changes count when
 // they happen in P's process within [P.pre, P.post].
 //
 // Params: [APIParam(P), APIParam(C, arguments?) | VarTypeParam(type, attr, pre_value, post_value)
@@ -19,10 +19,11 @@
 // Differences from the original:
 //   - every parent call is examined (no 1000-call cap, no random pruning of calls): the store answers
 //     "contained events" from an index, so sampling buys nothing and made results depend on chance;
-//   - hypotheses are not filtered by a first precondition pass inside generation (compat §13 item 24):
-//     preconditions are learned once, by the engine, over the examples of all traces;
+//   - hypotheses are not filtered by a first precondition pass inside generation
+//     (docs/differences.md §Inference): preconditions are learned once, by the engine, over the examples of
+//     all traces;
 //   - the dynamic "var_events" analysis is not implemented (in the original it never activates because
-//     of the short type name in proxy_obj_names, compat §13 item 15); files with that group still load;
+//     of the short type name in proxy_obj_names); files with that group still load;
 //   - argument constraints keep only primitive argument values (scalars, lists of scalars); object
 //     arguments (tensors) carry ids that differ run to run;
 //   - argument constraints per stage, as the original's stage-by-stage inference gives them: an API
@@ -38,7 +39,8 @@
 //   - a parent call that changed the var child's attribute to other values (a "sibling" hypothesis'
 //     change) is a negative example: the check judges it and, lacking this change, flags it, so the
 //     original's leaving it out gave invariants that the very run they came from violates;
-//   - the offline check reports every violating parent call, not only the first (compat §13 item 29);
+//   - the offline check reports every violating parent call, not only the first
+//     (docs/differences.md §Checking);
 //   - per-variable children (VarNameParam), which the original can load but never infers: "every
 //     Adam.step changes model.encoder.0.weight.data". The type-level child is satisfied by any one
 //     parameter changing, so an optimizer that updates the head but no longer the encoder (detached

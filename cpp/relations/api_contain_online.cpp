@@ -1,4 +1,4 @@
-// APIContainRelation, online (compat §8.1 "Online", §10): the verdicts of ApiContainRelation::check,
+// APIContainRelation, online (docs/analysis.md §Online check): the verdicts of ApiContainRelation::check,
 // from records seen one at a time (delivery contract: OnlineCheck in invariant/relation.h).
 //
 // State, all bounded:
@@ -8,10 +8,12 @@
 //     closes, a thread's stack when it empties; depth is the call nesting depth.
 //   - for a var child, the last value of the child's attribute per variable instance
 //     (pid, var_name, var_type) of the child's type: one Value per tracked variable.
-// The original instead keeps every call and every state of the run (compat §10.2) and scans the child's
-// calls so far on each parent post (compat §10.4); here a record costs O(stack depth) at most.
+// The original instead keeps every call and every state of the run and scans the child's calls so far
+// on each parent post (docs/analysis.md §Online check); here a record costs O(stack depth) at most.
 //
-// How it agrees with the offline check (same matching helpers, same interval rules):
+// How it agrees with the offline check (same matching helpers, same interval rules; on a finished trace
+// fed in delivery order it gives exactly the offline violations, which
+// tests/cpp/relations/api_contain_online_test.cpp compares on every hypothesis of a synthetic run):
 //   - the precondition ("parent_func_call_pre") is evaluated on the parent's pre-record when it arrives;
 //   - an API child counts for a checked parent below it on its thread's stack that started strictly
 //     before it and ends strictly after it (the store's "contained calls"), if its pre-record matches

@@ -1,4 +1,4 @@
-// Checking relations judged per call (ConsistentOutput, ConsistentInputOutput).
+// Checking relations judged per call (ConsistentOutput, ConsistentInputOutput, Threshold).
 //
 // Offline: check_calls walks the function's complete calls. Online (CallOnlineCheck): a pre-record of the API that passes the precondition is kept until its call's post-record (or
 // exception record) arrives; the post is then judged by the relation's verdict, the offline check's,

@@ -1,5 +1,5 @@
 // Checking relations judged one call at a time from its pre- and post-record (ConsistentOutput,
-// ConsistentInputOutput): the offline loop and the online check, sharing the relation's verdict.
+// ConsistentInputOutput, Threshold): the offline loop and the online check, sharing the relation's verdict.
 #pragma once
 
 #include <functional>

@@ -1,7 +1,7 @@
 // ConsistencyRelation
 //
 // Learns: at the end of every step, any two *different* variable instances of `t1.a1` and `t2.a2` that
-// satisfy the precondition hold equal values (compat §8.2); typically torch.nn.Parameter.data across DDP
+// satisfy the precondition hold equal values; typically torch.nn.Parameter.data across DDP
 // ranks, with a precondition such as "different process, same shape".
 //
 // Params: [VarTypeParam(t1, a1), VarTypeParam(t2, a2)], no values.
@@ -21,16 +21,16 @@
 //     lists, O(T) per instance pair, O(V²·T) in all;
 //   - generation finds hypotheses from equal values only: step ends are bucketed by value (over all
 //     types and attributes), each bucket is grouped by step, and a bucket is left as soon as every
-//     (type, attr) pair present in it has two equal pairs; only confirmed hypotheses pay for their
-//     examples (the merge above).
+//     (type, attr) pair present in it has two equal pairs, so a widely shared value (a null grad)
+//     costs a few comparisons; only confirmed hypotheses pay for their examples (the merge above).
 //
 // Differences from the original:
 //   - instances are compared step by step, never by wall-clock overlap of their states (the original's
 //     "intersection over union above 1%"): ranks whose dumps lag by tens of milliseconds, or a tracker
 //     that writes several states within a step (inside the optimizer's step and zero_grad), gave
 //     verdicts that changed from run to run; a record without a step counts as step -1;
-//   - the offline check reports every violating pair, not only the first (compat §13 item 29), in step
-//     order; when both params name the same (type, attr), a pair of instances is taken once (unordered),
+//   - the offline check reports every violating pair, not only the first (docs/differences.md §Checking), in
+//     step order; when both params name the same (type, attr), a pair of instances is taken once (unordered),
 //     the instance with the smaller (process id, name) first: the original visits both orders and would
 //     report each violation twice;
 //   - inference and both checks judge the same pairs by the same rules, so a trace never violates what
@@ -254,7 +254,7 @@ void ConsistencyRelation::collect_examples(const TraceStore& trace, Hypothesis& 
 
 std::vector<std::string> ConsistencyRelation::precondition_keys_to_skip() const {
   // What the original means to skip (the compared attribute); its tuple-built key never matched, so
-  // it skips these two for every hypothesis (compat §8.2).
+  // it skips these two for every hypothesis.
   return {"attributes.data", "attributes.grad"};
 }
 

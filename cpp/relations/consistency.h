@@ -44,7 +44,8 @@ class ConsistencyRelation final : public Relation {
   // judge a pair with it (the original's check is exact, and so flagged pairs inference called equal).
   static bool close_values(const Value& a, const Value& b);
   // Whether a variable type's first state (its value before training touched it) is left out of every
-  // pair: tensors, modules and parameters (compat §8.2). Inference and both checks share it.
+  // pair: tensors, modules and parameters, as the original's inference (not its check) does. Inference and
+  // both checks share it.
   static bool skips_initial_state(std::string_view var_type);
 };
 

@@ -1,4 +1,4 @@
-// ConsistencyRelation, online (compat §8.2 "Online", §10): the verdicts of ConsistencyRelation::check,
+// ConsistencyRelation, online (docs/analysis.md §Online check): the verdicts of ConsistencyRelation::check,
 // from records seen one at a time (delivery contract: OnlineCheck in invariant/relation.h).
 //
 // Each instance (pid, var_name, var_type) keeps, per param side, the step now running and its last
@@ -12,9 +12,10 @@
 // instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks).
 //
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
-// pairs are compared offline only. Context managers come with the records (OnlineChecker:
-// check/online_context_managers.h). The in-process checker of one DDP rank sees only that rank's
-// records: it finds pairs of that process's instances only; cross-rank checking needs
+// pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
+// difference, and that lagging ranks get the same verdicts). Context managers come with the records
+// (OnlineChecker: check/online_context_managers.h). The in-process checker of one DDP rank sees only that
+// rank's records: it finds pairs of that process's instances only; cross-rank checking needs
 // traincheck-onlinecheck on the shared trace folder.
 #include <algorithm>
 #include <limits>

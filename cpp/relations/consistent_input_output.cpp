@@ -1,7 +1,7 @@
 // ConsistentInputOutputRelation
 //
 // Learns: for every call of API f (that satisfies the precondition), a property of input tensor i,
-// optionally one element of it (shape[0]), equals a property of output tensor j (compat §8.4), in the
+// optionally one element of it (shape[0]), equals a property of output tensor j, in the
 // spirit of PyTea / NeuRI shape constraints; e.g. normal_'s output shape[0] equals its input's.
 //
 // Params: [InputOutputParam("input_tensors", index=i, type="torch.Tensor", additional_path=[attr(, k)],
@@ -26,6 +26,9 @@
 // Generation: per call, each hashable value at an input path (a list attribute gives one path per
 // element) is matched against the output paths holding the same value; a bool matches only the same
 // (attr, element), as in the original. A path pair found in two calls of one trace is a hypothesis.
+// The match goes through a hash map from value to output paths: O(calls x paths) plus the matches,
+// instead of all path pairs. Like the original, it learns coincidences too (a constant dtype's itemsize
+// equal to an ndim); preconditions and other traces' examples thin them out.
 //
 // Differences from the original:
 //   - every call is examined (no sample of 1000 per function); a pair needs two agreeing calls in one

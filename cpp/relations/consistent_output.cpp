@@ -1,7 +1,7 @@
 // ConsistentOutputRelation
 //
 // Learns: every call of API f (that satisfies the precondition) returns tensors whose attribute `attr`
-// equals a constant (compat §8.3); e.g. relu returns dtype torch.float16 under autocast.
+// equals a constant; e.g. relu returns dtype torch.float16 under autocast.
 //
 // Params: [APIParam(f), VarTypeParam("torch.Tensor", attr, const_value=v)].
 // Precondition group: "pre_event" = [f's pre-record] (enriched with context managers).
@@ -19,7 +19,13 @@
 // attribute fails it (the original's pd.NA). Exception and incomplete calls are neither examples nor
 // checked.
 //
-// Online: CallOnlineCheck (call_checks.cpp) applies the same verdict at the post-record.
+// Cost: O(calls x returned attributes) to count the hypotheses, plus one pass over the function's calls
+// per hypothesis for its examples.
+//
+// Online: CallOnlineCheck (call_checks.cpp) applies the same verdict at the post-record. Autocast
+// preconditions hold online through the online checker's context-manager tracking;
+// tests/cpp/relations/consistent_output_test.cpp checks the original's autocast invariant offline, with
+// a bare online check (not judged) and through the online checker (the offline verdict).
 //
 // Differences from the original:
 //   - every call is examined (no sample of 1000 calls per function);
@@ -29,7 +35,7 @@
 //     differ run to run;
 //   - in inference a call returning several tensors is positive only if all agree (the check's rule),
 //     so a call returning values and indices is a negative for both dtypes;
-//   - the offline check reports every violating call, not only the first (compat §13 item 29); a
+//   - the offline check reports every violating call, not only the first (docs/differences.md §Checking); a
 //     violation's records are [pre, post].
 #include "relations/consistent_output.h"
 

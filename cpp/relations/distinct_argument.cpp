@@ -1,4 +1,4 @@
-// DistinctArgumentRelation (compat §8.8)
+// DistinctArgumentRelation
 //
 // Learns: within one training step, no two calls of API f (on any threads or processes, or one thread
 // twice) receive the same positional arguments; e.g. the `normal_` initialisation of DDP ranks does

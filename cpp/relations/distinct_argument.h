@@ -26,7 +26,7 @@ class DistinctArgumentRelation final : public Relation {
   // Functions that may take part: a pre-record with `args`, never more than this many records of
   // theirs in a row on a thread, not skipped for analysis.
   static constexpr size_t kMaxConsecutiveRecords = 6;
-  // Whether two calls' positional argument lists count as the same (compat §8.8): same positions, and
+  // Whether two calls' positional argument lists count as the same (the original's rule): same positions, and
   // per position the same type, lists of integers overlapping (IoU of their sets) by at least 0.1,
   // floats within 1e-8, objects member by member, anything else equal.
   static bool same_arguments(const Value& args1, const Value& args2);

@@ -1,4 +1,4 @@
-// FunctionCoverRelation and FunctionLeadRelation (compat §8.6, §8.7)
+// FunctionCoverRelation and FunctionLeadRelation
 //
 // Learns the order of two APIs' calls on a thread:
 //   - Cover [A, B], "A covers B": every call of B is preceded, since the end of the previous call of B

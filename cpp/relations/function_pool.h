@@ -1,6 +1,6 @@
-// The functions a relation over call patterns may use (compat §8.6, §8.8): not skipped for analysis
-// (registry.h), and never more than `max_consecutive_records` of their records in a row on a thread
-// (a leaf call's pre and post both count), which leaves out per-iteration hot APIs.
+// The functions a relation over call patterns may use (docs/relations.md §Candidate functions): not skipped
+// for analysis (registry.h), and never more than `max_consecutive_records` of their records in a row on a
+// thread (a leaf call's pre and post both count), which leaves out per-iteration hot APIs.
 #pragma once
 
 #include <cstddef>

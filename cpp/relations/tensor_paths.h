@@ -1,6 +1,6 @@
 // Places in the tensors a call takes or returns (ConsistentInputOutput, Threshold): tensor i of the
 // inputs or outputs, one of its attributes, and for a list attribute (shape) one element; the
-// InputOutputParam that names such a place in an invariant file (compat §6.2).
+// InputOutputParam that names such a place in an invariant file (docs/formats.md §Params).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// ThresholdRelation (compat §8.5)
+// ThresholdRelation
 //
 // Learns: a number among the tensors an API returns is bounded by a numeric argument whose name says
 // so: at most an argument named *max* (max_new_tokens, max_length), at least one named *min*; e.g.

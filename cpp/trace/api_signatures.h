@@ -1,6 +1,6 @@
 // Function signatures recorded by the collector (api_signatures.json in the trace folder), so the
-// analyzer can bind positional arguments to parameter names without importing torch (compat §13 item
-// 21). Format: see README.md in this folder.
+// analyzer can bind positional arguments to parameter names without importing torch. Format:
+// docs/formats.md §api_signatures.json.
 #pragma once
 
 #include <functional>

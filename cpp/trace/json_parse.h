@@ -1,8 +1,8 @@
 // JSON text -> Value / record fields. The only translation unit that includes simdjson.
 //
 // Lines written by Python's stdlib json may contain the non-standard literals NaN, Infinity and
-// -Infinity (compat §13 item 12). simdjson rejects them, so a line that fails to parse is retried once
-// with those literals (outside strings) rewritten; they come back as Double NaN / ±inf.
+// -Infinity (docs/formats.md §Reading traces). simdjson rejects them, so a line that fails to parse is
+// retried once with those literals (outside strings) rewritten; they come back as Double NaN / ±inf.
 #pragma once
 
 #include <fstream>

@@ -2,7 +2,7 @@
 //
 // Output matches what the original tool's orjson path writes, so either tool reads the other's files:
 // compact separators, floats in shortest round-trip form with a ".0" kept on integral values
-// (1.0, not 1), and NaN / Infinity written as null (orjson's behaviour; see compat §4.9).
+// (1.0, not 1), and NaN / Infinity written as null (orjson's behaviour; see docs/formats.md §JSON text).
 #pragma once
 
 #include <cstdint>

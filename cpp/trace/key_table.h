@@ -5,8 +5,9 @@
 // append-only: ids are stable for the life of the process and lookups by id take no lock.
 //
 // Both historical spellings of the tool's private attribute prefix are folded into one key: a name
-// containing "_ML_DAIKON_" is interned as the same id as its "_TRAINCHECK_" spelling (compat §5.6), so
-// old traces, new traces and invariant files of either era match each other field for field.
+// containing "_ML_DAIKON_" is interned as the same id as its "_TRAINCHECK_" spelling
+// (docs/formats.md §Reading traces), so old traces, new traces and invariant files of either era match each
+// other field for field.
 #pragma once
 
 #include <cstdint>

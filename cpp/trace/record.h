@@ -1,7 +1,8 @@
-// One trace record (compat §5): an API pre/post/exception record or a variable state record, with its
-// fields flattened the way the original's reader flattens them (compat §5.4): nested objects become
-// dotted keys ("meta_vars.step", "attributes.data", "meta_vars.context_managers.X"), except `args`,
-// `kwargs` and `return_values`, which stay nested; empty objects stay values.
+// One trace record (docs/formats.md §Trace records): an API pre/post/exception record or a variable state
+// record, with its fields flattened the way the original's reader flattens them
+// (docs/formats.md §Reading traces): nested objects become dotted keys ("meta_vars.step", "attributes.data",
+// "meta_vars.context_managers.X"), except `args`, `kwargs` and `return_values`, which stay nested; empty
+// objects stay values.
 //
 // The handful of fields every index needs are also cached in typed members (views into the fields'
 // shared string payloads, which never move).

@@ -92,7 +92,7 @@ void validate(Record& r, const std::string& file, size_t line) {
     require_string(k.function);
     require_string(k.func_call_id);
   }
-  // The original fills a missing or NaN stage with "init" (compat §4.5).
+  // The original fills a missing or NaN stage with "init" (docs/collection.md §Meta-vars and sampling).
   const Value* stage = r.get(k.meta_vars_stage);
   if (stage == nullptr || stage->is_nan() || stage->is_null()) r.set(k.meta_vars_stage, init_stage());
   r.refresh_cached();

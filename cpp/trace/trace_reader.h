@@ -1,4 +1,4 @@
-// Reading trace files (compat §5) into records.
+// Reading trace files (docs/formats.md §Trace records) into records.
 //
 // A trace is either a folder (every file whose name starts with "trace_", plus "proxy_log.json") or an
 // explicit list of files combined into one trace (-t). Files are parsed in parallel, one simdjson

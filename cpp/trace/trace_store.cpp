@@ -42,8 +42,8 @@ TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures,
       signatures_(std::move(signatures)),
       records_(std::move(raw.records)) {
   std::ostream& warn = warnings ? *warnings : std::cerr;
-  // Each file is time-ordered already (compat §5.4); a stable sort merges them and keeps file order
-  // for equal times, as the original's concatenation does.
+  // Each file is time-ordered already (docs/formats.md §Reading traces); a stable sort merges them and keeps
+  // file order for equal times, as the original's concatenation does.
   sort_records_by_time(records_);
   if (!records_.empty()) {
     start_time_ = records_.front().time;

@@ -1,4 +1,4 @@
-// The indexed, read-only view of one trace that inference and checking query (compat §5.5).
+// The indexed, read-only view of one trace that inference and checking query (docs/analysis.md §Trace model).
 //
 // Built once from the reader's records (then immutable, so any number of threads may query it):
 //   - records in global time order (stable: ties keep file order);
@@ -11,8 +11,8 @@
 // Incomplete calls: per thread, calls are matched with a stack. A call still open when its thread's
 // records end (the process was killed inside it) is kept as Incomplete, ending at the trace end. A call
 // whose post-record is missing although its caller returned (a lost record) is dropped with a warning.
-// The original instead truncates the thread's records after such a call (compat §5.5); keeping them
-// loses nothing, since incomplete calls are never examples and never checked.
+// The original instead truncates the thread's records after such a call (docs/analysis.md §Trace model);
+// keeping them loses nothing, since incomplete calls are never examples and never checked.
 #pragma once
 
 #include <cstdint>
@@ -135,7 +135,8 @@ class TraceStore {
   const AttrHistory& attr(const VarChange& c) const { return vars_[c.var].attrs[c.attr]; }
 
   // Context managers active on (pid, tid) at `time`, as fields "meta_vars.context_managers.<X>" ->
-  // {arg: value}, sorted by key: what the original injects into example records (compat §5.5).
+  // {arg: value}, sorted by key: what the original injects into example records
+  // (docs/analysis.md §Trace model).
   std::vector<Field> context_managers_at(int64_t time, int64_t pid, int64_t tid) const;
   const std::vector<ContextManagerSpan>& context_manager_spans() const { return cm_spans_; }
 
@@ -171,7 +172,8 @@ class TraceStore {
 Value context_manager_arguments(const Record& init_pre, const ApiSignatures& signatures);
 
 // True for attributes the original never tracks as variable state: is_*/has_*/can_* properties and
-// the tool's own "_TRAINCHECK_*" (also legacy "_ML_DAIKON_*") id attributes (compat §5.5, §13 item 14).
+// the tool's own "_TRAINCHECK_*" (also legacy "_ML_DAIKON_*") id attributes (docs/analysis.md §Trace model,
+// docs/differences.md §Trace reading).
 bool is_untracked_attribute(std::string_view attr_name);
 
 }  // namespace traincheck

@@ -1,4 +1,4 @@
-// TraceStore: variable state histories and context-manager liveness (compat §5.5).
+// TraceStore: variable state histories and context-manager liveness (docs/analysis.md §Trace model).
 #include <algorithm>
 #include <map>
 #include <tuple>

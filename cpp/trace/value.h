@@ -5,7 +5,7 @@
 // the payload, and a trace of millions of records pays one pointer per field. Object keys are interned
 // KeyIds.
 //
-// Semantics follow the original tool's pandas view of a trace (compat §5.4):
+// Semantics follow the original tool's pandas view of a trace (docs/formats.md §Reading traces):
 //   - JSON null is the value None (MD_NONE): it equals other nulls and is hashable.
 //   - A field that is absent is not a Value at all (callers get nullptr), which is pandas' NaN.
 //   - A float NaN read from a stdlib-json file is a Double that is NaN; it equals nothing.

@@ -23,7 +23,7 @@ class ResultsError(ValueError):
 
 @dataclass
 class ViolatedInvariant:
-    key: str                       # identity: relation + canonical params (compat §6.9)
+    key: str                       # identity: relation + params (docs/formats.md §Invariant identity)
     relation: str
     text: str                      # the invariant's text_description
     steps: list[int | None] = field(default_factory=list)

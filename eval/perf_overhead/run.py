@@ -53,7 +53,7 @@ NOT_IN_LOCKSTEP = ("settrace", "peer-monkey-patch")
 DEFAULT_TIME_LIMITS = {"settrace": 60.0}
 DEFAULT_TIME_LIMIT = 300.0
 KILL_GRACE_SECONDS = 10.0
-# From docs/wrapping-notes.md: glibc's malloc trimming made a 6 ms CNN iteration swing by 6-28 ms.
+# glibc's malloc trimming made a 6 ms CNN iteration swing by 6-28 ms (README.md here, "Noise control").
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 
 

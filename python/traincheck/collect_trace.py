@@ -1,4 +1,5 @@
-"""traincheck-collect: run a training script under instrumentation and write its traces (compat §3.1).
+"""traincheck-collect: run a training script under instrumentation and write its traces
+(docs/formats.md §traincheck-collect).
 
     traincheck-collect -p train.py [--output-dir DIR] [-i invariants.json ...] [-- script args...]
     traincheck-collect --use-config --config md-config.yml [-- script args...]

@@ -1,4 +1,4 @@
-"""Writes the launcher files of a collect run and runs the training program (compat §4.2).
+"""Writes the launcher files of a collect run and runs the training program (docs/collection.md §Launcher).
 
 `_traincheck_<script>.py` in the output directory starts the recorder and runs the user's script
 unmodified on disk; a shell launcher (-s) is copied as `_traincheck_<run.sh>` with the script's path

@@ -1,4 +1,4 @@
-"""Meta-vars (step, stage, user keys) and step sampling (compat §4.5).
+"""Meta-vars (step, stage, user keys) and step sampling (docs/collection.md §Meta-vars and sampling).
 
 Every trace record carries the meta-vars that held when its event happened. Rather than serialising a dict
 per call, each *change* of the keys other than "step" (stage, user keys: rare) publishes their JSON text

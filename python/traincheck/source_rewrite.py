@@ -1,4 +1,5 @@
-"""Adds step and stage annotations to the user's script, in memory (compat §4.1, passes 2 and 3).
+"""Adds step and stage annotations to the user's script, in memory
+(docs/collection.md §Step and stage annotations).
 
 The script file itself is never modified: the launcher compiles the annotated syntax tree, keeping the
 original file name and line numbers, so tracebacks point at the user's code. A script that already calls
@@ -80,7 +81,8 @@ def _walk_as_original(loop: ast.AST):
 
 
 def classify_loop(loop: ast.AST) -> str | None:
-    """'training', 'eval' or None, by the original's heuristics (compat §4.1, pass 2)."""
+    """'training', 'eval' or None, by the original's heuristics
+    (docs/collection.md §Step and stage annotations)."""
     kind = _iterator_kind(loop)
     if kind is not None:
         return kind

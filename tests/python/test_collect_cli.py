@@ -1,4 +1,5 @@
-"""traincheck-collect's command line, config, launcher and output layout (compat §3.1, §4.2)."""
+"""traincheck-collect's command line, config, launcher and output layout
+(docs/formats.md §traincheck-collect, docs/collection.md §Launcher)."""
 import textwrap
 
 from conftest import SCRIPTS, all_records, collect, write_script
@@ -94,7 +95,7 @@ def test_sampling_records_only_the_chosen_steps(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     steps = {r["meta_vars"]["step"] for r in all_records(tmp_path / "out")}
-    # Warm-up steps 1 and then every 3rd step after it: 2, 5, 8 (compat §4.5).
+    # Warm-up steps 1 and then every 3rd step after it: 2, 5, 8 (docs/collection.md §Meta-vars and sampling).
     assert steps == {0, 1, 2, 5, 8}
 
 

@@ -1,4 +1,5 @@
-"""Full instrumentation: what the trace files hold (compat §5.1, §5.2, §4.7)."""
+"""Full instrumentation: what the trace files hold
+(docs/formats.md §API records, §Argument and return values)."""
 import subprocess
 import sys
 from collections import defaultdict

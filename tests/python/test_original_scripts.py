@@ -1,4 +1,5 @@
-"""Scripts written for the original TrainCheck (issue 10, item 6): its import surface (compat §4.1, §4.5) and
+"""Scripts written for the original TrainCheck (issue 10, item 6): its import surface
+(docs/collection.md §Step and stage annotations, §Meta-vars and sampling) and
 its step numbering.
 
 - `traincheck.instrumentor.tracer.DISABLE_WRAPPER` (older releases) and `traincheck.config.config.DISABLE_WRAPPER`

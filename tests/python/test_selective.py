@@ -1,4 +1,5 @@
-"""Selective instrumentation from invariant files in the original's format (compat §4.4, §6)."""
+"""Selective instrumentation from invariant files in the original's format
+(docs/collection.md §Selective instrumentation, docs/formats.md §Invariant files)."""
 import json
 
 from conftest import SCRIPTS, all_records, collect

@@ -1,4 +1,5 @@
-"""Model tracking (--models-to-track): state_change records in trace_VAR files (compat §4.6, §5.3)."""
+"""Model tracking (--models-to-track): state_change records in trace_VAR files
+(docs/collection.md §Model tracking, docs/formats.md §Variable state records)."""
 import json
 import shutil
 import subprocess

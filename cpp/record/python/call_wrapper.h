@@ -1,4 +1,4 @@
-// The C-level callable that replaces a torch function or method (DESIGN.md, The recorder).
+// The C-level callable that replaces a torch function or method (docs/README.md §Architecture).
 //
 // Two Python types share one implementation:
 //  - FunctionWrapper binds like a Python function (tp_descr_get, Py_TPFLAGS_METHOD_DESCRIPTOR), for

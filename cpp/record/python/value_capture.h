@@ -1,5 +1,6 @@
-// Summarises Python arguments and return values into the event payload (compat §4.7), in C++.
-// Runs on the training thread only for APIs whose invariants need values (or in full mode).
+// Summarises Python arguments and return values into the event payload
+// (docs/formats.md §Argument and return values), in C++. Runs on the training thread only for APIs whose
+// invariants need values (or in full mode).
 #pragma once
 
 #include <Python.h>
@@ -33,7 +34,8 @@ struct ArgumentFilter {
 void capture_arguments(PayloadEncoder& out, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                        const ArgumentFilter* filter = nullptr);
 
-// Fills `summary` and up to kMaxTensorDims `dims` from a tensor's attributes (compat §4.7).
+// Fills `summary` and up to kMaxTensorDims `dims` from a tensor's attributes
+// (docs/formats.md §Argument and return values).
 constexpr int kMaxTensorDims = 16;
 void summarize_tensor(PyObject* tensor, TensorSummary& summary, int64_t* dims);
 

@@ -1,6 +1,7 @@
-// Recording tracked variables' states (state_change records, compat §5.3) from the Python trackers.
-// The tracker decides what to dump and computes digests on the tensors' device; this turns a batch of
-// (name, tensor, digests) into kVarState events with one shared timestamp, without Python objects.
+// Recording tracked variables' states (state_change records, docs/formats.md §Variable state records) from
+// the Python trackers. The tracker decides what to dump and computes digests on the tensors' device; this
+// turns a batch of (name, tensor, digests) into kVarState events with one shared timestamp, without Python
+// objects.
 #pragma once
 
 #include <Python.h>

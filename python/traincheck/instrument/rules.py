@@ -1,4 +1,4 @@
-"""Which attributes of the instrumented modules are wrapped (compat §4.3, skip rules).
+"""Which attributes of the instrumented modules are wrapped (docs/collection.md §Which functions are wrapped).
 
 Names are the original's, so invariant files written by either tool select the same functions.
 """

@@ -1,4 +1,5 @@
-"""Selective instrumentation: from invariant files to per-API recording options (compat §4.4).
+"""Selective instrumentation: from invariant files to per-API recording options
+(docs/collection.md §Selective instrumentation).
 
 Only the APIs that deployed invariants name are wrapped; each records what its invariants need to be
 checked. Fixes the original's gaps: ConsistentOutput gets return values, DistinctArgument gets arguments,

@@ -1,5 +1,5 @@
 """Finds the functions to wrap: every function and class method reachable from the loaded modules of the
-instrumented packages, named as the original names them (compat §4.3).
+instrumented packages, named as the original names them (docs/collection.md §Which functions are wrapped).
 
 A method is found in, and named after, the class that defines it (``torch.nn.modules.module.Module.train``
 for every Module subclass). Each (owner, attribute) that holds a function is one target, so a function

@@ -1,1 +1,2 @@
-"""Model-state tracking: state_change records for the parameters of tracked models (compat §4.6, §5.3)."""
+"""Model-state tracking: state_change records for the parameters of tracked models
+(docs/collection.md §Model tracking, docs/formats.md §Variable state records)."""

@@ -4,8 +4,8 @@
   pseudo-random weights in wrapping 64-bit arithmetic; a change of any single element changes the digest
   (the change times an odd weight is never 0 modulo 2^64). Equal tensors give equal digests in every
   process (the weights come from a fixed seed), so digests are comparable across DDP ranks and runs.
-- `traincheck`: the original tool's hash, bit for bit (compat §4.8): floats scaled by 1e8 and truncated
-  to int64 in the tensor's own dtype, reshaped to rows, and only row 0 hashed with
+- `traincheck`: the original tool's hash, bit for bit (docs/collection.md §Tensor digests): floats scaled
+  by 1e8 and truncated to int64 in the tensor's own dtype, reshaped to rows, and only row 0 hashed with
   h = h * 6364136223846793005 + x + 1. Here it is one dot product with precomputed powers of the
   multiplier, on the device, instead of a host copy and a numpy loop.
 """

@@ -9,11 +9,12 @@ using namespace traincheck;
 
 namespace {
 
-// Real example from compat §6.7.
+// An invariant the original wrote (docs/formats.md §Example invariant).
 const char* kZeroGrad =
     R"({"text_description": "TBD merged", "relation": "APIContainRelation", "params": [{"param_type": "APIParam", "api_full_name": "torch.optim.optimizer.Optimizer.zero_grad"}, {"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "grad", "pre_value": "non_zero", "post_value": null}], "precondition": {"parent_func_call_pre": {"inverted": true, "preconditions": [{"clauses": [{"type": "constant", "prop_name": "meta_vars.step", "additional_path": "None", "prop_dtype": "int", "values": [0]}]}, {"clauses": [{"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", "prop_dtype": "str", "values": ["testing", "init"]}]}]}}, "num_positive_examples": 20, "num_negative_examples": 1})";
 
-// Real example from compat §8.1 (argument constraints) and §8.3 (context-manager clauses).
+// Invariants the original wrote: an APIContain child with argument constraints and a ConsistentOutput
+// precondition with context-manager clauses (docs/formats.md §Params, §Preconditions).
 const char* kDropout =
     R"({"text_description": "x", "relation": "APIContainRelation", "params": [{"param_type": "APIParam", "api_full_name": "torch.nn.modules.dropout.Dropout.forward"}, {"param_type": "APIParam", "api_full_name": "torch.nn.functional.dropout", "arguments": {"args": {"training": {"bool": true}, "inplace": {"bool": false}}, "func_name": "torch.nn.functional.dropout"}}], "precondition": {"parent_func_call_pre": {"inverted": true, "preconditions": [{"clauses": [{"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", "prop_dtype": "str", "values": ["evaluation"]}]}]}}, "num_positive_examples": 3, "num_negative_examples": 2})";
 const char* kRelu =

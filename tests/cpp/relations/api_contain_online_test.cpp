@@ -173,7 +173,8 @@ TEST(ApiContainOnline, EveryHypothesisOfAGoodTraceAgreesWithOfflineOnABuggyTrace
     }
   size_t total = 0, with_api_child = 0, with_var_child = 0, with_named_var_child = 0;
   for (const Hypothesis& h : hs) {
-    // Without a precondition, and with the stage precondition inference would add (§6.6).
+    // Without a precondition, and with the stage precondition inference would add
+    // (docs/formats.md §Stage restriction).
     Invariant plain = h.invariant;
     Invariant staged = h.invariant;
     PreconditionGroup g = PreconditionGroup::unconditional();

@@ -167,7 +167,8 @@ Value json(const std::string& text) {
 }  // namespace
 
 TEST(ApiContain, ChildArgumentsWrittenByTheOriginalWithSelfMatchOurRecords) {
-  // The original writes `self` into a method child's argument constraints (compat §8.1 real files).
+  // The original's invariant files put `self` into a method child's argument constraints
+  // (docs/relations.md §APIContainRelation).
   const Param child = param_from_value(json(
       R"j({"param_type":"APIParam","api_full_name":"torch.library.Library.impl","arguments":{"args":)j"
       R"j({"self":{"torch.library.Library":{}},"op_name":{"str":"add"}},"func_name":"torch.library.Library.impl"}})j"));

@@ -55,8 +55,8 @@ TraceStore ddp_trace(const std::string& name, const DdpSpec& spec) {
   return TraceStore(name, read_trace_text(name, ddp_text(spec)));
 }
 
-// The compat doc's real example (an invariant of the original, used to detect DDP parameters going out
-// of sync).
+// A real invariant of the original, used to detect DDP parameters going out of sync (docs/relations.md
+// §ConsistencyRelation).
 const char* kRealExample =
     R"({"text_description": "real", "relation": "ConsistencyRelation", "params": [)"
     R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"},)"
@@ -186,7 +186,7 @@ TEST(Consistency, RealExampleParsesPassesOnEqualRanksAndFindsTheDivergentStep) {
 
 TEST(Consistency, TheLegacyIdPrefixIsTheCurrentOne) {
   // The real example's clause on _ML_DAIKON_data_ID reads the tracker's _TRAINCHECK_data_ID (keys are
-  // canonical, compat §13 item 14); without it, the precondition would never hold.
+  // canonical, docs/differences.md §Trace reading); without it, the precondition would never hold.
   DdpSpec spec;
   spec.diverge_rank = 0;
   spec.diverge_from = 4;

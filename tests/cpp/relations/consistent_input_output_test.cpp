@@ -33,7 +33,8 @@ CallTraceText normal_run(int steps, int bad_step = -1) {
 
 TraceStore store(const std::string& name, const CallTraceText& t) { return TraceStore(name, read_trace_text(name, t.text)); }
 
-// The compat doc's real example (§8.4): normal_'s output shape[0] equals its input's, Unconditional.
+// The original's example (header of cpp/relations/consistent_input_output.cpp): normal_'s output shape[0]
+// equals its input's, Unconditional.
 const char* kRealExample =
     R"({"text_description": "real", "relation": "ConsistentInputOutputRelation", "params": [)"
     R"({"param_type": "InputOutputParam", "name": "input_tensors", "index": 0, "type": "torch.Tensor", "additional_path": ["shape", 0], "api_name": "torch.Tensor.normal_", "is_input": true},)"

@@ -53,7 +53,7 @@ std::vector<OnlineViolation> run_online(const TraceStore& t, const Invariant& in
   return run_call_online(ConsistentOutputRelation(), t, inv, triggered);
 }
 
-// The compat doc's real example (§8.3), with the clauses it shows.
+// The original's autocast invariant (header of cpp/relations/consistent_output.cpp), with its clauses.
 const char* kRealExample =
     R"({"text_description": "real", "relation": "ConsistentOutputRelation", "params": [)"
     R"({"param_type": "APIParam", "api_full_name": "torch.nn.functional.relu"},)"

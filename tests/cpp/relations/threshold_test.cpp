@@ -63,7 +63,8 @@ TEST(Threshold, OutputLengthAtMostMaxNewTokensIsLearnedAndAnOverlongOutputFoundO
   const InferResult result = infer_invariants({&good}, {&kRelation}, InferOptions{});
   const Invariant* inv = find_max_bound(result.invariants);
   ASSERT_NE(inv, nullptr) << result.invariants.size();
-  // The compat layout: [argument, API, output], the argument typed as the original writes it.
+  // The original's layout (docs/relations.md §ThresholdRelation): [argument, API, output], the argument typed
+  // as the original writes it.
   EXPECT_EQ(inv->params[0].name, "max_new_tokens");
   EXPECT_EQ(inv->params[0].io_type, "<class 'int'>");
   EXPECT_TRUE(inv->params[0].index.is_null());
