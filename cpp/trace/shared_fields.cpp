@@ -14,11 +14,29 @@ void append_bytes(std::string& key, const void* p, size_t n) { key.append(static
 
 }  // namespace
 
+// Tells values apart for counting them: a collision only makes a key look less varied.
+uint64_t fingerprint(const Value& v) {
+  if (v.is_string()) return std::hash<std::string_view>{}(v.as_string());
+  if (const void* payload = v.payload_id()) return reinterpret_cast<uintptr_t>(payload);
+  if (v.is_double()) {
+    const double d = v.as_double();
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    return bits ^ 0x5bd1e995u;
+  }
+  if (v.is_int()) return static_cast<uint64_t>(v.as_int()) * 0x9e3779b97f4a7c15ULL;
+  return v.is_bool() ? (v.as_bool() ? 1 : 2) : 3;
+}
+
 bool SharedFieldBlocks::shareable(const Field& f) {
-  const WellKnownKeys& k = keys();
-  if (f.key == k.process_id || f.key == k.thread_id) return f.value.is_int();
-  if (f.key == k.func_call_id) return false;  // unique to one call
-  return f.value.is_string() || f.value.is_bool() || f.value.is_null();
+  if (f.key == keys().func_call_id) return false;  // unique to one call
+  KeyValues& values = keys_[f.key];
+  if (values.varies) return false;
+  values.seen.insert(fingerprint(f.value));
+  if (values.seen.size() <= kMaxDistinct) return true;
+  values.varies = true;
+  std::unordered_set<uint64_t>().swap(values.seen);
+  return false;
 }
 
 std::vector<Field> SharedFieldBlocks::split(Record& record) {
@@ -46,6 +64,13 @@ std::vector<Field> SharedFieldBlocks::split(Record& record) {
     } else if (f.value.is_int()) {
       const int64_t v = f.value.as_int();
       append_bytes(key_, &v, sizeof v);
+    } else if (f.value.is_double()) {
+      const double v = f.value.as_double();
+      append_bytes(key_, &v, sizeof v);
+    } else if (const void* payload = f.value.payload_id()) {
+      // An array or object by its payload: the parser shares equal small ones, and an unshared equal
+      // one only makes another block.
+      append_bytes(key_, &payload, sizeof payload);
     }
   }
   auto it = blocks_.find(key_);

@@ -6,14 +6,16 @@
 // keeps only what is its own (numbers such as time, step and digests, call ids, arguments). This halves
 // a record's field array on the collector's traces (bench/memory_bench).
 //
-// Which fields are shared is decided by value kind, never by field name, so it works for any trace:
-// strings, booleans and nulls (and the process/thread ids) are shareable; numbers, arrays, objects and
-// call ids stay with the record. Sharing changes no lookup: Record::get and Record::for_each_field see
-// one set of fields either way.
+// Which fields are shared is learnt per file and key, never from field names, so it works for any trace:
+// a key whose values keep repeating (ids, names, flags, shapes, an object's id, argument summaries) is
+// shared; a key seen with more than kMaxDistinct values (times, steps, digests) stays with each record
+// from then on, and a call id always does. Sharing changes no lookup: Record::get and
+// Record::for_each_field see one set of fields either way.
 #pragma once
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "trace/record.h"
@@ -22,13 +24,21 @@ namespace traincheck {
 
 class SharedFieldBlocks {
  public:
+  static constexpr size_t kMaxDistinct = 256;
+
   // Moves the shareable fields of `record.fields` (sorted by key) into a shared block set as
   // `record.shared_fields`, and leaves the rest in `record.fields` at exact capacity. Returns the old
   // field vector, emptied, for its capacity (the reader parses the next line into it).
   std::vector<Field> split(Record& record);
 
  private:
-  static bool shareable(const Field& f);
+  bool shareable(const Field& f);
+  // Per key: the fingerprints of the values seen so far, until there are too many (then `varies`).
+  struct KeyValues {
+    bool varies = false;
+    std::unordered_set<uint64_t> seen;
+  };
+  std::unordered_map<KeyId, KeyValues> keys_;
   std::unordered_map<std::string, Value> blocks_;  // exact content key -> block
   std::string key_;
   std::vector<Field> own_, shared_;

@@ -96,6 +96,8 @@ class Value {
   const Object& as_object() const;
   // True when both are strings, arrays or objects sharing one payload (copies of one Value).
   bool same_payload(const Value& o) const { return has_node() && o.has_node() && node() == o.node(); }
+  // The shared payload's address (strings, arrays, objects), or null for a scalar: equal ids, equal values.
+  const void* payload_id() const { return has_node() ? static_cast<const void*>(node()) : nullptr; }
 
   // Object member lookup (linear: objects in traces have few keys). nullptr if absent or not an object.
   const Value* find(KeyId key) const;

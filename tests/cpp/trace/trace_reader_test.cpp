@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "trace/json_parse.h"
+#include "trace/shared_fields.h"
 
 using namespace traincheck;
 
@@ -326,25 +327,34 @@ TEST(TraceReader, FilesFillTheirSlicesAndGapsCloseInFileAndLineOrder) {
 }
 
 TEST(TraceReader, SharedFieldsReadAsTheRecordsOwnAndOwnFieldsShadowThem) {
-  // Strings, booleans and ids repeat across a file's records and are stored once (shared_fields.h);
-  // lookups, iteration and the record's JSON must not tell the difference.
+  // Values that repeat across a file's records are stored once (shared_fields.h); a key seen with more
+  // than kMaxDistinct values (here time, step and the call id) stays with each record. Lookups,
+  // iteration and the record's JSON must not tell the difference.
+  std::string text;
+  const size_t n = SharedFieldBlocks::kMaxDistinct + 10;
+  for (size_t i = 0; i < n; ++i)
+    text += api_line("c" + std::to_string(i), "function_call (pre)", "f", static_cast<int64_t>(i + 1), "\"args\":{},");
   std::ostringstream warnings;
-  const RawTrace t = read(api_line("a", "function_call (pre)", "f", 1, "\"args\":{},") +
-                              api_line("b", "function_call (pre)", "f", 2, "\"args\":{},"),
-                          warnings);
-  ASSERT_EQ(t.records.size(), 2u);
+  const RawTrace t = read(text, warnings);
+  ASSERT_EQ(t.records.size(), n);
+  const Record& late = t.records[n - 1];
+  ASSERT_TRUE(late.shared_fields.is_object());
+  EXPECT_TRUE(late.shared_fields.same_payload(t.records[n - 2].shared_fields));  // once time varies
+  EXPECT_NE(std::find_if(late.fields.begin(), late.fields.end(), [](const Field& f) { return f.key == keys().time; }),
+            late.fields.end());
+  EXPECT_EQ(late.get("time")->as_int(), static_cast<int64_t>(n));
+  EXPECT_EQ(late.get("func_call_id")->as_string(), "c" + std::to_string(n - 1));
   const Record& first = t.records[0];
   ASSERT_TRUE(first.shared_fields.is_object());
-  EXPECT_TRUE(first.shared_fields.same_payload(t.records[1].shared_fields));
   EXPECT_EQ(first.get("function")->as_string(), "f");
   EXPECT_EQ(first.get("process_id")->as_int(), 7);
-  EXPECT_EQ(first.get("func_call_id")->as_string(), "a");  // unique to the call: its own
+  EXPECT_EQ(first.get("func_call_id")->as_string(), "c0");  // unique to the call: its own
   std::vector<std::string> names;
   first.for_each_field([&](const Field& f) { names.push_back(std::string(key_name(f.key))); });
   EXPECT_EQ(names.size(), first.fields.size() + first.shared_fields.as_object().size());
   for (const std::string& n : names) EXPECT_NE(first.get(n), nullptr) << n;
   EXPECT_EQ(to_json(first.to_value()),
-            "{\"args\":{},\"func_call_id\":\"a\",\"function\":\"f\",\"is_bound_method\":false,\"meta_vars.stage\":\"training\","
+            "{\"args\":{},\"func_call_id\":\"c0\",\"function\":\"f\",\"is_bound_method\":false,\"meta_vars.stage\":\"training\","
             "\"meta_vars.step\":1,\"obj_id\":null,\"process_id\":7,\"thread_id\":1,\"time\":1,\"type\":\"function_call (pre)\"}");
   Record changed = first;
   changed.set(keys().function, Value::string("g"));
