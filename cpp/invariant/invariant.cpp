@@ -7,19 +7,6 @@
 
 namespace traincheck {
 
-const std::vector<std::string>& known_relation_names() {
-  static const std::vector<std::string> names = {
-      "APIContainRelation",           "ConsistencyRelation",   "ConsistentOutputRelation",
-      "ConsistentInputOutputRelation", "FunctionCoverRelation", "FunctionLeadRelation",
-      "DistinctArgumentRelation",     "ThresholdRelation"};
-  return names;
-}
-
-bool is_known_relation(std::string_view name) {
-  const auto& n = known_relation_names();
-  return std::find(n.begin(), n.end(), name) != n.end();
-}
-
 std::string Invariant::identity() const {
   std::string out = relation;
   for (const Param& p : params) {
@@ -50,13 +37,14 @@ InvariantFormatError::InvariantFormatError(const std::string& file_, size_t line
       field(field_),
       line(line_) {}
 
-Invariant invariant_from_value(const Value& v, const std::string& file, size_t line) {
+Invariant invariant_from_value(const Value& v, const std::string& file, size_t line, const RelationNames* relations) {
   auto fail = [&](const std::string& field, const std::string& what) { return InvariantFormatError(file, line, field, what); };
   if (!v.is_object()) throw fail("", "an invariant must be a JSON object");
   Invariant inv;
   const Value* rel = v.find("relation");
   if (rel == nullptr || !rel->is_string()) throw fail("relation", "missing or not a string");
-  if (!is_known_relation(rel->as_string())) throw fail("relation", "unknown relation '" + rel->as_string() + "'");
+  if (relations != nullptr && std::find(relations->begin(), relations->end(), rel->as_string()) == relations->end())
+    throw fail("relation", "unknown relation '" + rel->as_string() + "'");
   inv.relation = rel->as_string();
   if (const Value* t = v.find("text_description"); t != nullptr && t->is_string()) inv.text_description = t->as_string();
   const Value* params = v.find("params");
@@ -89,14 +77,14 @@ Invariant invariant_from_value(const Value& v, const std::string& file, size_t l
   return inv;
 }
 
-Invariant invariant_from_json(std::string_view text, const std::string& file, size_t line) {
+Invariant invariant_from_json(std::string_view text, const std::string& file, size_t line, const RelationNames* relations) {
   Value v;
   std::string error;
   if (!parse_json(text, v, error)) throw InvariantFormatError(file, line, "", "invalid JSON: " + error);
-  return invariant_from_value(v, file, line);
+  return invariant_from_value(v, file, line, relations);
 }
 
-std::vector<Invariant> read_invariant_file(const std::string& path) {
+std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations) {
   std::string text, error;
   if (!read_file(path, text, error)) throw InvariantFormatError(path, 0, "", error);
   std::vector<Invariant> out;
@@ -108,7 +96,7 @@ std::vector<Invariant> read_invariant_file(const std::string& path) {
     std::string_view l(text.data() + pos, eol - pos);
     pos = eol + 1;
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    out.push_back(invariant_from_json(l, path, line));
+    out.push_back(invariant_from_json(l, path, line, &relations));
   }
   return out;
 }

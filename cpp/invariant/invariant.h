@@ -15,10 +15,6 @@
 
 namespace traincheck {
 
-// The relation class names the original registers (compat §7.1); invariant files may name any of them.
-const std::vector<std::string>& known_relation_names();
-bool is_known_relation(std::string_view name);
-
 struct Invariant {
   std::string text_description;
   std::string relation;
@@ -39,12 +35,20 @@ class InvariantFormatError : public std::runtime_error {
   size_t line = 0;
 };
 
-// Parses one invariant object; `file`/`line` only label errors. Throws InvariantFormatError.
-Invariant invariant_from_value(const Value& v, const std::string& file = "<memory>", size_t line = 0);
-Invariant invariant_from_json(std::string_view text, const std::string& file = "<memory>", size_t line = 0);
+// The relation names an invariant may use. The codec does not know the relations (they live above it,
+// in relations/): who reads a file passes the registry's names (relations/registry.h relation_names()).
+using RelationNames = std::vector<std::string>;
 
-// Reads a JSONL invariant file (blank lines ignored). Throws InvariantFormatError.
-std::vector<Invariant> read_invariant_file(const std::string& path);
+// Parses one invariant object; `file`/`line` only label errors. Throws InvariantFormatError. The
+// relation must be one of `relations` when given (nullptr: any name).
+Invariant invariant_from_value(const Value& v, const std::string& file = "<memory>", size_t line = 0,
+                               const RelationNames* relations = nullptr);
+Invariant invariant_from_json(std::string_view text, const std::string& file = "<memory>", size_t line = 0,
+                              const RelationNames* relations = nullptr);
+
+// Reads a JSONL invariant file (blank lines ignored) whose relations are all among `relations`.
+// Throws InvariantFormatError.
+std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations);
 
 // Writes invariants sorted by text_description (stable), one per line.
 void write_invariant_file(const std::string& path, std::vector<Invariant> invariants);
