@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "trace/json_parse.h"
+#include "trace/trace_store.h"
 
 namespace traincheck {
 
@@ -13,6 +14,17 @@ std::string Invariant::identity() const {
     out += '|';
     out += p.to_json();
   }
+  return out;
+}
+
+std::set<std::string> context_managers_named(const Invariant& invariant) {
+  std::set<std::string> out;
+  if (!invariant.precondition) return out;
+  for (const auto& [group_name, group] : invariant.precondition->groups)
+    for (const Conjunction& c : group.disjuncts)
+      for (const Clause& clause : c.clauses)
+        if (clause.prop_name.starts_with(kContextManagerFieldPrefix))
+          out.insert(clause.prop_name.substr(kContextManagerFieldPrefix.size()));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ Invariant invariant_from_json(std::string_view text, const std::string& file = "
 // Reads a JSONL invariant file (blank lines ignored) whose relations are all among `relations`.
 // Throws InvariantFormatError.
 std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations);
+
+// The context managers its precondition's clauses name ("meta_vars.context_managers.<X>" -> X).
+std::set<std::string> context_managers_named(const Invariant& invariant);
 
 // Writes invariants sorted by text_description (stable), one per line.
 void write_invariant_file(const std::string& path, std::vector<Invariant> invariants);

@@ -159,6 +159,9 @@ class TraceStore {
   std::vector<std::vector<uint32_t>> cm_spans_by_thread_;  // per thread index
 };
 
+// The field prefix of a context manager entered around a record: "meta_vars.context_managers.<X>".
+inline constexpr std::string_view kContextManagerFieldPrefix = "meta_vars.context_managers.";
+
 // A context manager's __init__ arguments as preconditions see them ({param: value}, defaults included,
 // scalar payloads unwrapped): the value of "meta_vars.context_managers.<X>" while it is entered.
 Value context_manager_arguments(const Record& init_pre, const ApiSignatures& signatures);

@@ -155,7 +155,7 @@ std::vector<Field> TraceStore::context_managers_at(int64_t time, int64_t pid, in
   for (uint32_t si : cm_spans_by_thread_[t]) {
     const ContextManagerSpan& s = cm_spans_[si];
     if (s.start <= time && time <= s.end)
-      out.push_back({intern_key("meta_vars.context_managers." + s.name), s.args});
+      out.push_back({intern_key(std::string(kContextManagerFieldPrefix) + s.name), s.args});
   }
   std::sort(out.begin(), out.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
   return out;
