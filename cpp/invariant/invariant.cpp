@@ -97,9 +97,15 @@ Invariant invariant_from_json(std::string_view text, const std::string& file, si
 }
 
 std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations) {
+  std::vector<Invariant> out;
+  for_each_invariant_in_file(path, relations, [&](Invariant&& inv, size_t) { out.push_back(std::move(inv)); });
+  return out;
+}
+
+void for_each_invariant_in_file(const std::string& path, const RelationNames& relations,
+                                const std::function<void(Invariant&&, size_t line)>& visit) {
   std::string text, error;
   if (!read_file(path, text, error)) throw InvariantFormatError(path, 0, "", error);
-  std::vector<Invariant> out;
   size_t pos = 0, line = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
@@ -108,7 +114,15 @@ std::vector<Invariant> read_invariant_file(const std::string& path, const Relati
     std::string_view l(text.data() + pos, eol - pos);
     pos = eol + 1;
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    out.push_back(invariant_from_json(l, path, line, &relations));
+    visit(invariant_from_json(l, path, line, &relations), line);
+  }
+}
+
+std::vector<std::string> named_apis(const Invariant& invariant) {
+  std::vector<std::string> out;
+  for (const Param& p : invariant.params) {
+    if (p.type == ParamType::Api) out.push_back(p.api_full_name);
+    else if (p.type == ParamType::InputOutput && !p.api_name.empty()) out.push_back(p.api_name);
   }
   return out;
 }

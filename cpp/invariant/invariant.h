@@ -5,6 +5,7 @@
 // line, in Python json.dumps' default style so either tool reads the other's files.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -48,9 +49,14 @@ Invariant invariant_from_json(std::string_view text, const std::string& file = "
                               const RelationNames* relations = nullptr);
 
 // Reads a JSONL invariant file (blank lines ignored) whose relations are all among `relations`.
-// Throws InvariantFormatError.
+// Throws InvariantFormatError. The visitor form also gives each invariant's line number.
 std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations);
+void for_each_invariant_in_file(const std::string& path, const RelationNames& relations,
+                                const std::function<void(Invariant&&, size_t line)>& visit);
 
+// The APIs an invariant is about, in param order: each APIParam's api_full_name and each
+// InputOutputParam's api_name.
+std::vector<std::string> named_apis(const Invariant& invariant);
 // The context managers its precondition's clauses name ("meta_vars.context_managers.<X>" -> X).
 std::set<std::string> context_managers_named(const Invariant& invariant);
 

@@ -557,6 +557,15 @@ std::unique_ptr<OnlineCheck> ApiContainRelation::make_online_check(const Invaria
   return std::make_unique<ApiContainOnlineCheck>(inv, signatures);
 }
 
+// A var-change child is checked on the variables the parent's calls changed: the collector tracks their
+// type inside the parent (instr_opts' var_types_to_track).
+RecordNeeds ApiContainRelation::record_needs(const Invariant& inv) const {
+  RecordNeeds needs;
+  if (!inv.params.empty() && (inv.params.back().type == ParamType::VarType || inv.params.back().type == ParamType::VarName))
+    needs.var_types_in_first_api.push_back(inv.params.back().var_type);
+  return needs;
+}
+
 std::string ApiContainRelation::display_name(const Invariant& inv) const {
   if (inv.params.size() < 2) return {};
   const std::string parent = short_api_name(inv.params[0].api_full_name) + "()";
