@@ -310,7 +310,7 @@ std::string ConsistencyRelation::display_name(const Invariant& inv) const {
   const std::optional<ParamPair> pp = param_pair(inv);
   if (!pp) return {};
   auto side = [](const std::string& type, std::string attr) {
-    for (std::string_view prefix : {"_TRAINCHECK_", "_ML_DAIKON_"})
+    for (std::string_view prefix : {kToolPrefix, kLegacyToolPrefix})
       if (attr.starts_with(prefix)) attr = attr.substr(prefix.size());
     return short_type_name(type) + "." + attr;
   };

@@ -117,10 +117,6 @@ const Object* ConsistentOutputRelation::tensor_payload(const Value& v) {
   return tensor && m.value.is_object() ? &m.value.as_object() : nullptr;
 }
 
-bool ConsistentOutputRelation::is_tool_attribute(std::string_view attr) {
-  return attr.starts_with("_TRAINCHECK_") || attr.starts_with("_ML_DAIKON_");
-}
-
 std::vector<uint32_t> complete_calls(const TraceStore& trace, std::string_view function) {
   std::vector<uint32_t> out;
   for (uint32_t ci : trace.calls_of(function))

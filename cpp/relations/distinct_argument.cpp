@@ -129,7 +129,7 @@ bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& a
   // The tool's object ids (a tensor's _TRAINCHECK_data_ID, its memory address) take no part: an address
   // freed by one call's input and reused by the next is chance, so with them the same program gave
   // an invariant in one run and not in the next.
-  auto compared = [](const Member& m) { return !ConsistentOutputRelation::is_tool_attribute(key_name(m.key)); };
+  auto compared = [](const Member& m) { return !is_tool_attribute(key_name(m.key)); };
   if (std::count_if(x.begin(), x.end(), compared) != std::count_if(y.begin(), y.end(), compared)) return false;
   for (const Member& m : x) {
     if (!compared(m)) continue;
