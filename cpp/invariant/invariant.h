@@ -26,6 +26,10 @@ struct Invariant {
   std::optional<int64_t> num_negative_examples;
 
   std::string identity() const;  // relation + canonical params
+  // The precondition's group of that name; nullptr when there is none (or no precondition).
+  const PreconditionGroup* precondition_group(std::string_view name) const {
+    return precondition ? precondition->find(name) : nullptr;
+  }
   Value to_value() const;
   std::string to_json_line() const;  // Python json.dumps style, no newline
 };

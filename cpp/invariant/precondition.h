@@ -78,6 +78,10 @@ struct PreconditionGroup {
   static PreconditionGroup unconditional();
 };
 
+// The group of relations judged on one call (ConsistentOutput, ConsistentInputOutput, Threshold): its
+// clauses are evaluated on the call's pre-record. A file-format name (compat §6.4).
+inline constexpr std::string_view kPreEventGroup = "pre_event";
+
 struct GroupedPreconditions {
   std::vector<std::pair<std::string, PreconditionGroup>> groups;
   const PreconditionGroup* find(std::string_view group) const;

@@ -47,7 +47,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "parent_func_call_pre";
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 const ApiSignatures& no_signatures() {
@@ -73,8 +72,7 @@ ApiContainOnlineCheck::ApiContainOnlineCheck(const Invariant& inv, const ApiSign
     child_kind_ = ChildKind::Var;
     attr_key_ = intern_key("attributes." + child_.attr_name);
   }
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition_ = *g;
+  if (const PreconditionGroup* g = inv.precondition_group(ApiContainRelation::kGroup)) precondition_ = *g;
 }
 
 bool ApiContainOnlineCheck::precondition_holds(const Record& pre) const {

@@ -57,8 +57,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "var";
-
 // One side of a (type, attr) pair: an instance with that attribute's history, reduced to step ends.
 struct StateList {
   uint32_t var;
@@ -126,7 +124,7 @@ Hypothesis make_hypothesis(const ParamPair& pp) {
   Hypothesis h;
   h.invariant.relation = "ConsistencyRelation";
   h.invariant.params = {Param::var_type_param(pp.t1, pp.a1), Param::var_type_param(pp.t2, pp.a2)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(ConsistencyRelation::kGroup)};
   h.invariant.text_description = pp.symmetric()
                                      ? describe_side(pp.t1, pp.a1) + " is consistent across variable instances"
                                      : describe_side(pp.t1, pp.a1) + " is consistent with " + describe_side(pp.t2, pp.a2);
@@ -270,7 +268,7 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
   CheckResult result;
   const std::optional<ParamPair> pp = param_pair(inv);
   if (!pp) return result;
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
+  const PreconditionGroup* group = inv.precondition_group(ConsistencyRelation::kGroup);
   const bool enrich = !trace.context_manager_spans().empty();
   const std::vector<StateList> first = members_of(trace, pp->t1, pp->a1);
   const std::vector<StateList> second = pp->symmetric() ? first : members_of(trace, pp->t2, pp->a2);

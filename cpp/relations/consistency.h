@@ -17,6 +17,8 @@ namespace traincheck {
 class ConsistencyRelation final : public Relation {
  public:
   std::string_view name() const override { return "ConsistencyRelation"; }
+  // Its precondition group, evaluated on the two records that end a compared step (offline and online).
+  static constexpr std::string_view kGroup = "var";
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   std::vector<std::string> precondition_keys_to_skip() const override;

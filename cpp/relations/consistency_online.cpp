@@ -23,10 +23,6 @@
 
 namespace traincheck {
 
-namespace {
-constexpr std::string_view kGroup = "var";
-}
-
 ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
   if (inv.params.size() < 2 || inv.params[0].type != ParamType::VarType || inv.params[1].type != ParamType::VarType) return;
   for (int s = 0; s < 2; ++s) {
@@ -39,8 +35,7 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
   }
   valid_ = true;
   symmetric_ = type_[0] == type_[1] && attr_[0] == attr_[1];
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition_ = *g;
+  if (const PreconditionGroup* g = inv.precondition_group(ConsistencyRelation::kGroup)) precondition_ = *g;
 }
 
 void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {

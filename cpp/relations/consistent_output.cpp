@@ -43,7 +43,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "pre_event";
 constexpr std::string_view kTensorType = "torch.Tensor";
 
 // Values a hypothesis can hold: scalars and lists of scalars (make_hashable turns lists into tuples).
@@ -62,7 +61,7 @@ Hypothesis make_hypothesis(std::string_view function, std::string_view attr, con
   Param out = Param::var_type_param(std::string(kTensorType), std::string(attr));
   out.const_value = value;
   h.invariant.params = {Param::api(std::string(function)), std::move(out)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(kPreEventGroup)};
   h.invariant.text_description =
       std::string(function) + " returns tensors whose " + std::string(attr) + " is " + to_json(value);
   return h;
