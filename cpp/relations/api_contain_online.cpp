@@ -76,9 +76,7 @@ ApiContainOnlineCheck::ApiContainOnlineCheck(const Invariant& inv, const ApiSign
 }
 
 bool ApiContainOnlineCheck::precondition_holds(const Record& pre) const {
-  if (!precondition_) return true;
-  const RecordView view{&pre, nullptr};
-  return precondition_->holds(std::span<const RecordView>(&view, 1));
+  return !precondition_ || precondition_->holds_on(pre);
 }
 
 void ApiContainOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {

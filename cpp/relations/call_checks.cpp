@@ -29,10 +29,7 @@ OnlineInterest CallOnlineCheck::interest() const {
 void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
   if (function_.empty() || !r.is_api() || r.function != function_) return;
   if (r.type == RecordType::FunctionPre) {
-    if (precondition_) {
-      const RecordView view{&r, nullptr};
-      if (!precondition_->holds(std::span<const RecordView>(&view, 1))) return;
-    }
+    if (precondition_ && !precondition_->holds_on(r)) return;
     open_.insert_or_assign(std::string(r.func_call_id), r);
     return;
   }

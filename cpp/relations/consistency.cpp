@@ -284,10 +284,8 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
                   if (group != nullptr) {
                     if (enrich) {
                       if (!group->holds(make_enriched_views(trace, recs, storage))) return;
-                    } else {
-                      const RecordView views[2] = {RecordView{&trace.record(recs[0]), nullptr},
-                                                   RecordView{&trace.record(recs[1]), nullptr}};
-                      if (!group->holds(views)) return;
+                    } else if (!group->holds_on(trace.record(recs[0]), trace.record(recs[1]))) {
+                      return;
                     }
                   }
                   result.triggered = true;

@@ -90,10 +90,7 @@ void ConsistencyOnlineCheck::prune() {
 }
 
 void ConsistencyOnlineCheck::compare(const End& a, const End& b, std::vector<OnlineViolation>& violations) {
-  if (precondition_) {
-    const RecordView views[2] = {RecordView{&a.record, nullptr}, RecordView{&b.record, nullptr}};
-    if (!precondition_->holds(views)) return;
-  }
+  if (precondition_ && !precondition_->holds_on(a.record, b.record)) return;
   triggered_ = true;
   if (!ConsistencyRelation::close_values(a.value, b.value)) violations.push_back(OnlineViolation{{a.record, b.record}});
 }
