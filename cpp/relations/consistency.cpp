@@ -82,7 +82,8 @@ void for_each_pair(const TraceStore& trace, const std::vector<StateList>& first,
                    F&& f) {
   const std::vector<VarInstance>& vars = trace.var_instances();
   auto before = [&](const StateList& a, const StateList& b) {
-    return std::tie(vars[a.var].process_id, vars[a.var].var_name) < std::tie(vars[b.var].process_id, vars[b.var].var_name);
+    return ConsistencyRelation::first_of_pair(vars[a.var].process_id, vars[a.var].var_name, vars[b.var].process_id,
+                                              vars[b.var].var_name);
   };
   for (size_t x = 0; x < first.size(); ++x) {
     for (size_t y = same ? x + 1 : 0; y < second.size(); ++y) {

@@ -68,9 +68,8 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
       for (const End& other : it->second) {
         if (other.instance == &inst || !other.compared) continue;
         if (symmetric_) {
-          // The smaller (process, name) first, as the offline check orders a pair.
-          const bool mine_first = std::tie(inst.process_id, inst.var_name) <
-                                  std::tie(other.instance->process_id, other.instance->var_name);
+          const bool mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
+                                                                     other.instance->var_name);
           mine_first ? compare(done, other, violations) : compare(other, done, violations);
         } else {
           side == 0 ? compare(done, other, violations) : compare(other, done, violations);
