@@ -30,7 +30,7 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
     attr_[s] = inv.params[s].attr_name;
     // Untracked attributes have no history offline, so nothing is ever compared.
     if (is_untracked_attribute(attr_[s])) return;
-    key_[s] = intern_key("attributes." + attr_[s]);
+    key_[s] = intern_key(std::string(kAttributeFieldPrefix) + attr_[s]);
     skip_initial_[s] = ConsistencyRelation::skips_initial_state(type_[s]);
   }
   valid_ = true;
@@ -43,14 +43,14 @@ void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolat
   const int64_t step = ConsistencyRelation::step_of(r);
   for (int side = 0; side < (symmetric_ ? 1 : 2); ++side) {
     if (r.var_type != type_[side]) continue;
-    const Value* value = r.get(key_[side]);
-    if (value == nullptr || value->is_nan()) continue;  // NaN values form no state (as in the store)
+    const Value* value = state_value(r, key_[side]);
+    if (value == nullptr) continue;
     Instance& inst = instances_[InstanceKey{r.process_id, std::string(r.var_name), std::string(r.var_type)}];
     if (inst.var_name.empty()) {
       inst.process_id = r.process_id;
       inst.var_name = std::string(r.var_name);
     }
-    if (inst.value[side] && !(*inst.value[side] == *value)) inst.changed[side] = true;  // a new state
+    if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
     inst.value[side] = *value;
     const bool step_ended = inst.current[side] && inst.current[side]->step != step;
     if (step_ended) finish_step(inst, side, violations);

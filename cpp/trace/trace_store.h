@@ -27,6 +27,7 @@
 #include "trace/api_signatures.h"
 #include "trace/record.h"
 #include "trace/trace_reader.h"
+#include "trace/var_state.h"
 
 namespace traincheck {
 
@@ -165,9 +166,5 @@ inline constexpr std::string_view kContextManagerFieldPrefix = "meta_vars.contex
 // A context manager's __init__ arguments as preconditions see them ({param: value}, defaults included,
 // scalar payloads unwrapped): the value of "meta_vars.context_managers.<X>" while it is entered.
 Value context_manager_arguments(const Record& init_pre, const ApiSignatures& signatures);
-
-// True for attributes the original never tracks as variable state: is_*/has_*/can_* properties and
-// the tool's own "_TRAINCHECK_*" (also legacy "_ML_DAIKON_*") id attributes (compat §5.5, §13 item 14).
-bool is_untracked_attribute(std::string_view attr_name);
 
 }  // namespace traincheck

@@ -19,7 +19,6 @@ const AttrHistory* VarInstance::attr(std::string_view name) const {
 }
 
 void TraceStore::index_vars() {
-  constexpr std::string_view kPrefix = "attributes.";
   std::map<std::tuple<int64_t, std::string_view, std::string_view>, uint32_t> by_id;
   // Per var instance: attribute key -> slot in attrs.
   std::vector<std::unordered_map<KeyId, uint32_t>> slots;
@@ -39,9 +38,9 @@ void TraceStore::index_vars() {
     attributes.clear();
     for (const Field& f : r.fields) {
       std::string_view key = key_name(f.key);
-      if (!key.starts_with(kPrefix)) continue;
-      std::string_view attr = key.substr(kPrefix.size());
-      if (is_untracked_attribute(attr) || f.value.is_nan()) continue;
+      if (!key.starts_with(kAttributeFieldPrefix)) continue;
+      std::string_view attr = key.substr(kAttributeFieldPrefix.size());
+      if (!is_state_value(attr, f.value)) continue;
       attributes.emplace_back(attr, &f);
     }
     std::sort(attributes.begin(), attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -50,7 +49,7 @@ void TraceStore::index_vars() {
       auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
       if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}});
       AttrHistory& h = var.attrs[slot_it->second];
-      if (!h.states.empty() && h.states.back().value == f.value) {
+      if (!starts_new_state(h.states.empty() ? nullptr : &h.states.back().value, f.value)) {
         h.states.back().records.push_back(ri);
         continue;
       }
