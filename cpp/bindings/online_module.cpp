@@ -39,6 +39,9 @@ nb::dict to_dict(const OnlineCounts& c) {
 }
 
 }  // namespace
+
+void bind_selective_plan(nb::module_& m);
+
 }  // namespace traincheck
 
 NB_MODULE(_online, m) {
@@ -69,4 +72,5 @@ NB_MODULE(_online, m) {
       "Write report.html and summary_<pid>.json now (the recorder does it at shutdown; idempotent).");
   m.def("errors", [] { return std::make_pair(session().errors(), session().last_error()); });
   m.def("report_path", [] { return session().report_path(); });
+  bind_selective_plan(m);
 }

@@ -48,7 +48,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
     std::vector<Invariant> invariants;
     std::set<std::string> seen;
     for (const std::string& path : args.get_list("invariants"))
-      for (Invariant& inv : read_invariant_file(path))
+      for (Invariant& inv : read_invariant_file(path, relation_names()))
         if (seen.insert(inv.identity()).second) invariants.push_back(std::move(inv));
     fs::create_directories(out_dir);
     write_invariant_file((fs::path(out_dir) / "invariants.json").string(), invariants);

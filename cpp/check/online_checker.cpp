@@ -57,7 +57,7 @@ std::vector<Invariant> OnlineChecker::load_invariants(const std::vector<std::str
   std::vector<Invariant> out;
   std::set<std::string> seen;
   for (const std::string& path : files)
-    for (Invariant& inv : read_invariant_file(path))
+    for (Invariant& inv : read_invariant_file(path, relation_names()))
       if (seen.insert(inv.identity()).second) out.push_back(std::move(inv));
   return out;
 }

@@ -9,8 +9,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kPrefix = "meta_vars.context_managers.";
-
 std::string object_of(const Record& r) {
   const Value* obj = r.get(keys().obj_id);
   return obj != nullptr ? to_json(*obj) : std::string("null");
@@ -23,13 +21,7 @@ OnlineContextManagers::OnlineContextManagers(std::set<std::string> managers, con
 
 std::set<std::string> OnlineContextManagers::named_by(const std::vector<Invariant>& invariants) {
   std::set<std::string> out;
-  for (const Invariant& inv : invariants) {
-    if (!inv.precondition) continue;
-    for (const auto& [group_name, group] : inv.precondition->groups)
-      for (const Conjunction& c : group.disjuncts)
-        for (const Clause& clause : c.clauses)
-          if (clause.prop_name.starts_with(kPrefix)) out.insert(clause.prop_name.substr(kPrefix.size()));
-  }
+  for (const Invariant& inv : invariants) out.merge(context_managers_named(inv));
   return out;
 }
 
@@ -67,7 +59,7 @@ const Record& OnlineContextManagers::before(const Record& r, Record& scratch) {
     Value args = init != pending_.end() ? context_manager_arguments(init->second, signatures_ ? *signatures_ : kNoSignatures)
                                         : Value::object({});
     if (init != pending_.end()) pending_.erase(init);
-    live_[{r.process_id, r.thread_id}].push_back(Live{std::move(key), intern_key(std::string(kPrefix) + manager), std::move(args)});
+    live_[{r.process_id, r.thread_id}].push_back(Live{std::move(key), intern_key(std::string(kContextManagerFieldPrefix) + manager), std::move(args)});
   }
   auto thread = live_.find({r.process_id, r.thread_id});
   if (thread == live_.end() || thread->second.empty()) return r;

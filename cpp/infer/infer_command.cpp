@@ -19,16 +19,14 @@ bool select_relations(const ArgParser& args, std::vector<const Relation*>& out, 
   const auto disabled = args.get_list("disable_relation");
   for (const auto* list : {&enabled, &disabled})
     for (const std::string& n : *list)
-      if (!is_known_relation(n)) {
+      if (!find_relation(n)) {
         err << "error: unknown relation '" << n << "'\n";
         return false;
       }
   std::set<std::string> en(enabled.begin(), enabled.end()), dis(disabled.begin(), disabled.end());
-  for (const std::string& n : known_relation_names()) {
-    const bool on = !en.empty() ? en.count(n) > 0 : dis.count(n) == 0;
-    if (!on) continue;
-    if (const Relation* r = find_relation(n)) out.push_back(r);
-    else if (!en.empty()) err << "warning: relation " << n << " is not implemented yet; skipped\n";
+  for (const Relation* r : implemented_relations()) {
+    const std::string n(r->name());
+    if (!en.empty() ? en.count(n) > 0 : dis.count(n) == 0) out.push_back(r);
   }
   return true;
 }

@@ -4,21 +4,9 @@
 #include <fstream>
 
 #include "trace/json_parse.h"
+#include "trace/trace_store.h"
 
 namespace traincheck {
-
-const std::vector<std::string>& known_relation_names() {
-  static const std::vector<std::string> names = {
-      "APIContainRelation",           "ConsistencyRelation",   "ConsistentOutputRelation",
-      "ConsistentInputOutputRelation", "FunctionCoverRelation", "FunctionLeadRelation",
-      "DistinctArgumentRelation",     "ThresholdRelation"};
-  return names;
-}
-
-bool is_known_relation(std::string_view name) {
-  const auto& n = known_relation_names();
-  return std::find(n.begin(), n.end(), name) != n.end();
-}
 
 std::string Invariant::identity() const {
   std::string out = relation;
@@ -26,6 +14,17 @@ std::string Invariant::identity() const {
     out += '|';
     out += p.to_json();
   }
+  return out;
+}
+
+std::set<std::string> context_managers_named(const Invariant& invariant) {
+  std::set<std::string> out;
+  if (!invariant.precondition) return out;
+  for (const auto& [group_name, group] : invariant.precondition->groups)
+    for (const Conjunction& c : group.disjuncts)
+      for (const Clause& clause : c.clauses)
+        if (clause.prop_name.starts_with(kContextManagerFieldPrefix))
+          out.insert(clause.prop_name.substr(kContextManagerFieldPrefix.size()));
   return out;
 }
 
@@ -50,13 +49,14 @@ InvariantFormatError::InvariantFormatError(const std::string& file_, size_t line
       field(field_),
       line(line_) {}
 
-Invariant invariant_from_value(const Value& v, const std::string& file, size_t line) {
+Invariant invariant_from_value(const Value& v, const std::string& file, size_t line, const RelationNames* relations) {
   auto fail = [&](const std::string& field, const std::string& what) { return InvariantFormatError(file, line, field, what); };
   if (!v.is_object()) throw fail("", "an invariant must be a JSON object");
   Invariant inv;
   const Value* rel = v.find("relation");
   if (rel == nullptr || !rel->is_string()) throw fail("relation", "missing or not a string");
-  if (!is_known_relation(rel->as_string())) throw fail("relation", "unknown relation '" + rel->as_string() + "'");
+  if (relations != nullptr && std::find(relations->begin(), relations->end(), rel->as_string()) == relations->end())
+    throw fail("relation", "unknown relation '" + rel->as_string() + "'");
   inv.relation = rel->as_string();
   if (const Value* t = v.find("text_description"); t != nullptr && t->is_string()) inv.text_description = t->as_string();
   const Value* params = v.find("params");
@@ -89,17 +89,23 @@ Invariant invariant_from_value(const Value& v, const std::string& file, size_t l
   return inv;
 }
 
-Invariant invariant_from_json(std::string_view text, const std::string& file, size_t line) {
+Invariant invariant_from_json(std::string_view text, const std::string& file, size_t line, const RelationNames* relations) {
   Value v;
   std::string error;
   if (!parse_json(text, v, error)) throw InvariantFormatError(file, line, "", "invalid JSON: " + error);
-  return invariant_from_value(v, file, line);
+  return invariant_from_value(v, file, line, relations);
 }
 
-std::vector<Invariant> read_invariant_file(const std::string& path) {
+std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations) {
+  std::vector<Invariant> out;
+  for_each_invariant_in_file(path, relations, [&](Invariant&& inv, size_t) { out.push_back(std::move(inv)); });
+  return out;
+}
+
+void for_each_invariant_in_file(const std::string& path, const RelationNames& relations,
+                                const std::function<void(Invariant&&, size_t line)>& visit) {
   std::string text, error;
   if (!read_file(path, text, error)) throw InvariantFormatError(path, 0, "", error);
-  std::vector<Invariant> out;
   size_t pos = 0, line = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
@@ -108,7 +114,15 @@ std::vector<Invariant> read_invariant_file(const std::string& path) {
     std::string_view l(text.data() + pos, eol - pos);
     pos = eol + 1;
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    out.push_back(invariant_from_json(l, path, line));
+    visit(invariant_from_json(l, path, line, &relations), line);
+  }
+}
+
+std::vector<std::string> named_apis(const Invariant& invariant) {
+  std::vector<std::string> out;
+  for (const Param& p : invariant.params) {
+    if (p.type == ParamType::Api) out.push_back(p.api_full_name);
+    else if (p.type == ParamType::InputOutput && !p.api_name.empty()) out.push_back(p.api_name);
   }
   return out;
 }

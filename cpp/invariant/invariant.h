@@ -5,7 +5,9 @@
 // invariant per line, in Python json.dumps' default style so either tool reads the other's files.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,10 +16,6 @@
 #include "invariant/precondition.h"
 
 namespace traincheck {
-
-// The relation class names the original registers (docs/relations.md); invariant files may name any of them.
-const std::vector<std::string>& known_relation_names();
-bool is_known_relation(std::string_view name);
 
 struct Invariant {
   std::string text_description;
@@ -28,6 +26,10 @@ struct Invariant {
   std::optional<int64_t> num_negative_examples;
 
   std::string identity() const;  // relation + canonical params
+  // The precondition's group of that name; nullptr when there is none (or no precondition).
+  const PreconditionGroup* precondition_group(std::string_view name) const {
+    return precondition ? precondition->find(name) : nullptr;
+  }
   Value to_value() const;
   std::string to_json_line() const;  // Python json.dumps style, no newline
 };
@@ -39,12 +41,28 @@ class InvariantFormatError : public std::runtime_error {
   size_t line = 0;
 };
 
-// Parses one invariant object; `file`/`line` only label errors. Throws InvariantFormatError.
-Invariant invariant_from_value(const Value& v, const std::string& file = "<memory>", size_t line = 0);
-Invariant invariant_from_json(std::string_view text, const std::string& file = "<memory>", size_t line = 0);
+// The relation names an invariant may use. The codec does not know the relations (they live above it,
+// in relations/): who reads a file passes the registry's names (relations/registry.h relation_names()).
+using RelationNames = std::vector<std::string>;
 
-// Reads a JSONL invariant file (blank lines ignored). Throws InvariantFormatError.
-std::vector<Invariant> read_invariant_file(const std::string& path);
+// Parses one invariant object; `file`/`line` only label errors. Throws InvariantFormatError. The
+// relation must be one of `relations` when given (nullptr: any name).
+Invariant invariant_from_value(const Value& v, const std::string& file = "<memory>", size_t line = 0,
+                               const RelationNames* relations = nullptr);
+Invariant invariant_from_json(std::string_view text, const std::string& file = "<memory>", size_t line = 0,
+                              const RelationNames* relations = nullptr);
+
+// Reads a JSONL invariant file (blank lines ignored) whose relations are all among `relations`.
+// Throws InvariantFormatError. The visitor form also gives each invariant's line number.
+std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations);
+void for_each_invariant_in_file(const std::string& path, const RelationNames& relations,
+                                const std::function<void(Invariant&&, size_t line)>& visit);
+
+// The APIs an invariant is about, in param order: each APIParam's api_full_name and each
+// InputOutputParam's api_name.
+std::vector<std::string> named_apis(const Invariant& invariant);
+// The context managers its precondition's clauses name ("meta_vars.context_managers.<X>" -> X).
+std::set<std::string> context_managers_named(const Invariant& invariant);
 
 // Writes invariants sorted by text_description (stable), one per line.
 void write_invariant_file(const std::string& path, std::vector<Invariant> invariants);

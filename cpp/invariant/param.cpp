@@ -160,7 +160,7 @@ Value generalize_values(const std::vector<Value>& values) {
 }
 
 static std::string hide_private_prefix(std::string s) {
-  for (std::string_view p : {"_TRAINCHECK_", "_ML_DAIKON_"}) {
+  for (std::string_view p : {kToolPrefix, kLegacyToolPrefix}) {
     size_t pos;
     while ((pos = s.find(p)) != std::string::npos) s.erase(pos, p.size());
   }

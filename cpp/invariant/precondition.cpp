@@ -130,6 +130,16 @@ bool PreconditionGroup::holds(std::span<const RecordView> example) const {
   return inverted ? !any : any;
 }
 
+bool PreconditionGroup::holds_on(const Record& record) const {
+  const RecordView view{&record, nullptr};
+  return holds(std::span<const RecordView>(&view, 1));
+}
+
+bool PreconditionGroup::holds_on(const Record& first, const Record& second) const {
+  const RecordView views[2] = {RecordView{&first, nullptr}, RecordView{&second, nullptr}};
+  return holds(views);
+}
+
 Value PreconditionGroup::to_value() const {
   Array a;
   for (const Conjunction& c : disjuncts) a.push_back(c.to_value());

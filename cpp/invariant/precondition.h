@@ -75,9 +75,17 @@ struct PreconditionGroup {
   bool inverted = false;
   std::vector<Conjunction> disjuncts;
   bool holds(std::span<const RecordView> example) const;
+  // On plain records, no extra fields: how the online checks evaluate it (their records already carry
+  // the live context managers), and the offline ones on a trace without context managers.
+  bool holds_on(const Record& record) const;
+  bool holds_on(const Record& first, const Record& second) const;
   Value to_value() const;
   static PreconditionGroup unconditional();
 };
+
+// The group of relations judged on one call (ConsistentOutput, ConsistentInputOutput, Threshold): its
+// clauses are evaluated on the call's pre-record. A file-format name (docs/formats.md §Group names).
+inline constexpr std::string_view kPreEventGroup = "pre_event";
 
 struct GroupedPreconditions {
   std::vector<std::pair<std::string, PreconditionGroup>> groups;

@@ -88,10 +88,24 @@ class OnlineCheck {
   virtual bool triggered() const { return false; }
 };
 
+// What checking an invariant needs the collector to record about the APIs it names, beyond their calls
+// (the selective plan, check/selective_plan.h, turns it into instr_opts.json; docs/collection.md §Selective instrumentation).
+struct RecordNeeds {
+  bool arguments = false;      // every argument of each API the invariant names
+  bool return_values = false;  // the return value of each
+  // Variable types whose changes inside the calls of the invariant's first API are recorded
+  // (APIContain's var-change children).
+  std::vector<std::string> var_types_in_first_api;
+};
+
 class Relation {
  public:
   virtual ~Relation() = default;
   virtual std::string_view name() const = 0;
+  // What its checks read from the records, besides each named API's calls and what the params and the
+  // precondition ask for (constrained arguments, context managers: the plan adds those for every
+  // relation). The default: nothing more.
+  virtual RecordNeeds record_needs(const Invariant& invariant) const { return {}; }
 
   // Hypotheses (with this trace's examples) found in one trace.
   virtual std::vector<Hypothesis> generate(const TraceStore& trace) const = 0;

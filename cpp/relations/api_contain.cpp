@@ -70,7 +70,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "parent_func_call_pre";
 constexpr double kMergeLikelihoodRatio = 1.3;
 
 bool is_primitive(const Value& v) {
@@ -155,7 +154,7 @@ Hypothesis make_hypothesis(const TraceStore& trace, std::string_view parent, Par
   Hypothesis h;
   h.invariant.relation = "APIContainRelation";
   h.invariant.params = {Param::api(std::string(parent)), std::move(child)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(ApiContainRelation::kGroup)};
   // Merged across traces by parent and child; an API child's argument values are intersected (merge),
   // so its key leaves them out and the caller adds the stage.
   Param key_child = h.invariant.params[1];
@@ -526,7 +525,7 @@ CheckResult ApiContainRelation::check(const TraceStore& trace, const Invariant& 
   CheckResult result;
   if (inv.params.size() < 2 || inv.params[0].type != ParamType::Api) return result;
   const Param& child = inv.params[1];
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
+  const PreconditionGroup* group = inv.precondition_group(ApiContainRelation::kGroup);
   std::vector<Field> storage;
   const JudgedCalls judged(trace, child);
   for (uint32_t ci : trace.calls_of(inv.params[0].api_full_name)) {
@@ -557,6 +556,15 @@ CheckResult ApiContainRelation::check(const TraceStore& trace, const Invariant& 
 std::unique_ptr<OnlineCheck> ApiContainRelation::make_online_check(const Invariant& inv,
                                                                        const ApiSignatures* signatures) const {
   return std::make_unique<ApiContainOnlineCheck>(inv, signatures);
+}
+
+// A var-change child is checked on the variables the parent's calls changed: the collector tracks their
+// type inside the parent (instr_opts' var_types_to_track).
+RecordNeeds ApiContainRelation::record_needs(const Invariant& inv) const {
+  RecordNeeds needs;
+  if (!inv.params.empty() && (inv.params.back().type == ParamType::VarType || inv.params.back().type == ParamType::VarName))
+    needs.var_types_in_first_api.push_back(inv.params.back().var_type);
+  return needs;
 }
 
 std::string ApiContainRelation::display_name(const Invariant& inv) const {

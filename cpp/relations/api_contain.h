@@ -16,6 +16,9 @@ namespace traincheck {
 class ApiContainRelation final : public Relation {
  public:
   std::string_view name() const override { return "APIContainRelation"; }
+  RecordNeeds record_needs(const Invariant& invariant) const override;  // a var-change child's type
+  // Its precondition group, evaluated on the parent's pre-record (offline and online).
+  static constexpr std::string_view kGroup = "parent_func_call_pre";
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   void merge(Hypothesis& into, Hypothesis&& other) const override;

@@ -49,7 +49,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "parent_func_call_pre";
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 const ApiSignatures& no_signatures() {
@@ -73,16 +72,13 @@ ApiContainOnlineCheck::ApiContainOnlineCheck(const Invariant& inv, const ApiSign
     // Untracked attributes have no history offline, so they never change; leaving the kind None
     // makes every checked parent a violation, as offline.
     child_kind_ = ChildKind::Var;
-    attr_key_ = intern_key("attributes." + child_.attr_name);
+    attr_key_ = intern_key(std::string(kAttributeFieldPrefix) + child_.attr_name);
   }
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition_ = *g;
+  if (const PreconditionGroup* g = inv.precondition_group(ApiContainRelation::kGroup)) precondition_ = *g;
 }
 
 bool ApiContainOnlineCheck::precondition_holds(const Record& pre) const {
-  if (!precondition_) return true;
-  const RecordView view{&pre, nullptr};
-  return precondition_->holds(std::span<const RecordView>(&view, 1));
+  return !precondition_ || precondition_->holds_on(pre);
 }
 
 void ApiContainOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
@@ -147,15 +143,15 @@ void ApiContainOnlineCheck::on_post(const Record& r, std::vector<OnlineViolation
 void ApiContainOnlineCheck::on_state(const Record& r) {
   if (r.var_type != child_.var_type) return;
   if (child_.type == ParamType::VarName && r.var_name != child_.var_name) return;
-  const Value* value = r.get(attr_key_);
-  if (value == nullptr || value->is_nan()) return;  // NaN values form no state (as in the store)
+  const Value* value = state_value(r, attr_key_);
+  if (value == nullptr) return;
   auto& vars = last_values_[r.process_id];
   auto last = vars.find(r.var_name);
   if (last == vars.end()) {
     vars.emplace(std::string(r.var_name), *value);
     return;
   }
-  if (last->second == *value) return;
+  if (!starts_new_state(&last->second, *value)) return;
   const Value before = std::exchange(last->second, *value);
   if (!ApiContainRelation::var_change_matches(child_, r.var_type, r.var_name, child_.attr_name, before, *value)) return;
   // Var changes count in the whole process (the store's contained_var_changes), not only this thread.

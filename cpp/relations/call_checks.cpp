@@ -29,10 +29,7 @@ OnlineInterest CallOnlineCheck::interest() const {
 void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
   if (function_.empty() || !r.is_api() || r.function != function_) return;
   if (r.type == RecordType::FunctionPre) {
-    if (precondition_) {
-      const RecordView view{&r, nullptr};
-      if (!precondition_->holds(std::span<const RecordView>(&view, 1))) return;
-    }
+    if (precondition_ && !precondition_->holds_on(r)) return;
     open_.insert_or_assign(std::string(r.func_call_id), r);
     return;
   }
@@ -46,15 +43,14 @@ void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& v
 }
 
 std::optional<PreconditionGroup> pre_event_group(const Invariant& inv) {
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find("pre_event")) return *g;
+  if (const PreconditionGroup* g = inv.precondition_group(kPreEventGroup)) return *g;
   return std::nullopt;
 }
 
 CheckResult check_calls(const TraceStore& trace, const Invariant& inv, std::string_view function,
                         const CheckOptions& options, const CallVerdict& verdict) {
   CheckResult result;
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find("pre_event") : nullptr;
+  const PreconditionGroup* group = inv.precondition_group(kPreEventGroup);
   std::vector<Field> storage;
   for (uint32_t ci : complete_calls(trace, function)) {
     const CallEvent& call = trace.calls()[ci];

@@ -57,8 +57,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "var";
-
 // One side of a (type, attr) pair: an instance with that attribute's history, reduced to step ends.
 struct StateList {
   uint32_t var;
@@ -84,7 +82,8 @@ void for_each_pair(const TraceStore& trace, const std::vector<StateList>& first,
                    F&& f) {
   const std::vector<VarInstance>& vars = trace.var_instances();
   auto before = [&](const StateList& a, const StateList& b) {
-    return std::tie(vars[a.var].process_id, vars[a.var].var_name) < std::tie(vars[b.var].process_id, vars[b.var].var_name);
+    return ConsistencyRelation::first_of_pair(vars[a.var].process_id, vars[a.var].var_name, vars[b.var].process_id,
+                                              vars[b.var].var_name);
   };
   for (size_t x = 0; x < first.size(); ++x) {
     for (size_t y = same ? x + 1 : 0; y < second.size(); ++y) {
@@ -126,7 +125,7 @@ Hypothesis make_hypothesis(const ParamPair& pp) {
   Hypothesis h;
   h.invariant.relation = "ConsistencyRelation";
   h.invariant.params = {Param::var_type_param(pp.t1, pp.a1), Param::var_type_param(pp.t2, pp.a2)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(ConsistencyRelation::kGroup)};
   h.invariant.text_description = pp.symmetric()
                                      ? describe_side(pp.t1, pp.a1) + " is consistent across variable instances"
                                      : describe_side(pp.t1, pp.a1) + " is consistent with " + describe_side(pp.t2, pp.a2);
@@ -270,7 +269,7 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
   CheckResult result;
   const std::optional<ParamPair> pp = param_pair(inv);
   if (!pp) return result;
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
+  const PreconditionGroup* group = inv.precondition_group(ConsistencyRelation::kGroup);
   const bool enrich = !trace.context_manager_spans().empty();
   const std::vector<StateList> first = members_of(trace, pp->t1, pp->a1);
   const std::vector<StateList> second = pp->symmetric() ? first : members_of(trace, pp->t2, pp->a2);
@@ -286,10 +285,8 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
                   if (group != nullptr) {
                     if (enrich) {
                       if (!group->holds(make_enriched_views(trace, recs, storage))) return;
-                    } else {
-                      const RecordView views[2] = {RecordView{&trace.record(recs[0]), nullptr},
-                                                   RecordView{&trace.record(recs[1]), nullptr}};
-                      if (!group->holds(views)) return;
+                    } else if (!group->holds_on(trace.record(recs[0]), trace.record(recs[1]))) {
+                      return;
                     }
                   }
                   result.triggered = true;
@@ -310,7 +307,7 @@ std::string ConsistencyRelation::display_name(const Invariant& inv) const {
   const std::optional<ParamPair> pp = param_pair(inv);
   if (!pp) return {};
   auto side = [](const std::string& type, std::string attr) {
-    for (std::string_view prefix : {"_TRAINCHECK_", "_ML_DAIKON_"})
+    for (std::string_view prefix : {kToolPrefix, kLegacyToolPrefix})
       if (attr.starts_with(prefix)) attr = attr.substr(prefix.size());
     return short_type_name(type) + "." + attr;
   };

@@ -17,6 +17,8 @@ namespace traincheck {
 class ConsistencyRelation final : public Relation {
  public:
   std::string_view name() const override { return "ConsistencyRelation"; }
+  // Its precondition group, evaluated on the two records that end a compared step (offline and online).
+  static constexpr std::string_view kGroup = "var";
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   std::vector<std::string> precondition_keys_to_skip() const override;
@@ -38,6 +40,11 @@ class ConsistencyRelation final : public Relation {
   };
   // The step ends of one attribute history, in step order.
   static std::vector<StepEnd> step_ends(const TraceStore& trace, const AttrHistory& history, bool skip_initial);
+  // In a pair of instances of the same (type, attribute), which one is first (the records of a
+  // violation come in that order): the smaller (process, variable name). Inference and both checks.
+  static bool first_of_pair(int64_t process_a, std::string_view name_a, int64_t process_b, std::string_view name_b) {
+    return std::tie(process_a, name_a) < std::tie(process_b, name_b);
+  }
   // A record's step for pairing: meta_vars.step, or -1 when it has none.
   static int64_t step_of(const Record& record);
   // Values equal: exact, or both numbers within 1e-8. Inference, the offline and the online check all

@@ -24,10 +24,6 @@
 
 namespace traincheck {
 
-namespace {
-constexpr std::string_view kGroup = "var";
-}
-
 ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
   if (inv.params.size() < 2 || inv.params[0].type != ParamType::VarType || inv.params[1].type != ParamType::VarType) return;
   for (int s = 0; s < 2; ++s) {
@@ -35,13 +31,12 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
     attr_[s] = inv.params[s].attr_name;
     // Untracked attributes have no history offline, so nothing is ever compared.
     if (is_untracked_attribute(attr_[s])) return;
-    key_[s] = intern_key("attributes." + attr_[s]);
+    key_[s] = intern_key(std::string(kAttributeFieldPrefix) + attr_[s]);
     skip_initial_[s] = ConsistencyRelation::skips_initial_state(type_[s]);
   }
   valid_ = true;
   symmetric_ = type_[0] == type_[1] && attr_[0] == attr_[1];
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition_ = *g;
+  if (const PreconditionGroup* g = inv.precondition_group(ConsistencyRelation::kGroup)) precondition_ = *g;
 }
 
 void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
@@ -49,14 +44,14 @@ void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolat
   const int64_t step = ConsistencyRelation::step_of(r);
   for (int side = 0; side < (symmetric_ ? 1 : 2); ++side) {
     if (r.var_type != type_[side]) continue;
-    const Value* value = r.get(key_[side]);
-    if (value == nullptr || value->is_nan()) continue;  // NaN values form no state (as in the store)
+    const Value* value = state_value(r, key_[side]);
+    if (value == nullptr) continue;
     Instance& inst = instances_[InstanceKey{r.process_id, std::string(r.var_name), std::string(r.var_type)}];
     if (inst.var_name.empty()) {
       inst.process_id = r.process_id;
       inst.var_name = std::string(r.var_name);
     }
-    if (inst.value[side] && !(*inst.value[side] == *value)) inst.changed[side] = true;  // a new state
+    if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
     inst.value[side] = *value;
     const bool step_ended = inst.current[side] && inst.current[side]->step != step;
     if (step_ended) finish_step(inst, side, violations);
@@ -74,9 +69,8 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
       for (const End& other : it->second) {
         if (other.instance == &inst || !other.compared) continue;
         if (symmetric_) {
-          // The smaller (process, name) first, as the offline check orders a pair.
-          const bool mine_first = std::tie(inst.process_id, inst.var_name) <
-                                  std::tie(other.instance->process_id, other.instance->var_name);
+          const bool mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
+                                                                     other.instance->var_name);
           mine_first ? compare(done, other, violations) : compare(other, done, violations);
         } else {
           side == 0 ? compare(done, other, violations) : compare(other, done, violations);
@@ -96,10 +90,7 @@ void ConsistencyOnlineCheck::prune() {
 }
 
 void ConsistencyOnlineCheck::compare(const End& a, const End& b, std::vector<OnlineViolation>& violations) {
-  if (precondition_) {
-    const RecordView views[2] = {RecordView{&a.record, nullptr}, RecordView{&b.record, nullptr}};
-    if (!precondition_->holds(views)) return;
-  }
+  if (precondition_ && !precondition_->holds_on(a.record, b.record)) return;
   triggered_ = true;
   if (!ConsistencyRelation::close_values(a.value, b.value)) violations.push_back(OnlineViolation{{a.record, b.record}});
 }

@@ -49,7 +49,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "pre_event";
 
 bool is_position_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -59,7 +58,7 @@ Hypothesis make_hypothesis(std::string_view function, const IoPath& in, const Io
   Hypothesis h;
   h.invariant.relation = "ConsistentInputOutputRelation";
   h.invariant.params = {tensor_path_param(in, function, true), Param::api(std::string(function)), tensor_path_param(out, function, false)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(kPreEventGroup)};
   h.invariant.text_description =
       std::string(function) + ": " + describe_tensor_path("input", in) + " equals " + describe_tensor_path("output", out);
   return h;

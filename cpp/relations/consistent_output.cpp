@@ -49,7 +49,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "pre_event";
 constexpr std::string_view kTensorType = "torch.Tensor";
 
 // Values a hypothesis can hold: scalars and lists of scalars (make_hashable turns lists into tuples).
@@ -68,7 +67,7 @@ Hypothesis make_hypothesis(std::string_view function, std::string_view attr, con
   Param out = Param::var_type_param(std::string(kTensorType), std::string(attr));
   out.const_value = value;
   h.invariant.params = {Param::api(std::string(function)), std::move(out)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(kPreEventGroup)};
   h.invariant.text_description =
       std::string(function) + " returns tensors whose " + std::string(attr) + " is " + to_json(value);
   return h;
@@ -121,10 +120,6 @@ const Object* ConsistentOutputRelation::tensor_payload(const Value& v) {
   const bool tensor = type.find("Parameter") != std::string_view::npos ||
                       (type.starts_with("torch.") && type.find("Tensor", 6) != std::string_view::npos);
   return tensor && m.value.is_object() ? &m.value.as_object() : nullptr;
-}
-
-bool ConsistentOutputRelation::is_tool_attribute(std::string_view attr) {
-  return attr.starts_with("_TRAINCHECK_") || attr.starts_with("_ML_DAIKON_");
 }
 
 std::vector<uint32_t> complete_calls(const TraceStore& trace, std::string_view function) {

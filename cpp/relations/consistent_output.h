@@ -13,6 +13,7 @@ namespace traincheck {
 class ConsistentOutputRelation final : public Relation {
  public:
   std::string_view name() const override { return "ConsistentOutputRelation"; }
+  RecordNeeds record_needs(const Invariant&) const override { return {.return_values = true, .var_types_in_first_api = {}}; }
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;
@@ -30,9 +31,6 @@ class ConsistentOutputRelation final : public Relation {
   // The payload of a recorded value {type: payload} whose type names a tensor (torch.*Tensor*) or a
   // Parameter; null otherwise.
   static const Object* tensor_payload(const Value& recorded);
-  // The tool's own object ids (_TRAINCHECK_*_ID, legacy _ML_DAIKON_*): never hypotheses, they differ
-  // run to run.
-  static bool is_tool_attribute(std::string_view attr);
 };
 
 // The calls of `function` that returned (neither raised nor left open): the only ones judged by the

@@ -129,7 +129,7 @@ bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& a
   // The tool's object ids (a tensor's _TRAINCHECK_data_ID, its memory address) take no part: an address
   // freed by one call's input and reused by the next is chance, so with them the same program gave
   // an invariant in one run and not in the next.
-  auto compared = [](const Member& m) { return !ConsistentOutputRelation::is_tool_attribute(key_name(m.key)); };
+  auto compared = [](const Member& m) { return !is_tool_attribute(key_name(m.key)); };
   if (std::count_if(x.begin(), x.end(), compared) != std::count_if(y.begin(), y.end(), compared)) return false;
   for (const Member& m : x) {
     if (!compared(m)) continue;
@@ -157,7 +157,7 @@ CheckResult DistinctArgumentRelation::check(const TraceStore& trace, const Invar
   CheckResult result;
   const std::string* function = function_of(inv);
   if (function == nullptr) return result;
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(kGroup) : nullptr;
+  const PreconditionGroup* group = inv.precondition_group(kGroup);
   std::vector<Field> storage;
   std::vector<std::pair<uint32_t, uint32_t>> found;  // (later, earlier)
   for_each_pair(trace, *function, [&](uint32_t earlier, uint32_t later, bool same) {
@@ -174,8 +174,7 @@ CheckResult DistinctArgumentRelation::check(const TraceStore& trace, const Invar
 std::unique_ptr<OnlineCheck> DistinctArgumentRelation::make_online_check(const Invariant& inv, const ApiSignatures*) const {
   const std::string* function = function_of(inv);
   std::optional<PreconditionGroup> precondition;
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find(kGroup)) precondition = *g;
+  if (const PreconditionGroup* g = inv.precondition_group(kGroup)) precondition = *g;
   return std::make_unique<DistinctArgumentOnlineCheck>(function ? *function : std::string(), std::move(precondition));
 }
 

@@ -16,6 +16,7 @@ namespace traincheck {
 class DistinctArgumentRelation final : public Relation {
  public:
   std::string_view name() const override { return "DistinctArgumentRelation"; }
+  RecordNeeds record_needs(const Invariant&) const override { return {.arguments = true, .var_types_in_first_api = {}}; }
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;

@@ -36,10 +36,7 @@ void DistinctArgumentOnlineCheck::on_record(const Record& r, std::vector<OnlineV
   const int64_t step = DistinctArgumentRelation::step_of(r);
   std::vector<Record>& earlier_calls = calls_by_step_[step];
   for (const Record& earlier : earlier_calls) {
-    if (precondition_) {
-      const RecordView views[2] = {RecordView{&earlier, nullptr}, RecordView{&r, nullptr}};
-      if (!precondition_->holds(views)) continue;
-    }
+    if (precondition_ && !precondition_->holds_on(earlier, r)) continue;
     triggered_ = true;
     if (DistinctArgumentRelation::same_arguments(*earlier.get(keys().args), *args))
       violations.push_back(OnlineViolation{{r, earlier}});

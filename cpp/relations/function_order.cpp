@@ -214,7 +214,7 @@ void FunctionOrderRelation::collect_examples(const TraceStore& trace, Hypothesis
 CheckResult FunctionOrderRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {
   CheckResult result;
   const std::vector<std::pair<std::string, std::string>> pairs = api_pairs(inv);
-  const PreconditionGroup* group = inv.precondition ? inv.precondition->find(group_name(order_)) : nullptr;
+  const PreconditionGroup* group = inv.precondition_group(group_name(order_));
   std::set<std::string_view> fns;
   for (const auto& [a, b] : pairs) fns.insert(a), fns.insert(b);
   const CallsByThread by_thread = calls_by_thread(trace, fns);
@@ -235,8 +235,7 @@ CheckResult FunctionOrderRelation::check(const TraceStore& trace, const Invarian
 
 std::unique_ptr<OnlineCheck> FunctionOrderRelation::make_online_check(const Invariant& inv, const ApiSignatures*) const {
   std::optional<PreconditionGroup> precondition;
-  if (inv.precondition)
-    if (const PreconditionGroup* g = inv.precondition->find(group_name(order_))) precondition = *g;
+  if (const PreconditionGroup* g = inv.precondition_group(group_name(order_))) precondition = *g;
   std::vector<std::unique_ptr<OnlineCheck>> checks;
   for (const auto& [first, second] : api_pairs(inv))
     checks.push_back(std::make_unique<FunctionOrderOnlineCheck>(order_, first, second, precondition));

@@ -37,9 +37,7 @@ size_t FunctionOrderOnlineCheck::open_calls() const {
 }
 
 bool FunctionOrderOnlineCheck::precondition_holds(const Record& pre) const {
-  if (!precondition_) return true;
-  const RecordView view{&pre, nullptr};
-  return precondition_->holds(std::span<const RecordView>(&view, 1));
+  return !precondition_ || precondition_->holds_on(pre);
 }
 
 void FunctionOrderOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {

@@ -26,6 +26,15 @@ const std::vector<const Relation*>& implemented_relations() {
   return all;
 }
 
+const RelationNames& relation_names() {
+  static const RelationNames names = [] {
+    RelationNames out;
+    for (const Relation* r : implemented_relations()) out.emplace_back(r->name());
+    return out;
+  }();
+  return names;
+}
+
 const Relation* find_relation(std::string_view name) {
   for (const Relation* r : implemented_relations())
     if (r->name() == name) return r;

@@ -10,7 +10,9 @@ namespace traincheck {
 
 // Implemented relations, in the original's pool order. The objects live for the whole process.
 const std::vector<const Relation*>& implemented_relations();
-// nullptr when the name is not implemented (it may still be a known relation name).
+// Their names, in the same order: the relation names invariant files may use (invariant/invariant.h).
+const RelationNames& relation_names();
+// nullptr when no relation has this name.
 const Relation* find_relation(std::string_view name);
 
 // Functions that are never candidate parents: the original's ANALYSIS_SKIP_FUNC_NAMES substrings, and

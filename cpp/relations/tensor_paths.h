@@ -32,7 +32,7 @@ void for_each_tensor_value(const std::vector<const Object*>& tensors, F&& f) {
   for (size_t t = 0; t < tensors.size(); ++t)
     for (const Member& m : *tensors[t]) {
       const std::string_view attr = key_name(m.key);
-      if (attr.starts_with("_TRAINCHECK_") || attr.starts_with("_ML_DAIKON_")) continue;
+      if (is_tool_attribute(attr)) continue;
       if (usable_path_value(m.value)) {
         f(IoPath{static_cast<int64_t>(t), std::string(attr), -1}, m.value);
       } else if (m.value.is_array()) {

@@ -39,7 +39,6 @@ namespace traincheck {
 
 namespace {
 
-constexpr std::string_view kGroup = "pre_event";
 
 // The number a recorded value ({type: payload} or a bare value) holds; nullopt for anything else.
 std::optional<double> number_in(const Value& v) {
@@ -82,7 +81,7 @@ Hypothesis make_hypothesis(std::string_view function, const std::string& argumen
   Param output = tensor_path_param(out, function, false);
   if (is_max) h.invariant.params = {std::move(in), Param::api(std::string(function)), std::move(output)};
   else h.invariant.params = {std::move(output), Param::api(std::string(function)), std::move(in)};
-  h.group_names = {std::string(kGroup)};
+  h.group_names = {std::string(kPreEventGroup)};
   h.invariant.text_description = std::string(function) + ": " + describe_tensor_path("output", out) +
                                  (is_max ? " <= " : " >= ") + "argument " + argument;
   return h;

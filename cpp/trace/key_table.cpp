@@ -39,17 +39,14 @@ KeyTable& table() {
   return *t;
 }
 
-constexpr std::string_view kLegacyPrefix = "_ML_DAIKON_";
-constexpr std::string_view kPrefix = "_TRAINCHECK_";
-
 }  // namespace
 
 std::string canonical_key_name(std::string_view name) {
   std::string out(name);
   size_t pos = 0;
-  while ((pos = out.find(kLegacyPrefix, pos)) != std::string::npos) {
-    out.replace(pos, kLegacyPrefix.size(), kPrefix);
-    pos += kPrefix.size();
+  while ((pos = out.find(kLegacyToolPrefix, pos)) != std::string::npos) {
+    out.replace(pos, kLegacyToolPrefix.size(), kToolPrefix);
+    pos += kToolPrefix.size();
   }
   return out;
 }
@@ -58,7 +55,7 @@ std::optional<KeyId> find_key(std::string_view raw) {
   KeyTable& t = table();
   std::string folded;
   std::string_view name = raw;
-  if (raw.find(kLegacyPrefix) != std::string_view::npos) {
+  if (raw.find(kLegacyToolPrefix) != std::string_view::npos) {
     folded = canonical_key_name(raw);
     name = folded;
   }
@@ -72,7 +69,7 @@ KeyId intern_key(std::string_view raw) {
   KeyTable& t = table();
   std::string folded;
   std::string_view name = raw;
-  if (raw.find(kLegacyPrefix) != std::string_view::npos) {
+  if (raw.find(kLegacyToolPrefix) != std::string_view::npos) {
     folded = canonical_key_name(raw);
     name = folded;
   }

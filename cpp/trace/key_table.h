@@ -32,6 +32,16 @@ std::string_view key_name(KeyId id);
 // "_ML_DAIKON_x" -> "_TRAINCHECK_x"; other names unchanged.
 std::string canonical_key_name(std::string_view name);
 
+// The prefix of the attributes the tool itself adds (object ids such as "_TRAINCHECK_data_ID"), and the
+// original's legacy spelling of it, which intern_key folds into the first.
+inline constexpr std::string_view kToolPrefix = "_TRAINCHECK_";
+inline constexpr std::string_view kLegacyToolPrefix = "_ML_DAIKON_";
+// Whether `name` is one of the tool's own attributes: ids that differ run to run, never a hypothesis or a
+// compared value. A key's name can only have kToolPrefix; raw text (an invariant file's) may have either.
+inline bool is_tool_attribute(std::string_view name) {
+  return name.starts_with(kToolPrefix) || name.starts_with(kLegacyToolPrefix);
+}
+
 // Keys the analyzer looks up on every record, interned once.
 struct WellKnownKeys {
   KeyId func_call_id, thread_id, process_id, meta_vars_step, meta_vars_stage, type, function,

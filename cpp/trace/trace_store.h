@@ -27,6 +27,7 @@
 #include "trace/api_signatures.h"
 #include "trace/record.h"
 #include "trace/trace_reader.h"
+#include "trace/var_state.h"
 
 namespace traincheck {
 
@@ -167,13 +168,11 @@ class TraceStore {
   std::vector<std::vector<uint32_t>> cm_spans_by_thread_;  // per thread index
 };
 
+// The field prefix of a context manager entered around a record: "meta_vars.context_managers.<X>".
+inline constexpr std::string_view kContextManagerFieldPrefix = "meta_vars.context_managers.";
+
 // A context manager's __init__ arguments as preconditions see them ({param: value}, defaults included,
 // scalar payloads unwrapped): the value of "meta_vars.context_managers.<X>" while it is entered.
 Value context_manager_arguments(const Record& init_pre, const ApiSignatures& signatures);
-
-// True for attributes the original never tracks as variable state: is_*/has_*/can_* properties and
-// the tool's own "_TRAINCHECK_*" (also legacy "_ML_DAIKON_*") id attributes (docs/analysis.md §Trace model,
-// docs/differences.md §Trace reading).
-bool is_untracked_attribute(std::string_view attr_name);
 
 }  // namespace traincheck

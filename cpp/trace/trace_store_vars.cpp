@@ -19,7 +19,6 @@ const AttrHistory* VarInstance::attr(std::string_view name) const {
 }
 
 void TraceStore::index_vars() {
-  constexpr std::string_view kPrefix = "attributes.";
   std::map<std::tuple<int64_t, std::string_view, std::string_view>, uint32_t> by_id;
   // Per var instance: attribute key -> slot in attrs.
   std::vector<std::unordered_map<KeyId, uint32_t>> slots;
@@ -39,9 +38,9 @@ void TraceStore::index_vars() {
     attributes.clear();
     r.for_each_field([&](const Field& f) {
       std::string_view key = key_name(f.key);
-      if (!key.starts_with(kPrefix)) return;
-      std::string_view attr = key.substr(kPrefix.size());
-      if (is_untracked_attribute(attr) || f.value.is_nan()) return;
+      if (!key.starts_with(kAttributeFieldPrefix)) return;
+      std::string_view attr = key.substr(kAttributeFieldPrefix.size());
+      if (!is_state_value(attr, f.value)) return;
       attributes.emplace_back(attr, &f);
     });
     std::sort(attributes.begin(), attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -51,7 +50,7 @@ void TraceStore::index_vars() {
       if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}, {}});
       AttrHistory& h = var.attrs[slot_it->second];
       h.records.push_back(ri);
-      if (!h.states.empty() && h.states.back().value == f.value) {
+      if (!starts_new_state(h.states.empty() ? nullptr : &h.states.back().value, f.value)) {
         ++h.states.back().count;
         continue;
       }
@@ -156,7 +155,7 @@ std::vector<Field> TraceStore::context_managers_at(int64_t time, int64_t pid, in
   for (uint32_t si : cm_spans_by_thread_[t]) {
     const ContextManagerSpan& s = cm_spans_[si];
     if (s.start <= time && time <= s.end)
-      out.push_back({intern_key("meta_vars.context_managers." + s.name), s.args});
+      out.push_back({intern_key(std::string(kContextManagerFieldPrefix) + s.name), s.args});
   }
   std::sort(out.begin(), out.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
   return out;

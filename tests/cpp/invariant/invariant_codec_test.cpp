@@ -1,4 +1,5 @@
 #include "invariant/invariant.h"
+#include "relations/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -55,7 +56,7 @@ TEST(InvariantCodec, IdentityIsRelationAndParamsOnly) {
 }
 
 TEST(InvariantCodec, AllEightRelationNamesLoadAndUnknownIsAnErrorWithFileAndLine) {
-  for (const std::string& rel : known_relation_names()) {
+  for (const std::string& rel : relation_names()) {
     const std::string text = "{\"relation\": \"" + rel + "\", \"params\": [{\"param_type\": \"InputOutputParam\", \"name\": "
                              "\"input_tensors\", \"index\": 0, \"type\": \"torch.Tensor\", \"additional_path\": [\"shape\", 0], "
                              "\"api_name\": \"f\", \"is_input\": true}], \"precondition\": {\"pre_event\": {\"inverted\": false, "
@@ -69,7 +70,7 @@ TEST(InvariantCodec, AllEightRelationNamesLoadAndUnknownIsAnErrorWithFileAndLine
   const auto path = std::filesystem::temp_directory_path() / "tc_bad_invariants.json";
   std::ofstream(path) << kZeroGrad << "\n\n" << "{\"relation\": \"MadeUpRelation\", \"params\": []}\n";
   try {
-    read_invariant_file(path.string());
+    read_invariant_file(path.string(), relation_names());
     FAIL() << "expected InvariantFormatError";
   } catch (const InvariantFormatError& e) {
     EXPECT_EQ(e.line, 3u);
@@ -99,7 +100,7 @@ TEST(InvariantCodec, WrittenFilesAreSortedByDescriptionAndReadBack) {
   std::vector<Invariant> invs = {invariant_from_json(kZeroGrad), invariant_from_json(kDropout), invariant_from_json(kRelu)};
   const auto path = std::filesystem::temp_directory_path() / "tc_written_invariants.json";
   write_invariant_file(path.string(), invs);
-  std::vector<Invariant> back = read_invariant_file(path.string());
+  std::vector<Invariant> back = read_invariant_file(path.string(), relation_names());
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(back[0].text_description, "TBD merged");
   EXPECT_EQ(back[1].text_description, "relu");
