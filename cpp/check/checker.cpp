@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/parallel.h"
 #include "relations/registry.h"
-#include "trace/parallel.h"
 
 namespace traincheck {
 

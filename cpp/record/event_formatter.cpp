@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "common/json_writer.h"
 #include "record/event_format.h"
-#include "trace/json_writer.h"
 
 namespace traincheck {
 

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <optional>
 
+#include "common/parallel.h"
 #include "trace/json_parse.h"
-#include "trace/parallel.h"
 
 namespace traincheck {
 

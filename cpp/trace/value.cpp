@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "trace/json_writer.h"
+#include "common/json_writer.h"
 
 namespace traincheck {
 

@@ -19,7 +19,7 @@
 #include "check/checker.h"
 #include "infer/engine.h"
 #include "relations/registry.h"
-#include "trace/synthetic_trace.h"
+#include "testing/synthetic_trace.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 

@@ -1,11 +1,11 @@
-#include "trace/synthetic_trace.h"
+#include "testing/synthetic_trace.h"
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
 
-#include "trace/json_writer.h"
+#include "common/json_writer.h"
 
 namespace traincheck {
 
