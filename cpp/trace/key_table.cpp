@@ -2,12 +2,13 @@
 
 #include <array>
 #include <atomic>
-#include <cassert>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "common/assert.h"
 
 namespace traincheck {
 namespace {
@@ -101,7 +102,7 @@ KeyId intern_key(std::string_view raw) {
 std::string_view key_name(KeyId id) {
   KeyTable& t = table();
   std::string* block = t.chunks[id >> kChunkBits].load(std::memory_order_acquire);
-  assert(block != nullptr);
+  TC_ASSERT(block != nullptr, "a KeyId comes from intern_key or find_key");
   return block[id & (kChunkSize - 1)];
 }
 
