@@ -71,11 +71,10 @@ void bind_recorder(nb::module_& m) {
       "Tell the argument capture which classes are torch.Tensor, Parameter, dtype and device.");
   m.def(
       "wrap",
-      [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
+      [](nb::handle original, const std::string& api_name, bool binds, bool dump_args,
          bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars, bool omit_first_arg,
          std::optional<uint64_t> arg_positions, nb::tuple arg_keywords) {
         uint8_t options = 0;
-        if (record) options |= kRecordCalls;
         if (dump_args) options |= kDumpArgs;
         if (dump_return) options |= kDumpReturn;
         if (is_bound_method) options |= kIsBoundMethod;
@@ -98,7 +97,7 @@ void bind_recorder(nb::module_& m) {
         if (w == nullptr) throw nb::python_error();
         return nb::steal(w);
       },
-      nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
+      nb::arg("original"), nb::arg("api_name"), nb::arg("binds"),
       nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false,
       nb::arg("dump_stack") = false, nb::arg("track_vars") = false, nb::arg("omit_first_arg") = false,
       nb::arg("arg_positions") = nb::none(), nb::arg("arg_keywords") = nb::tuple(),

@@ -220,7 +220,7 @@ bool rare_call(const CallWrapper* self) {
 // a sampled-out step, rare calls and what they call are recorded. Every other call only counts its step,
 // disabled ones included: otherwise a per-step API would look rare after a region the script disabled.
 PyObject* unrecorded_step_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  if ((self->options & kRecordCalls) && !tls_inside_recorder) {
+  if (!tls_inside_recorder) {
     if (g_record_rare_calls.load(std::memory_order_relaxed)) {
       if (tls_rare_call_depth > 0) return recorded_call(self, args, nargsf, kwnames);
       if (rare_call(self)) {
@@ -235,8 +235,7 @@ PyObject* unrecorded_step_call(CallWrapper* self, PyObject* const* args, size_t 
 
 PyObject* wrapper_vectorcall(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<CallWrapper*>(obj);
-  if (g_recording_enabled.load(std::memory_order_relaxed) && (self->options & kRecordCalls) &&
-      !tls_inside_recorder) {
+  if (g_recording_enabled.load(std::memory_order_relaxed) && !tls_inside_recorder) {
     return recorded_call(self, args, nargsf, kwnames);
   }
   // A sampled-out call pays one more relaxed load here before the original runs.
