@@ -55,14 +55,21 @@ std::string canonical_key_name(std::string_view name) {
   return out;
 }
 
+namespace {
+
+// `raw` with the legacy prefix folded (into `buffer`, which then holds the text) when it has one.
+std::string_view folded_key(std::string_view raw, std::string& buffer) {
+  if (raw.find(kLegacyPrefix) == std::string_view::npos) return raw;
+  buffer = canonical_key_name(raw);
+  return buffer;
+}
+
+}  // namespace
+
 std::optional<KeyId> find_key(std::string_view raw) {
   KeyTable& t = table();
   std::string folded;
-  std::string_view name = raw;
-  if (raw.find(kLegacyPrefix) != std::string_view::npos) {
-    folded = canonical_key_name(raw);
-    name = folded;
-  }
+  const std::string_view name = folded_key(raw, folded);
   std::shared_lock lock(t.mutex);
   auto it = t.ids.find(name);
   if (it == t.ids.end()) return std::nullopt;
@@ -72,11 +79,7 @@ std::optional<KeyId> find_key(std::string_view raw) {
 KeyId intern_key(std::string_view raw) {
   KeyTable& t = table();
   std::string folded;
-  std::string_view name = raw;
-  if (raw.find(kLegacyPrefix) != std::string_view::npos) {
-    folded = canonical_key_name(raw);
-    name = folded;
-  }
+  const std::string_view name = folded_key(raw, folded);
   {
     std::shared_lock lock(t.mutex);
     auto it = t.ids.find(name);
