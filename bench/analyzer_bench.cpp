@@ -1,5 +1,5 @@
 // Analyzer benchmark: reading, inference and checking on synthetic trace folders of growing size
-// (10, 100, 1000 iterations of an MLP-like loop; cpp/trace/synthetic_trace.h).
+// (10, 100, 1000 iterations of an MLP-like loop; cpp/testing/synthetic_trace.h).
 //
 // Baseline vs candidate, measured in the same run: the baseline is the bare cost of getting the bytes
 // through simdjson-equivalent work we cannot avoid (reading the files into memory); the candidate is
@@ -15,11 +15,11 @@
 #include <iostream>
 
 #include "check/checker.h"
+#include "common/parallel.h"
 #include "infer/engine.h"
 #include "relations/registry.h"
+#include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
-#include "trace/parallel.h"
-#include "trace/synthetic_trace.h"
 #include "trace/trace_store.h"
 
 namespace fs = std::filesystem;

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
-#include "trace/synthetic_trace.h"
 #include "trace/trace_reader.h"
 
 namespace fs = std::filesystem;

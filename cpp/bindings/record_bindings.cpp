@@ -4,6 +4,12 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <string_view>
+#include <utility>
+
 #include "record/python/call_wrapper.h"
 #include "record/python/value_capture.h"
 #include "record/python/var_states.h"
@@ -12,6 +18,71 @@
 namespace nb = nanobind;
 
 namespace traincheck {
+
+namespace {
+
+// wrap()'s keyword options. They are read once, when the wrapper is made; the wrapper keeps them as one
+// byte of WrapperOptions flags and an argument filter, so nothing here runs per call.
+struct WrapOptions {
+  bool binds = false;                     // FunctionWrapper (binds as a method), else BuiltinWrapper
+  uint8_t flags = 0;                      // WrapperOptions bits
+  std::optional<uint64_t> arg_positions;  // with dump_args: bit i = positional argument i; none: all
+  nb::tuple arg_keywords;                 // with arg_positions: the keyword arguments recorded
+};
+
+// An unknown keyword, a missing `binds` or a value of the wrong type is a TypeError, as it was when
+// these were typed parameters.
+WrapOptions read_wrap_options(const nb::kwargs& kwargs) {
+  static constexpr std::pair<std::string_view, uint8_t> kFlags[] = {
+      {"dump_args", kDumpArgs},   {"dump_return", kDumpReturn}, {"is_bound_method", kIsBoundMethod},
+      {"dump_stack", kDumpStack}, {"track_vars", kTrackVars},   {"omit_first_arg", kOmitFirstArg},
+  };
+  auto as_bool = [](std::string_view name, nb::handle value) {
+    if (!PyBool_Check(value.ptr())) throw nb::type_error(("wrap(): " + std::string(name) + " must be a bool").c_str());
+    return value.ptr() == Py_True;
+  };
+  WrapOptions o;
+  bool has_binds = false;
+  for (auto [key, value] : kwargs) {
+    const std::string name = nb::cast<std::string>(key);
+    if (name == "binds") {
+      o.binds = as_bool(name, value);
+      has_binds = true;
+    } else if (name == "arg_positions") {
+      if (!value.is_none()) o.arg_positions = nb::cast<uint64_t>(value);
+    } else if (name == "arg_keywords") {
+      if (!PyTuple_Check(value.ptr())) throw nb::type_error("wrap(): arg_keywords must be a tuple");
+      o.arg_keywords = nb::borrow<nb::tuple>(value);
+    } else {
+      auto flag = std::find_if(std::begin(kFlags), std::end(kFlags), [&](const auto& f) { return f.first == name; });
+      if (flag == std::end(kFlags)) throw nb::type_error(("wrap(): unexpected keyword argument '" + name + "'").c_str());
+      if (as_bool(name, value)) o.flags |= flag->second;
+    }
+  }
+  if (!has_binds) throw nb::type_error("wrap(): missing keyword argument 'binds'");
+  return o;
+}
+
+nb::object wrap(nb::handle original, const std::string& api_name, const nb::kwargs& kwargs) {
+  const WrapOptions o = read_wrap_options(kwargs);
+  ArgumentFilter filter;
+  if (o.arg_positions) {
+    filter.positions = *o.arg_positions;
+    nb::list interned;
+    for (nb::handle name : o.arg_keywords) {
+      PyObject* s = nb::str(name).release().ptr();
+      PyUnicode_InternInPlace(&s);
+      interned.append(nb::steal(s));
+    }
+    if (nb::len(interned) > 0) filter.keywords = PyList_AsTuple(interned.ptr());  // new reference
+  }
+  PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), o.binds, o.flags, o.arg_positions ? &filter : nullptr);
+  Py_XDECREF(filter.keywords);  // the wrapper holds its own reference
+  if (w == nullptr) throw nb::python_error();
+  return nb::steal(w);
+}
+
+}  // namespace
 
 void bind_recorder(nb::module_& m) {
   if (!add_wrapper_types(m.ptr())) throw nb::python_error();
@@ -69,42 +140,13 @@ void bind_recorder(nb::module_& m) {
         device.inc_ref();
       },
       "Tell the argument capture which classes are torch.Tensor, Parameter, dtype and device.");
-  m.def(
-      "wrap",
-      [](nb::handle original, const std::string& api_name, bool binds, bool record, bool dump_args,
-         bool dump_return, bool is_bound_method, bool dump_stack, bool track_vars, bool omit_first_arg,
-         std::optional<uint64_t> arg_positions, nb::tuple arg_keywords) {
-        uint8_t options = 0;
-        if (record) options |= kRecordCalls;
-        if (dump_args) options |= kDumpArgs;
-        if (dump_return) options |= kDumpReturn;
-        if (is_bound_method) options |= kIsBoundMethod;
-        if (dump_stack) options |= kDumpStack;
-        if (track_vars) options |= kTrackVars;
-        if (omit_first_arg) options |= kOmitFirstArg;
-        ArgumentFilter filter;
-        if (arg_positions) {
-          filter.positions = *arg_positions;
-          nb::list interned;
-          for (nb::handle name : arg_keywords) {
-            PyObject* s = nb::str(name).release().ptr();
-            PyUnicode_InternInPlace(&s);
-            interned.append(nb::steal(s));
-          }
-          if (nb::len(interned) > 0) filter.keywords = PyList_AsTuple(interned.ptr());  // new reference
-        }
-        PyObject* w = make_wrapper(original.ptr(), api_name.c_str(), binds, options, arg_positions ? &filter : nullptr);
-        Py_XDECREF(filter.keywords);  // the wrapper holds its own reference
-        if (w == nullptr) throw nb::python_error();
-        return nb::steal(w);
-      },
-      nb::arg("original"), nb::arg("api_name"), nb::arg("binds"), nb::arg("record") = true,
-      nb::arg("dump_args") = false, nb::arg("dump_return") = false, nb::arg("is_bound_method") = false,
-      nb::arg("dump_stack") = false, nb::arg("track_vars") = false, nb::arg("omit_first_arg") = false,
-      nb::arg("arg_positions") = nb::none(), nb::arg("arg_keywords") = nb::tuple(),
-      "A C-level wrapper of `original` that records calls under `api_name`. With dump_args, `arg_positions`\n"
-      "(a bit mask of positional indices, bit i = argument i) and `arg_keywords` (names) select the\n"
-      "arguments recorded; arg_positions=None records them all.");
+  m.def("wrap", &wrap, nb::arg("original"), nb::arg("api_name"), nb::arg("options"),
+        "wrap(original, api_name, *, binds, dump_args=False, dump_return=False, is_bound_method=False,\n"
+        "dump_stack=False, track_vars=False, omit_first_arg=False, arg_positions=None, arg_keywords=())\n"
+        "A C-level wrapper of `original` that records calls under `api_name`; `binds`: it binds as a method\n"
+        "(FunctionWrapper). With dump_args, `arg_positions` (a bit mask of positional indices, bit i =\n"
+        "argument i) and `arg_keywords` (names) select the arguments recorded; arg_positions=None records\n"
+        "them all. Options are keywords only, read once here (the wrapper keeps them as flags).");
   m.def(
       "intern", [](const std::string& text) { return Recorder::instance().intern_name(text); },
       "An id for a string that events refer to (variable names, modes).");

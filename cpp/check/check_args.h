@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "trace/cli_args.h"
+#include "common/cli_args.h"
 
 namespace traincheck {
 

@@ -3,24 +3,22 @@
 #include <algorithm>
 #include <set>
 
+#include "common/assert.h"
+#include "common/parallel.h"
 #include "relations/registry.h"
-#include "trace/parallel.h"
 
 namespace traincheck {
 
 size_t TraceCheckReport::count_failed() const {
-  return std::count_if(outcomes.begin(), outcomes.end(), [](const InvariantOutcome& o) { return o.relation && !o.result.passed(); });
+  return std::count_if(outcomes.begin(), outcomes.end(), [](const InvariantOutcome& o) { return !o.result.passed(); });
 }
 size_t TraceCheckReport::count_passed() const {
   return std::count_if(outcomes.begin(), outcomes.end(),
-                       [](const InvariantOutcome& o) { return o.relation && o.result.passed() && o.result.triggered; });
+                       [](const InvariantOutcome& o) { return o.result.passed() && o.result.triggered; });
 }
 size_t TraceCheckReport::count_not_triggered() const {
   return std::count_if(outcomes.begin(), outcomes.end(),
-                       [](const InvariantOutcome& o) { return o.relation && o.result.passed() && !o.result.triggered; });
-}
-size_t TraceCheckReport::count_unsupported() const {
-  return std::count_if(outcomes.begin(), outcomes.end(), [](const InvariantOutcome& o) { return o.relation == nullptr; });
+                       [](const InvariantOutcome& o) { return o.result.passed() && !o.result.triggered; });
 }
 
 TraceCheckReport check_trace(const TraceStore& trace, const std::vector<Invariant>& invariants,
@@ -33,10 +31,9 @@ TraceCheckReport check_trace(const TraceStore& trace, const std::vector<Invarian
     InvariantOutcome& o = report.outcomes[i];
     o.invariant = &invariants[i];
     o.relation = find_relation(invariants[i].relation);
-    if (o.relation) {
-      o.result = o.relation->check(trace, invariants[i], options);
-      o.display_name = o.relation->display_name(invariants[i]);
-    }
+    TC_ASSERT(o.relation != nullptr, "invariants name registered relations (the codec rejects others)");
+    o.result = o.relation->check(trace, invariants[i], options);
+    o.display_name = o.relation->display_name(invariants[i]);
     if (o.display_name.empty()) o.display_name = invariants[i].text_description;
   });
   return report;

@@ -11,7 +11,7 @@ namespace traincheck {
 
 struct InvariantOutcome {
   const Invariant* invariant = nullptr;
-  const Relation* relation = nullptr;  // nullptr: the relation is not implemented; nothing was checked
+  const Relation* relation = nullptr;  // never null once checked: invariants name registered relations
   CheckResult result;
   std::string display_name;  // relation's label, or text_description
 };
@@ -24,9 +24,9 @@ struct TraceCheckReport {
   size_t count_failed() const;
   size_t count_passed() const;        // triggered and passed
   size_t count_not_triggered() const;
-  size_t count_unsupported() const;
 };
 
+// Every invariant must name a registered relation (the invariant codec rejects any other name).
 TraceCheckReport check_trace(const TraceStore& trace, const std::vector<Invariant>& invariants,
                              const CheckOptions& options, size_t threads = 0);
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "check/report_html_online.h"
+#include "common/assert.h"
 #include "relations/registry.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -149,6 +150,7 @@ void OnlineChecker::dispatch(const Record& record) {
   const Record& r = context_managers_.empty() ? record : context_managers_.before(record, enriched_);
   auto offer = [&](const std::vector<uint32_t>& ids) {
     for (uint32_t id : ids) {
+      TC_ASSERT(id < states_.size() && states_[id].check, "only invariants with an online check are indexed");
       OnlineInvariantState& s = states_[id];
       s.check->on_record(r, found_);
       for (OnlineViolation& v : found_) report(s, v);

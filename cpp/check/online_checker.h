@@ -43,7 +43,7 @@ struct OnlineCounts {
   size_t invariants_violated = 0;
   size_t triggered = 0;    // checked invariants whose precondition held at least once
   size_t checked = 0;      // invariants with an online check
-  size_t not_checked = 0;  // relation not implemented, or it has no online check
+  size_t not_checked = 0;  // no online check: its relation has none, or is not registered (see states)
   uint64_t lines = 0;      // non-blank lines given to add_lines
   uint64_t records = 0;    // records parsed (lines that may concern a check) or offered to check_record
   uint64_t dispatched = 0;  // records some check needed
@@ -56,7 +56,7 @@ struct OnlineCounts {
 // Per invariant: what the report and the summary need.
 struct OnlineInvariantState {
   const Invariant* invariant = nullptr;
-  const Relation* relation = nullptr;      // nullptr: relation not implemented
+  const Relation* relation = nullptr;      // nullptr: not registered (an invariant built in code, not read)
   std::unique_ptr<OnlineCheck> check;      // nullptr: not checked online
   std::string display_name;
   uint64_t violations = 0;

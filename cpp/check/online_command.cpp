@@ -66,6 +66,105 @@ size_t poll_into_checker(TraceTailer& tailer, OnlineChecker& checker, std::optio
   return bytes;
 }
 
+namespace {
+
+// The loop's settings, from the command line.
+struct OnlineRun {
+  double report_interval = 10.0;  // seconds between report refreshes
+  double idle_limit = 0.0;        // --exit-when-idle seconds; 0: run until stopped
+  std::string idle_flag;          // its text, for the message
+  long poll_ms = 200;
+  bool debug = false;
+  bool html = true;
+  std::string report_path;
+};
+
+// A folder may appear later (the checker can start before the run); anything else is a mistake (false).
+bool check_trace_folders(const std::vector<std::string>& folders, Log& log, std::ostream& err) {
+  for (const std::string& f : folders) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(f, ec);
+    if (fs::exists(status) && !fs::is_directory(status)) {
+      err << "traincheck-onlinecheck: error: " << f << ": -f takes trace folders, and this is not a folder\n";
+      return false;
+    }
+    if (!fs::exists(status)) log.line("warning: " + f + " does not exist yet; waiting for it to appear");
+  }
+  return true;
+}
+
+// Signatures of each folder; a collect run writes them at its end, so they are looked for until found.
+class PendingSignatures {
+ public:
+  explicit PendingSignatures(const std::vector<std::string>& folders) {
+    for (const std::string& f : folders) files_.push_back((fs::path(f) / "api_signatures.json").string());
+  }
+  // Calls add(ApiSignatures) for each file that appeared since the last call.
+  template <class Add>
+  void load_new(Add&& add) {
+    for (auto it = files_.begin(); it != files_.end();) {
+      std::error_code ec;
+      if (!fs::exists(*it, ec)) {
+        ++it;
+        continue;
+      }
+      add(ApiSignatures::load(*it));
+      it = files_.erase(it);
+    }
+  }
+
+ private:
+  std::vector<std::string> files_;
+};
+
+// Polls and checks until `stop` is set or, with --exit-when-idle, no data came for that long.
+void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSignatures& signatures, const OnlineRun& run,
+                         Log& log, const std::atomic<bool>& stop) {
+  auto last_data = Clock::now(), last_report = Clock::now() - std::chrono::hours(1);
+  uint64_t reported_violations = ~0ull;
+  uint64_t reported_bad = 0;
+  std::optional<int64_t> horizon;  // set while some file has a backlog (poll_into_checker)
+  for (;;) {
+    const bool stopping = stop.load();
+    signatures.load_new([&](const ApiSignatures& s) { checker.add_signatures(s); });
+    // One poll is one batch: what it read from every file is checked merged by time.
+    const size_t bytes = poll_into_checker(tailer, checker, horizon, [&](const std::string& message) { log.line("warning: " + message); });
+    if (bytes) last_data = Clock::now();
+    const OnlineCounts c = checker.counts();
+    const auto& errors = checker.recent_errors();
+    const size_t fresh = static_cast<size_t>(std::min<uint64_t>(c.bad_lines - reported_bad, errors.size()));
+    for (size_t i = errors.size() - fresh; i < errors.size(); ++i) log.line("warning: skipping bad line: " + errors[i]);
+    reported_bad = c.bad_lines;
+    if (run.debug && bytes) log.line("[onlinecheck] read " + std::to_string(bytes) + " bytes; " + std::to_string(c.violations) + " violations");
+    // Throttled as the original's: at once (at most once a second) when the violations changed, else
+    // every --report-interval-seconds.
+    const double since = seconds_since(last_report);
+    if (run.html && ((c.violations != reported_violations && since >= 1.0) || since >= run.report_interval)) {
+      checker.write_report(run.report_path);
+      last_report = Clock::now();
+      reported_violations = c.violations;
+    }
+    if (stopping) break;
+    if (run.idle_limit > 0 && seconds_since(last_data) >= run.idle_limit) {
+      log.line("No trace data for " + run.idle_flag + " s; stopping (--exit-when-idle)");
+      break;
+    }
+    if (!tailer.behind()) std::this_thread::sleep_for(std::chrono::milliseconds(run.poll_ms));
+  }
+}
+
+// Verbatim: other tooling matches these lines (docs/formats.md §traincheck-onlinecheck).
+void log_final_summary(const OnlineChecker& checker, Log& log) {
+  const OnlineCounts c = checker.counts();
+  log.line("Checker stopped");
+  log.line("Total " + std::to_string(c.violations) + " violations found");
+  log.line("Total " + std::to_string(c.invariants_violated) + " invariants violated:");
+  for (const OnlineInvariantState& s : checker.states())
+    if (s.violations) log.line("  " + s.display_name + " (" + std::to_string(s.violations) + ")");
+}
+
+}  // namespace
+
 int run_online_check_command(int argc, const char* const* argv, std::ostream& err, const std::atomic<bool>& stop) {
   ArgParser args("traincheck-onlinecheck", "Check traces against invariants while they are written.");
   add_check_flags(args, "traincheck_onlinechecker_results");
@@ -75,102 +174,44 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
   args.option({"--poll-interval-ms"}, "poll_ms", "how often the trace files are polled (ours)", "200", "MS");
   args.option({"--exit-when-idle"}, "exit_when_idle", "stop once no trace data arrived for SECONDS (ours; 0: run until a signal)", "0", "SECONDS");
   if (auto status = parse_check_flags(args, "traincheck-onlinecheck", argc, argv, err)) return *status;
-  double report_interval = 10.0, idle_limit = 0.0;
-  long poll_ms = 200;
+  OnlineRun run;
   try {
-    report_interval = std::stod(args.get("report_interval"));
-    idle_limit = std::stod(args.get("exit_when_idle"));
-    poll_ms = std::stol(args.get("poll_ms"));
+    run.report_interval = std::stod(args.get("report_interval"));
+    run.idle_limit = std::stod(args.get("exit_when_idle"));
+    run.poll_ms = std::stol(args.get("poll_ms"));
   } catch (const std::exception&) {
     err << "traincheck-onlinecheck: error: --report-interval-seconds, --exit-when-idle and --poll-interval-ms take numbers\n";
     return 2;
   }
-  if (poll_ms <= 0) poll_ms = 200;
+  if (run.poll_ms <= 0) run.poll_ms = 200;
+  run.idle_flag = args.get("exit_when_idle");
   const std::string suffix = std::string("_relation_first_") + (args.flag_set("check_relation_first") ? "True" : "False");
   const std::string stamp = timestamp();
   std::string out_dir = args.get("output_dir");
   if (out_dir.empty()) out_dir = "traincheck_onlinechecker_results_" + stamp + suffix;
   Log log(err, "traincheck_onlinechecker_" + stamp + suffix + ".log");
-  const bool debug = args.flag_set("debug");
-  const bool html = !args.flag_set("no_html_report");
-  const std::string report_path = (fs::path(out_dir) / "report.html").string();
+  run.debug = args.flag_set("debug");
+  run.html = !args.flag_set("no_html_report");
+  run.report_path = (fs::path(out_dir) / "report.html").string();
 
   try {
     OnlineCheckerOptions options;
     options.output_dir = out_dir;
     const std::vector<std::string> folders = args.get_list("trace_folders");
-    for (const std::string& f : folders) {
-      // A folder may appear later (the checker can start before the run); anything else is a mistake.
-      std::error_code ec;
-      const fs::file_status status = fs::status(f, ec);
-      if (fs::exists(status) && !fs::is_directory(status)) {
-        err << "traincheck-onlinecheck: error: " << f << ": -f takes trace folders, and this is not a folder\n";
-        return 2;
-      }
-      if (!fs::exists(status)) log.line("warning: " + f + " does not exist yet; waiting for it to appear");
-    }
-    // Signatures of each folder; a collect run writes them at its end, so they are looked for until found.
-    std::vector<std::string> signature_files;
-    for (const std::string& f : folders) signature_files.push_back((fs::path(f) / "api_signatures.json").string());
+    if (!check_trace_folders(folders, log, err)) return 2;
+    PendingSignatures pending(folders);
     ApiSignatures signatures;
-    auto load_new_signatures = [&](auto&& add) {
-      for (auto it = signature_files.begin(); it != signature_files.end();) {
-        std::error_code ec;
-        if (!fs::exists(*it, ec)) {
-          ++it;
-          continue;
-        }
-        add(ApiSignatures::load(*it));
-        it = signature_files.erase(it);
-      }
-    };
-    load_new_signatures([&](const ApiSignatures& s) { signatures.merge(s); });
+    pending.load_new([&](const ApiSignatures& s) { signatures.merge(s); });
     OnlineChecker checker(OnlineChecker::load_invariants(args.get_list("invariants")), std::move(signatures), options);
     const OnlineCounts at_start = checker.counts();
     log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" + std::to_string(at_start.not_checked) +
              " not checked: no online check for their relation); results in " + out_dir);
 
     TraceTailer tailer(folders, args.get_list("traces"));
-    auto last_data = Clock::now(), last_report = Clock::now() - std::chrono::hours(1);
-    uint64_t reported_violations = ~0ull;
-    uint64_t reported_bad = 0;
-    std::optional<int64_t> horizon;  // set while some file has a backlog (poll_into_checker)
-    for (;;) {
-      const bool stopping = stop.load();
-      load_new_signatures([&](const ApiSignatures& s) { checker.add_signatures(s); });
-      // One poll is one batch: what it read from every file is checked merged by time.
-      const size_t bytes = poll_into_checker(tailer, checker, horizon, [&](const std::string& message) { log.line("warning: " + message); });
-      if (bytes) last_data = Clock::now();
-      const OnlineCounts c = checker.counts();
-      const auto& errors = checker.recent_errors();
-      const size_t fresh = static_cast<size_t>(std::min<uint64_t>(c.bad_lines - reported_bad, errors.size()));
-      for (size_t i = errors.size() - fresh; i < errors.size(); ++i) log.line("warning: skipping bad line: " + errors[i]);
-      reported_bad = c.bad_lines;
-      if (debug && bytes) log.line("[onlinecheck] read " + std::to_string(bytes) + " bytes; " + std::to_string(c.violations) + " violations");
-      // Throttled as the original's: at once (at most once a second) when the violations changed, else
-      // every --report-interval-seconds.
-      const double since = seconds_since(last_report);
-      if (html && ((c.violations != reported_violations && since >= 1.0) || since >= report_interval)) {
-        checker.write_report(report_path);
-        last_report = Clock::now();
-        reported_violations = c.violations;
-      }
-      if (stopping) break;
-      if (idle_limit > 0 && seconds_since(last_data) >= idle_limit) {
-        log.line("No trace data for " + args.get("exit_when_idle") + " s; stopping (--exit-when-idle)");
-        break;
-      }
-      if (!tailer.behind()) std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
-    }
+    check_until_stopped(checker, tailer, pending, run, log, stop);
     checker.end_batch();  // records held back by a horizon when stopped inside a backlog
-    if (html) checker.write_report(report_path);
-    const OnlineCounts c = checker.counts();
-    // Verbatim: other tooling matches these lines (docs/formats.md §traincheck-onlinecheck).
-    log.line("Checker stopped");
-    log.line("Total " + std::to_string(c.violations) + " violations found");
-    log.line("Total " + std::to_string(c.invariants_violated) + " invariants violated:");
-    for (const OnlineInvariantState& s : checker.states())
-      if (s.violations) log.line("  " + s.display_name + " (" + std::to_string(s.violations) + ")");
+    if (run.html) checker.write_report(run.report_path);
+    log_final_summary(checker, log);
   } catch (const std::exception& e) {
     log.line("traincheck-onlinecheck: error: " + std::string(e.what()));
     return 1;

@@ -14,7 +14,6 @@ using namespace report_parts;
 std::map<std::string, Counts> relation_counts(const TraceCheckReport& r) {
   std::map<std::string, Counts> out;
   for (const InvariantOutcome& o : r.outcomes) {
-    if (!o.relation) continue;
     Counts& c = out[o.invariant->relation];
     if (!o.result.passed()) ++c.failed;
     else if (o.result.triggered) ++c.passed;
@@ -34,14 +33,13 @@ std::string trace_sample_table(const TraceStore& trace, const InvariantOutcome& 
 }  // namespace
 
 std::string render_report_html(const std::vector<TraceCheckReport>& reports, const std::string& output_dir) {
-  size_t total_invariants = 0, failed = 0, passed = 0, not_triggered = 0, unsupported = 0, violations = 0;
+  size_t total_invariants = 0, failed = 0, passed = 0, not_triggered = 0, violations = 0;
   std::map<std::string, Counts> overall;
   for (const TraceCheckReport& r : reports) {
     total_invariants = std::max(total_invariants, r.outcomes.size());
     failed += r.count_failed();
     passed += r.count_passed();
     not_triggered += r.count_not_triggered();
-    unsupported += r.count_unsupported();
     for (const InvariantOutcome& o : r.outcomes) violations += o.result.violation_count;
     for (const auto& [rel, c] : relation_counts(r)) {
       overall[rel].failed += c.failed;
@@ -58,7 +56,6 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
   h += card("Pass rate", pct(passed, triggered) + "%", passed == triggered ? "good" : "");
   h += card("Invariants violated", std::to_string(failed), failed ? "bad" : "good");
   h += card("Violations", std::to_string(violations), violations ? "bad" : "good");
-  if (unsupported) h += card("Not checked (relation not implemented)", std::to_string(unsupported), "");
   h += "</div>";
 
   // Violations, most widespread first.
@@ -71,7 +68,7 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
   std::vector<Row> rows;
   for (const TraceCheckReport& r : reports)
     for (const InvariantOutcome& o : r.outcomes)
-      if (o.relation && !o.result.passed()) rows.push_back(Row{&r, &o, violation_steps(*r.trace, o)});
+      if (!o.result.passed()) rows.push_back(Row{&r, &o, violation_steps(*r.trace, o)});
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return a.outcome->result.violation_count > b.outcome->result.violation_count;
   });
@@ -103,7 +100,7 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
          bar(r.count_failed(), r.count_passed(), r.count_not_triggered());
     std::vector<const InvariantOutcome*> top;
     for (const InvariantOutcome& o : r.outcomes)
-      if (o.relation && !o.result.passed()) top.push_back(&o);
+      if (!o.result.passed()) top.push_back(&o);
     std::stable_sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->result.violation_count > b->result.violation_count; });
     if (!top.empty()) {
       h += "<h4>Failed invariants (top 10)</h4><ol>";

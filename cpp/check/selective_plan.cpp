@@ -5,7 +5,7 @@
 
 #include "invariant/invariant.h"
 #include "relations/registry.h"
-#include "trace/json_writer.h"
+#include "common/json_writer.h"
 
 namespace traincheck {
 

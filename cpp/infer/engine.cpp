@@ -7,7 +7,7 @@
 #include <ostream>
 #include <set>
 
-#include "trace/parallel.h"
+#include "common/parallel.h"
 
 namespace traincheck {
 

@@ -4,9 +4,10 @@
 #include <ostream>
 #include <set>
 
+#include "common/assert.h"
+#include "common/cli_args.h"
 #include "infer/engine.h"
 #include "relations/registry.h"
-#include "trace/cli_args.h"
 #include "trace/trace_store.h"
 
 namespace traincheck {

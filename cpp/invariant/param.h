@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/field_error.h"
 #include "trace/value.h"
 
 namespace traincheck {
@@ -46,10 +47,9 @@ struct Param {
   std::string to_json() const;  // canonical (compact) form; identity of a param
 };
 
-class ParamFormatError : public std::runtime_error {
+class ParamFormatError : public FieldError {
  public:
-  ParamFormatError(std::string field, const std::string& what) : std::runtime_error(what), field(std::move(field)) {}
-  std::string field;
+  using FieldError::FieldError;
 };
 // Throws ParamFormatError naming the offending field.
 Param param_from_value(const Value& v);

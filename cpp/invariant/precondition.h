@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/field_error.h"
 #include "trace/record.h"
 #include "trace/value.h"
 
@@ -93,10 +94,9 @@ struct GroupedPreconditions {
   Value to_value() const;
 };
 
-class PreconditionFormatError : public std::runtime_error {
+class PreconditionFormatError : public FieldError {
  public:
-  PreconditionFormatError(std::string field, const std::string& what) : std::runtime_error(what), field(std::move(field)) {}
-  std::string field;
+  using FieldError::FieldError;
 };
 // Throw PreconditionFormatError naming the field (relative to "precondition").
 Clause clause_from_value(const Value& v);

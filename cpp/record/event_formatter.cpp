@@ -2,8 +2,9 @@
 
 #include <cstring>
 
+#include "common/assert.h"
+#include "common/json_writer.h"
 #include "record/event_format.h"
-#include "trace/json_writer.h"
 
 namespace traincheck {
 
@@ -337,6 +338,7 @@ std::string tensor_type_name(std::string_view dtype_name, bool is_cuda) {
 void format_event(std::string& out, const std::byte* event, const FormatContext& ctx) {
   EventHeader h;
   std::memcpy(&h, event, sizeof h);
+  TC_ASSERT(h.size >= sizeof h && h.size % 8 == 0, "an event is its header and an 8-byte aligned payload");
   if (h.kind == EventKind::kVarState) {
     PayloadReader in(event + sizeof h, event + h.size);
     format_var_event(out, h, in, ctx);

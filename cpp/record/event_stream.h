@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/assert.h"
+
 namespace traincheck {
 
 struct Chunk {
@@ -59,7 +61,10 @@ class EventStream {
     if (head_ != nullptr && head_pos_ + bytes <= Chunk::kBytes) return head_->data + head_pos_;
     return reserve_slow(bytes);
   }
+  // (The checks cost nothing in Release, where NDEBUG drops them: this is the training thread.)
   void commit(uint32_t bytes) {
+    TC_ASSERT(head_ != nullptr && head_pos_ + bytes <= Chunk::kBytes, "commit() follows a reserve() of as many bytes");
+    TC_ASSERT(bytes % 8 == 0, "events keep 8-byte alignment");
     head_pos_ += bytes;
     head_->committed.store(head_pos_, std::memory_order_release);
   }
@@ -107,6 +112,7 @@ size_t EventStream::drain(Visit&& visit) {
       const std::byte* event = tail_->data + tail_pos_;
       uint32_t size;
       std::memcpy(&size, event, sizeof size);
+      TC_ASSERT(size > 0 && size % 8 == 0 && tail_pos_ + size <= end, "an event's size field spans whole events");
       visit(event);
       tail_pos_ += size;
       ++visited;

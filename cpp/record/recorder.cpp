@@ -171,8 +171,7 @@ uint64_t Recorder::next_call_ns() {
   return now;
 }
 
-void Recorder::emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t time_ns, uint64_t call_ns,
-                    uint64_t obj_id, const std::byte* payload, uint32_t payload_size) {
+void Recorder::emit(const EventInfo& e, const std::byte* payload, uint32_t payload_size) {
   EventStream* s = stream();
   const uint32_t size = align8(static_cast<uint32_t>(sizeof(EventHeader)) + payload_size);
   std::byte* at = s->reserve(size);
@@ -180,8 +179,8 @@ void Recorder::emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t tim
     s->count_dropped();
     return;
   }
-  EventHeader h{size,    kind,    flags,  0, api_id, current_meta_.load(std::memory_order_relaxed),
-                time_ns, call_ns, obj_id, current_step_.load(std::memory_order_relaxed)};
+  EventHeader h{size,      e.kind,    e.flags,  0, e.api_id, current_meta_.load(std::memory_order_relaxed),
+                e.time_ns, e.call_ns, e.obj_id, current_step_.load(std::memory_order_relaxed)};
   std::memcpy(at, &h, sizeof h);
   if (payload_size) std::memcpy(at + sizeof h, payload, payload_size);
   const uint32_t used = static_cast<uint32_t>(sizeof h) + payload_size;

@@ -33,6 +33,17 @@ extern std::atomic<bool> g_recording_enabled;
 // they call, so that once-per-epoch calls (model.train(), model.eval()) never fall between samples.
 extern std::atomic<bool> g_record_rare_calls;
 
+// The header fields of one event that its emitter knows (the recorder adds size, meta and step). Named
+// fields, because three of them are adjacent uint64_t that a positional call could swap unnoticed.
+struct EventInfo {
+  EventKind kind = EventKind::kCallPre;
+  uint8_t flags = 0;     // EventFlags
+  uint32_t api_id = 0;   // interned API name (a kVarState event's variable name)
+  uint64_t time_ns = 0;  // when this event happened
+  uint64_t call_ns = 0;  // the call's pre time: with the thread's uuid it forms func_call_id
+  uint64_t obj_id = 0;   // id(self) for bound methods
+};
+
 struct RecorderStats {
   uint64_t events_written = 0;
   uint64_t events_dropped = 0;
@@ -66,8 +77,7 @@ class Recorder {
 
   // Appends one event; the payload (may be empty) is copied after the header. Call events go to the
   // thread's trace_API file, kVarState events to its trace_VAR file.
-  void emit(EventKind kind, uint8_t flags, uint32_t api_id, uint64_t time_ns, uint64_t call_ns,
-            uint64_t obj_id, const std::byte* payload, uint32_t payload_size);
+  void emit(const EventInfo& event, const std::byte* payload = nullptr, uint32_t payload_size = 0);
 
   // A call_ns unique on this thread (monotonic ns, bumped past the previous one): func_call_id's suffix.
   static uint64_t next_call_ns();

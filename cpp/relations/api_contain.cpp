@@ -313,6 +313,136 @@ bool ApiContainRelation::contains(const TraceStore& trace, const CallEvent& call
   return false;
 }
 
+namespace {
+
+// What the (complete) calls of one parent contain, gathered in one pass over them. Positions index the
+// parent's calls.
+struct ParentChildren {
+  // Per child function and stage of the parent call: the parent calls containing it, and the argument
+  // values all its calls there share.
+  std::map<std::string_view, std::map<std::string_view, ApiChild>> api;
+  // Per (var type, attribute): a hypothesis per distinct (pre, post) value pair.
+  std::map<std::pair<std::string_view, std::string>, std::map<std::string, VarValueHypothesis>> var_values;
+  // Per (var type, var name, attribute): a named variable's changes.
+  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, NamedVarChanges> named;
+};
+
+void note_api_children(const TraceStore& trace, const CallEvent& call, uint32_t pos, ParentChildren& out) {
+  const std::string_view stage = trace.record(call.pre).stage;
+  for (uint32_t ci : trace.contained_calls(call)) {
+    const CallEvent& inner = trace.calls()[ci];
+    if (inner.status == CallStatus::Exception) continue;
+    ApiChild& child = out.api[inner.function][stage];
+    if (child.positions.empty() || child.positions.back() != pos) child.positions.push_back(pos);
+    Object args = primitive_args(trace, trace.record(inner.pre));
+    if (!child.seen) {
+      child.common_args = std::move(args);
+      child.seen = true;
+    } else if (!child.common_args.empty()) {
+      intersect_args(child.common_args, args);
+    }
+  }
+}
+
+void note_var_changes(const TraceStore& trace, const CallEvent& call, uint32_t pos, ParentChildren& out) {
+  for (const VarChange& change : trace.contained_var_changes(call)) {
+    const AttrHistory& attr = trace.attr(change);
+    const Value& pre = attr.states[change.new_state - 1].value;
+    const Value& post = attr.states[change.new_state].value;
+    auto& group = out.var_values[{trace.var(change).var_type, attr.name}];
+    VarValueHypothesis& vh = group[to_json(pre) + "\x1f" + to_json(post)];
+    if (vh.positions.empty()) {
+      vh.pre = pre;
+      vh.post = post;
+    }
+    if (vh.positions.empty() || vh.positions.back() != pos) vh.positions.push_back(pos);
+    const VarInstance& var = trace.var(change);
+    if (var.var_name.empty()) continue;
+    NamedVarChanges& named = out.named[{var.var_type, var.var_name, attr.name}];
+    if (named.positions.empty() || named.positions.back() != pos) named.positions.push_back(pos);
+    note_distinct(named.pres, pre);
+    note_distinct(named.posts, post);
+  }
+}
+
+// One hypothesis per child and stage, as the original infers stage by stage: merged across traces
+// stage by stage, then combined over the stages whose arguments agree (combine).
+void add_api_hypotheses(const TraceStore& trace, std::string_view parent, const std::vector<uint32_t>& calls,
+                        ParentChildren& children, std::vector<Hypothesis>& out) {
+  for (auto& [name, by_stage] : children.api)
+    for (auto& [stage, child] : by_stage) {
+      Hypothesis h = make_hypothesis(trace, parent, api_child_param(name, std::move(child.common_args)));
+      h.merge_key += "|";
+      h.merge_key += stage;
+      fill_examples(trace, calls, child.positions, h);
+      out.push_back(std::move(h));
+    }
+}
+
+void add_named_var_hypotheses(const TraceStore& trace, std::string_view parent, const std::vector<uint32_t>& calls,
+                              const ParentChildren& children, std::vector<Hypothesis>& out) {
+  for (const auto& [target, changes] : children.named) {
+    const auto& [var_type, var_name, attr] = target;
+    Hypothesis h = make_hypothesis(trace, parent, named_var_param(var_type, var_name, attr, changes));
+    // Calls where the variable did not exist are no examples (JudgedCalls).
+    std::vector<uint32_t> judged_calls, judged_positive;
+    const JudgedCalls judged(trace, h.invariant.params[1]);
+    size_t next = 0;
+    for (uint32_t p = 0; p < calls.size(); ++p) {
+      const bool positive = next < changes.positions.size() && changes.positions[next] == p;
+      if (positive) ++next;
+      if (!judged.judged(trace.calls()[calls[p]])) continue;
+      if (positive) judged_positive.push_back(static_cast<uint32_t>(judged_calls.size()));
+      judged_calls.push_back(calls[p]);
+    }
+    fill_examples(trace, judged_calls, judged_positive, h);
+    out.push_back(std::move(h));
+  }
+}
+
+void add_var_value_hypotheses(const TraceStore& trace, std::string_view parent, const std::vector<uint32_t>& calls,
+                              const ParentChildren& children, std::vector<Hypothesis>& out) {
+  for (const auto& [target, values] : children.var_values) {
+    const auto& [var_type, attr] = target;
+    auto make_var_param = [&](Value pre, Value post) {
+      Param p = Param::var_type_param(std::string(var_type), attr);
+      p.pre_value = std::move(pre);
+      p.post_value = std::move(post);
+      return p;
+    };
+    // Merge the value hypotheses when one generalised hypothesis explains the calls much better.
+    std::set<uint32_t> all;
+    double mean = 0;
+    for (const auto& [k, vh] : values) {
+      all.insert(vh.positions.begin(), vh.positions.end());
+      mean += likelihood(vh.positions.size(), calls.size());
+    }
+    mean /= static_cast<double>(values.size());
+    if (values.size() > 1 && likelihood(all.size(), calls.size()) / mean >= kMergeLikelihoodRatio) {
+      std::vector<Value> pres, posts;
+      std::unordered_set<Value, ValueHash> seen_pre, seen_post;  // thousands of distinct hashes are common
+      for (const auto& [k, vh] : values) {
+        if (seen_pre.insert(vh.pre).second) pres.push_back(vh.pre);
+        if (seen_post.insert(vh.post).second) posts.push_back(vh.post);
+      }
+      Value pre = pres.size() == 1 ? pres.front() : generalize_values(pres);
+      Value post = posts.size() == 1 ? posts.front() : generalize_values(posts);
+      Hypothesis h = make_hypothesis(trace, parent, make_var_param(std::move(pre), std::move(post)));
+      fill_examples(trace, calls, std::vector<uint32_t>(all.begin(), all.end()), h);
+      out.push_back(std::move(h));
+      continue;
+    }
+    for (const auto& [k, vh] : values) {
+      // A call that made a sibling change (other values) is a negative: the check judges it too.
+      Hypothesis h = make_hypothesis(trace, parent, make_var_param(vh.pre, vh.post));
+      fill_examples(trace, calls, vh.positions, h);
+      out.push_back(std::move(h));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) const {
   std::vector<Hypothesis> out;
   for (std::string_view parent : trace.functions()) {
@@ -321,114 +451,15 @@ std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) co
     for (uint32_t ci : trace.calls_of(parent))
       if (trace.calls()[ci].status != CallStatus::Incomplete) calls.push_back(ci);
     if (calls.empty()) continue;
-
-    // Per child function and stage of the parent call: the parent calls containing it, and the
-    // argument values all its calls there share.
-    std::map<std::string_view, std::map<std::string_view, ApiChild>> api_children;
-    std::map<std::pair<std::string_view, std::string>, std::map<std::string, VarValueHypothesis>> var_children;
-    std::map<std::tuple<std::string_view, std::string_view, std::string_view>, NamedVarChanges> named_children;
+    ParentChildren children;
     for (uint32_t pos = 0; pos < calls.size(); ++pos) {
       const CallEvent& call = trace.calls()[calls[pos]];
-      const std::string_view stage = trace.record(call.pre).stage;
-      for (uint32_t ci : trace.contained_calls(call)) {
-        const CallEvent& inner = trace.calls()[ci];
-        if (inner.status == CallStatus::Exception) continue;
-        ApiChild& child = api_children[inner.function][stage];
-        if (child.positions.empty() || child.positions.back() != pos) child.positions.push_back(pos);
-        Object args = primitive_args(trace, trace.record(inner.pre));
-        if (!child.seen) {
-          child.common_args = std::move(args);
-          child.seen = true;
-        } else if (!child.common_args.empty()) {
-          intersect_args(child.common_args, args);
-        }
-      }
-      for (const VarChange& change : trace.contained_var_changes(call)) {
-        const AttrHistory& attr = trace.attr(change);
-        const Value& pre = attr.states[change.new_state - 1].value;
-        const Value& post = attr.states[change.new_state].value;
-        auto& group = var_children[{trace.var(change).var_type, attr.name}];
-        VarValueHypothesis& vh = group[to_json(pre) + "\x1f" + to_json(post)];
-        if (vh.positions.empty()) {
-          vh.pre = pre;
-          vh.post = post;
-        }
-        if (vh.positions.empty() || vh.positions.back() != pos) vh.positions.push_back(pos);
-        const VarInstance& var = trace.var(change);
-        if (var.var_name.empty()) continue;
-        NamedVarChanges& named = named_children[{var.var_type, var.var_name, attr.name}];
-        if (named.positions.empty() || named.positions.back() != pos) named.positions.push_back(pos);
-        note_distinct(named.pres, pre);
-        note_distinct(named.posts, post);
-      }
+      note_api_children(trace, call, pos, children);
+      note_var_changes(trace, call, pos, children);
     }
-
-    // One hypothesis per child and stage, as the original infers stage by stage: merged across traces
-    // stage by stage, then combined over the stages whose arguments agree (combine).
-    for (auto& [name, by_stage] : api_children)
-      for (auto& [stage, child] : by_stage) {
-        Hypothesis h = make_hypothesis(trace, parent, api_child_param(name, std::move(child.common_args)));
-        h.merge_key += "|";
-        h.merge_key += stage;
-        fill_examples(trace, calls, child.positions, h);
-        out.push_back(std::move(h));
-      }
-
-    for (const auto& [target, changes] : named_children) {
-      const auto& [var_type, var_name, attr] = target;
-      Hypothesis h = make_hypothesis(trace, parent, named_var_param(var_type, var_name, attr, changes));
-      // Calls where the variable did not exist are no examples (JudgedCalls).
-      std::vector<uint32_t> judged_calls, judged_positive;
-      const JudgedCalls judged(trace, h.invariant.params[1]);
-      size_t next = 0;
-      for (uint32_t p = 0; p < calls.size(); ++p) {
-        const bool positive = next < changes.positions.size() && changes.positions[next] == p;
-        if (positive) ++next;
-        if (!judged.judged(trace.calls()[calls[p]])) continue;
-        if (positive) judged_positive.push_back(static_cast<uint32_t>(judged_calls.size()));
-        judged_calls.push_back(calls[p]);
-      }
-      fill_examples(trace, judged_calls, judged_positive, h);
-      out.push_back(std::move(h));
-    }
-
-    for (auto& [target, values] : var_children) {
-      const auto& [var_type, attr] = target;
-      auto make_var_param = [&](Value pre, Value post) {
-        Param p = Param::var_type_param(std::string(var_type), attr);
-        p.pre_value = std::move(pre);
-        p.post_value = std::move(post);
-        return p;
-      };
-      // Merge the value hypotheses when one generalised hypothesis explains the calls much better.
-      std::set<uint32_t> all;
-      double mean = 0;
-      for (const auto& [k, vh] : values) {
-        all.insert(vh.positions.begin(), vh.positions.end());
-        mean += likelihood(vh.positions.size(), calls.size());
-      }
-      mean /= static_cast<double>(values.size());
-      if (values.size() > 1 && likelihood(all.size(), calls.size()) / mean >= kMergeLikelihoodRatio) {
-        std::vector<Value> pres, posts;
-        std::unordered_set<Value, ValueHash> seen_pre, seen_post;  // thousands of distinct hashes are common
-        for (const auto& [k, vh] : values) {
-          if (seen_pre.insert(vh.pre).second) pres.push_back(vh.pre);
-          if (seen_post.insert(vh.post).second) posts.push_back(vh.post);
-        }
-        Value pre = pres.size() == 1 ? pres.front() : generalize_values(pres);
-        Value post = posts.size() == 1 ? posts.front() : generalize_values(posts);
-        Hypothesis h = make_hypothesis(trace, parent, make_var_param(std::move(pre), std::move(post)));
-        fill_examples(trace, calls, std::vector<uint32_t>(all.begin(), all.end()), h);
-        out.push_back(std::move(h));
-        continue;
-      }
-      for (const auto& [k, vh] : values) {
-        // A call that made a sibling change (other values) is a negative: the check judges it too.
-        Hypothesis h = make_hypothesis(trace, parent, make_var_param(vh.pre, vh.post));
-        fill_examples(trace, calls, vh.positions, h);
-        out.push_back(std::move(h));
-      }
-    }
+    add_api_hypotheses(trace, parent, calls, children, out);
+    add_named_var_hypotheses(trace, parent, calls, children, out);
+    add_var_value_hypotheses(trace, parent, calls, children, out);
   }
   return out;
 }

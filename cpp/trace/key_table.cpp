@@ -2,12 +2,13 @@
 
 #include <array>
 #include <atomic>
-#include <cassert>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "common/assert.h"
 
 namespace traincheck {
 namespace {
@@ -51,14 +52,21 @@ std::string canonical_key_name(std::string_view name) {
   return out;
 }
 
+namespace {
+
+// `raw` with the legacy prefix folded (into `buffer`, which then holds the text) when it has one.
+std::string_view folded_key(std::string_view raw, std::string& buffer) {
+  if (raw.find(kLegacyToolPrefix) == std::string_view::npos) return raw;
+  buffer = canonical_key_name(raw);
+  return buffer;
+}
+
+}  // namespace
+
 std::optional<KeyId> find_key(std::string_view raw) {
   KeyTable& t = table();
   std::string folded;
-  std::string_view name = raw;
-  if (raw.find(kLegacyToolPrefix) != std::string_view::npos) {
-    folded = canonical_key_name(raw);
-    name = folded;
-  }
+  const std::string_view name = folded_key(raw, folded);
   std::shared_lock lock(t.mutex);
   auto it = t.ids.find(name);
   if (it == t.ids.end()) return std::nullopt;
@@ -68,11 +76,7 @@ std::optional<KeyId> find_key(std::string_view raw) {
 KeyId intern_key(std::string_view raw) {
   KeyTable& t = table();
   std::string folded;
-  std::string_view name = raw;
-  if (raw.find(kLegacyToolPrefix) != std::string_view::npos) {
-    folded = canonical_key_name(raw);
-    name = folded;
-  }
+  const std::string_view name = folded_key(raw, folded);
   {
     std::shared_lock lock(t.mutex);
     auto it = t.ids.find(name);
@@ -98,7 +102,7 @@ KeyId intern_key(std::string_view raw) {
 std::string_view key_name(KeyId id) {
   KeyTable& t = table();
   std::string* block = t.chunks[id >> kChunkBits].load(std::memory_order_acquire);
-  assert(block != nullptr);
+  TC_ASSERT(block != nullptr, "a KeyId comes from intern_key or find_key");
   return block[id & (kChunkSize - 1)];
 }
 

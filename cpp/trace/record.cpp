@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/assert.h"
+
 namespace traincheck {
 
 std::string_view record_type_name(RecordType t) {
@@ -51,6 +53,8 @@ static std::string_view string_view_of(const Value* v) {
 }
 
 void Record::refresh_cached() {
+  TC_ASSERT(std::is_sorted(fields.begin(), fields.end(), [](const Field& a, const Field& b) { return a.key < b.key; }),
+            "a record's fields are sorted by key (get and set search them)");
   const WellKnownKeys& k = keys();
   auto int_of = [&](KeyId key) -> int64_t {
     const Value* v = get(key);

@@ -10,9 +10,9 @@
 #include <optional>
 #include <span>
 
+#include "common/parallel.h"
 #include "trace/json_parse.h"
 #include "trace/shared_fields.h"
-#include "trace/parallel.h"
 
 namespace traincheck {
 

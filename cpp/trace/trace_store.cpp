@@ -45,6 +45,8 @@ TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures,
   // Each file is time-ordered already (docs/formats.md §Reading traces); a stable sort merges them and keeps
   // file order for equal times, as the original's concatenation does.
   sort_records_by_time(records_);
+  TC_ASSERT(std::is_sorted(records_.begin(), records_.end(), [](const Record& a, const Record& b) { return a.time < b.time; }),
+            "records are in time order after the in-place permutation");
   if (!records_.empty()) {
     start_time_ = records_.front().time;
     end_time_ = records_.back().time;
@@ -156,6 +158,10 @@ void TraceStore::index_calls(std::ostream& warn) {
   for (uint32_t i = 0; i < calls_.size(); ++i) {
     CallEvent& c = calls_[i];
     if (c.status == CallStatus::Incomplete) c.end = end_time_;
+    TC_ASSERT((c.post == kNone) == (c.status == CallStatus::Incomplete), "a call has a post record unless incomplete");
+    TC_ASSERT(c.post == kNone || records_[c.post].func_call_id == records_[c.pre].func_call_id,
+              "a call's post record is its own (same func_call_id)");
+    TC_ASSERT(c.start <= c.end, "a call ends after it starts (records are in time order)");
     calls_by_function_[c.function].push_back(i);
     threads_[c.thread].calls.push_back(i);
   }

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/assert.h"
 #include "trace/api_signatures.h"
 #include "trace/record.h"
 #include "trace/trace_reader.h"
@@ -111,7 +112,10 @@ class TraceStore {
   const ApiSignatures& signatures() const { return signatures_; }
 
   const std::vector<Record>& records() const { return records_; }
-  const Record& record(uint32_t i) const { return records_[i]; }
+  const Record& record(uint32_t i) const {
+    TC_ASSERT(i < records_.size(), "a record index of this trace");
+    return records_[i];
+  }
   int64_t start_time() const { return start_time_; }
   int64_t end_time() const { return end_time_; }
   const std::vector<std::string>& stages() const { return stages_; }  // sorted, distinct
@@ -132,8 +136,17 @@ class TraceStore {
 
   // Variables.
   const std::vector<VarInstance>& var_instances() const { return vars_; }
-  const VarInstance& var(const VarChange& c) const { return vars_[c.var]; }
-  const AttrHistory& attr(const VarChange& c) const { return vars_[c.var].attrs[c.attr]; }
+  const VarInstance& var(const VarChange& c) const {
+    TC_ASSERT(c.var < vars_.size(), "a var change of this trace");
+    return vars_[c.var];
+  }
+  // A change has a state before it: states[new_state - 1] is valid.
+  const AttrHistory& attr(const VarChange& c) const {
+    TC_ASSERT(c.attr < var(c).attrs.size(), "a var change of a tracked attribute");
+    const AttrHistory& a = var(c).attrs[c.attr];
+    TC_ASSERT(c.new_state > 0 && c.new_state < a.states.size(), "a var change lies between two states");
+    return a;
+  }
 
   // Context managers active on (pid, tid) at `time`, as fields "meta_vars.context_managers.<X>" ->
   // {arg: value}, sorted by key: what the original injects into example records

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "trace/json_writer.h"
+#include "common/json_writer.h"
 
 namespace traincheck {
 
@@ -202,6 +202,19 @@ static void newline_indent(std::string& out, int indent, int level) {
   out.append(static_cast<size_t>(indent * level), ' ');
 }
 
+// What precedes element i of an array or object at `level`: a separator, and the element's own line
+// when indented.
+static void open_element(std::string& out, size_t i, JsonStyle style, int indent, int level) {
+  if (i) out += style == JsonStyle::Spaced ? ", " : ",";
+  if (style == JsonStyle::Indented) newline_indent(out, indent, level + 1);
+}
+
+// The closing bracket: on a line of its own when indented, unless the container is empty ("[]", "{}").
+static void close_container(std::string& out, char bracket, bool empty, JsonStyle style, int indent, int level) {
+  if (!empty && style == JsonStyle::Indented) newline_indent(out, indent, level);
+  out.push_back(bracket);
+}
+
 void append_value_json(std::string& out, const Value& v, JsonStyle style, int indent, int level) {
   switch (v.kind()) {
     case ValueKind::Null: out += "null"; return;
@@ -211,36 +224,24 @@ void append_value_json(std::string& out, const Value& v, JsonStyle style, int in
     case ValueKind::String: append_json_string(out, v.as_string()); return;
     case ValueKind::Array: {
       const Array& a = v.as_array();
-      if (a.empty()) {
-        out += "[]";
-        return;
-      }
       out.push_back('[');
       for (size_t i = 0; i < a.size(); ++i) {
-        if (i) out += style == JsonStyle::Spaced ? ", " : ",";
-        if (style == JsonStyle::Indented) newline_indent(out, indent, level + 1);
+        open_element(out, i, style, indent, level);
         append_value_json(out, a[i], style, indent, level + 1);
       }
-      if (style == JsonStyle::Indented) newline_indent(out, indent, level);
-      out.push_back(']');
+      close_container(out, ']', a.empty(), style, indent, level);
       return;
     }
     case ValueKind::Object: {
       const Object& o = v.as_object();
-      if (o.empty()) {
-        out += "{}";
-        return;
-      }
       out.push_back('{');
       for (size_t i = 0; i < o.size(); ++i) {
-        if (i) out += style == JsonStyle::Spaced ? ", " : ",";
-        if (style == JsonStyle::Indented) newline_indent(out, indent, level + 1);
+        open_element(out, i, style, indent, level);
         append_json_string(out, key_name(o[i].key));
         out += style == JsonStyle::Compact ? ":" : ": ";
         append_value_json(out, o[i].value, style, indent, level + 1);
       }
-      if (style == JsonStyle::Indented) newline_indent(out, indent, level);
-      out.push_back('}');
+      close_container(out, '}', o.empty(), style, indent, level);
       return;
     }
   }

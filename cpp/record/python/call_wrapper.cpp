@@ -71,7 +71,7 @@ std::string qualified_type_name(PyTypeObject* type) {
 }
 
 // Records the exception in flight without disturbing it: it is re-raised unchanged to the caller.
-void record_exception(const CallWrapper* self, uint64_t call_ns, uint8_t flags, uint64_t obj_id) {
+void record_exception(EventInfo event) {
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
   PayloadEncoder& payload = tls_payload;
@@ -91,8 +91,9 @@ void record_exception(const CallWrapper* self, uint64_t call_ns, uint8_t flags, 
     payload.text(message);
   }
   PyErr_Restore(type, value, traceback);
-  Recorder::instance().emit(EventKind::kCallException, flags, self->api_id, monotonic_ns(), call_ns, obj_id,
-                            payload.data(), payload.size());
+  event.kind = EventKind::kCallException;
+  event.time_ns = monotonic_ns();
+  Recorder::instance().emit(event, payload.data(), payload.size());
 }
 
 // The Python stack as traceback.format_stack() lists it, outermost first, without source lines (those
@@ -162,13 +163,12 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
   const uint64_t call_ns = Recorder::next_call_ns();
   self->called = 1;
   note_step(self);
-  uint8_t flags = 0;
-  uint64_t obj_id = 0;
+  EventInfo event{.kind = EventKind::kCallPre, .api_id = self->api_id, .time_ns = call_ns, .call_ns = call_ns};
   if ((self->options & kIsBoundMethod) && nargs > 0) {
-    flags |= kBoundMethod | kHasObjId;
-    obj_id = reinterpret_cast<uint64_t>(args[0]);
+    event.flags |= kBoundMethod | kHasObjId;
+    event.obj_id = reinterpret_cast<uint64_t>(args[0]);
   } else if (self->options & kIsBoundMethod) {
-    flags |= kBoundMethod;
+    event.flags |= kBoundMethod;
   }
   if (self->options & (kDumpArgs | kDumpStack)) {
     PayloadEncoder& payload = tls_payload;
@@ -182,18 +182,20 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
       }
       if (self->options & kDumpStack) capture_stack(payload);
     }
-    recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, payload.data(),
-                  payload.size());
+    recorder.emit(event, payload.data(), payload.size());
   } else {
-    recorder.emit(EventKind::kCallPre, flags, self->api_id, call_ns, call_ns, obj_id, nullptr, 0);
+    recorder.emit(event);
   }
 
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
   if (self->options & kTrackVars) run_var_hook(self, "post");
 
   if (result == nullptr) {
-    record_exception(self, call_ns, flags, obj_id);
-  } else if (self->options & kDumpReturn) {
+    record_exception(event);
+    return result;
+  }
+  event.kind = EventKind::kCallPost;
+  if (self->options & kDumpReturn) {
     PayloadEncoder& payload = tls_payload;
     payload.clear();
     payload.section(SectionTag::kReturn);
@@ -201,10 +203,11 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
       InsideRecorder guard;
       capture_value(payload, result);
     }
-    recorder.emit(EventKind::kCallPost, flags, self->api_id, monotonic_ns(), call_ns, obj_id,
-                  payload.data(), payload.size());
+    event.time_ns = monotonic_ns();
+    recorder.emit(event, payload.data(), payload.size());
   } else {
-    recorder.emit(EventKind::kCallPost, flags, self->api_id, monotonic_ns(), call_ns, obj_id, nullptr, 0);
+    event.time_ns = monotonic_ns();
+    recorder.emit(event);
   }
   return result;
 }
@@ -220,7 +223,7 @@ bool rare_call(const CallWrapper* self) {
 // a sampled-out step, rare calls and what they call are recorded. Every other call only counts its step,
 // disabled ones included: otherwise a per-step API would look rare after a region the script disabled.
 PyObject* unrecorded_step_call(CallWrapper* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  if ((self->options & kRecordCalls) && !tls_inside_recorder) {
+  if (!tls_inside_recorder) {
     if (g_record_rare_calls.load(std::memory_order_relaxed)) {
       if (tls_rare_call_depth > 0) return recorded_call(self, args, nargsf, kwnames);
       if (rare_call(self)) {
@@ -235,8 +238,7 @@ PyObject* unrecorded_step_call(CallWrapper* self, PyObject* const* args, size_t 
 
 PyObject* wrapper_vectorcall(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<CallWrapper*>(obj);
-  if (g_recording_enabled.load(std::memory_order_relaxed) && (self->options & kRecordCalls) &&
-      !tls_inside_recorder) {
+  if (g_recording_enabled.load(std::memory_order_relaxed) && !tls_inside_recorder) {
     return recorded_call(self, args, nargsf, kwnames);
   }
   // A sampled-out call pays one more relaxed load here before the original runs.

@@ -51,7 +51,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     }
     const uint32_t name_id = static_cast<uint32_t>(PyLong_AsUnsignedLong(PyList_GET_ITEM(name_ids, i)));
     if (PyErr_Occurred()) return false;
-    recorder.emit(EventKind::kVarState, 0, name_id, now, now, 0, payload.data(), payload.size());
+    recorder.emit({.kind = EventKind::kVarState, .api_id = name_id, .time_ns = now, .call_ns = now}, payload.data(),
+                  payload.size());
   }
   return true;
 }

@@ -63,7 +63,6 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 t.original,
                 t.api_name,
                 binds=binds,
-                record=True,
                 dump_args=opts.dump_args,
                 dump_return=opts.dump_return,
                 is_bound_method=t.is_bound_method,

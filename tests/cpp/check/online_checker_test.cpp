@@ -11,8 +11,8 @@
 #include "check/checker.h"
 #include "check/online_command.h"
 #include "check/trace_tailer.h"
+#include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
-#include "trace/synthetic_trace.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 

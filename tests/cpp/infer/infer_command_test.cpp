@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "infer/infer_command.h"
+#include "testing/synthetic_trace.h"
 #include "trace/key_table.h"
-#include "trace/synthetic_trace.h"
 #include "trace/trace_store.h"
 
 namespace fs = std::filesystem;

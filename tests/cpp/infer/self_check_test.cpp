@@ -4,7 +4,7 @@
 // states that inference never saw as examples, or judged them by another rule.
 //
 // Runs over every trace the C++ tests have: the e2e folders (tests/cpp/data/e2e), synthetic runs of
-// trace/synthetic_trace.cpp (bug injections included: a buggy run is still consistent with itself),
+// testing/synthetic_trace.cpp (bug injections included: a buggy run is still consistent with itself),
 // and the variable and call patterns written below. More folders (real traces) can be added with
 // TC_SELF_CHECK_TRACES=dir1:dir2:...
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include "check/checker.h"
 #include "infer/engine.h"
 #include "relations/registry.h"
-#include "trace/synthetic_trace.h"
+#include "testing/synthetic_trace.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 

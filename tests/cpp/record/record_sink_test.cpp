@@ -65,8 +65,8 @@ TEST(RecordSink, SeesEveryLineTheFilesGetEndsPassesClosesOnceAndIsDroppedInAFork
   const uint32_t api = r.intern_name("torch.relu");
   for (int i = 0; i < 100; ++i) {
     const uint64_t t = Recorder::next_call_ns();
-    r.emit(EventKind::kCallPre, 0, api, t, t, 0, nullptr, 0);
-    r.emit(EventKind::kCallPost, 0, api, monotonic_ns(), t, 0, nullptr, 0);
+    r.emit({.kind = EventKind::kCallPre, .api_id = api, .time_ns = t, .call_ns = t});
+    r.emit({.kind = EventKind::kCallPost, .api_id = api, .time_ns = monotonic_ns(), .call_ns = t});
   }
   r.flush();
   EXPECT_GE(seen.passes, 1);

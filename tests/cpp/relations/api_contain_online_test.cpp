@@ -10,8 +10,8 @@
 #include "invariant/precondition.h"
 #include "relations/api_contain.h"
 #include "relations/registry.h"
+#include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
-#include "trace/synthetic_trace.h"
 #include "trace/trace_reader.h"
 
 namespace fs = std::filesystem;

@@ -8,8 +8,8 @@
 
 #include "infer/engine.h"
 #include "relations/registry.h"
+#include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
-#include "trace/synthetic_trace.h"
 #include "trace/trace_reader.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "trace/json_writer.h"
+#include "common/json_writer.h"
 
 #include <gtest/gtest.h>
 

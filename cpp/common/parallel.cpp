@@ -1,4 +1,4 @@
-#include "trace/parallel.h"
+#include "common/parallel.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "trace/cli_args.h"
+#include "common/cli_args.h"
 
 namespace traincheck {
 

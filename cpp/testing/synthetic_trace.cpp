@@ -1,11 +1,11 @@
-#include "trace/synthetic_trace.h"
+#include "testing/synthetic_trace.h"
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
 
-#include "trace/json_writer.h"
+#include "common/json_writer.h"
 
 namespace traincheck {
 
@@ -39,11 +39,8 @@ class Writer {
     std::string& o = var_;
     o += "{\"var_name\":\"model.layer";
     o += std::to_string(param);
-    o += ".weight\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":";
-    append_json_int(o, spec_.process_id);
-    o += ",\"thread_id\":";
-    append_json_int(o, spec_.thread_id);
-    o += meta();
+    o += ".weight\",\"var_type\":\"torch.nn.Parameter\",";
+    append_ids_and_meta(o, false);
     o += ",\"type\":\"state_change\",\"attributes\":{\"";
     o += prefix_;
     o += "data_ID\":";
@@ -61,17 +58,24 @@ class Writer {
   std::string api_text, var_;
 
  private:
-  std::string meta() const {
-    return ",\"meta_vars\":{\"step\":" + std::to_string(step_) + ",\"stage\":\"" + stage_ + "\"}";
+  // "process_id":P,"thread_id":T (API records put the thread first, as the recorder writes them), then
+  // ,"meta_vars":{...}.
+  void append_ids_and_meta(std::string& o, bool thread_first) const {
+    const char* keys[2] = {"\"process_id\":", "\"thread_id\":"};
+    const int64_t ids[2] = {spec_.process_id, spec_.thread_id};
+    for (int k = 0; k < 2; ++k) {
+      const int i = thread_first ? 1 - k : k;
+      if (k) o += ',';
+      o += keys[i];
+      append_json_int(o, ids[i]);
+    }
+    o += ",\"meta_vars\":{\"step\":" + std::to_string(step_) + ",\"stage\":\"" + stage_ + "\"}";
   }
   void api(const std::string& id, const char* type, const std::string& fn, bool bound, const std::string& extra) {
     time_ += 1000;
     std::string& o = api_text;
-    o += "{\"func_call_id\":\"" + id + "\",\"thread_id\":";
-    append_json_int(o, spec_.thread_id);
-    o += ",\"process_id\":";
-    append_json_int(o, spec_.process_id);
-    o += meta();
+    o += "{\"func_call_id\":\"" + id + "\",";
+    append_ids_and_meta(o, true);
     o += ",\"type\":\"";
     o += type;
     o += "\",\"function\":\"" + fn + "\",\"is_bound_method\":";
