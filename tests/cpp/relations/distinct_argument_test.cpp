@@ -73,39 +73,7 @@ TEST(DistinctArgument, TensorArgumentsAreComparedWithoutTheirMemoryAddresses) {
                                                        args(R"({"0":{"t":{"_ML_DAIKON_data_ID":3,"n":2}}})")));
 }
 
-TEST(DistinctArgument, LearnedFromDistinctSeedsAndTheRepeatedSeedFoundAtItsStepOfflineAndOnline) {
-  const TraceStore good = store("good", seeded_run(5));
-  const InferResult result = infer_invariants({&good}, {&kRelation}, InferOptions{});
-  ASSERT_EQ(result.invariants.size(), 1u);
-  EXPECT_EQ(result.invariants[0].params[0].api_full_name, kInit);
-  EXPECT_EQ(to_json(result.invariants[0].precondition->to_value()),
-            R"({"distinct_arg":{"inverted":false,"preconditions":[{"clauses":"Unconditional"}]}})");
-  EXPECT_TRUE(kRelation.check(good, result.invariants[0], {}).passed());
 
-  const TraceStore bad = store("bad", seeded_run(6, 3));
-  const CheckResult offline = kRelation.check(bad, result.invariants[0], {});
-  EXPECT_TRUE(offline.triggered);
-  EXPECT_EQ(offline_steps(bad, offline), std::vector<int64_t>{3});
-  ASSERT_EQ(offline.violations[0].records.size(), 2u);
-  EXPECT_GT(offline.violations[0].records[0], offline.violations[0].records[1]);  // the later call first
-
-  std::unique_ptr<OnlineCheck> online = kRelation.make_online_check(result.invariants[0]);
-  std::vector<OnlineViolation> violations;
-  for (const Record& r : bad.records()) online->on_record(r, violations);
-  EXPECT_TRUE(online->triggered());
-  ASSERT_EQ(online_steps(violations), std::vector<int64_t>{3});
-  EXPECT_EQ(violations[0].records[0].func_call_id, bad.record(offline.violations[0].records[0]).func_call_id);
-}
-
-TEST(DistinctArgument, AFunctionAlwaysGivenTheSameArgumentsIsNoHypothesis) {
-  CallTraceText t;
-  for (int s = 0; s < 4; ++s) {
-    for (int k = 0; k < 2; ++k)
-      t.call("torch.cuda.manual_seed", s, "\"return_values\":{\"NoneType\":null},", "\"args\":{\"0\":{\"int\":0}},\"kwargs\":{}");
-    t.call("torch.optim.sgd.SGD.step", s, "\"return_values\":{\"NoneType\":null},");
-  }
-  EXPECT_TRUE(kRelation.generate(store("t", t)).empty());
-}
 
 TEST(DistinctArgument, OnlineKeepsOnlyRecentStepsAndThoseBeforeTraining) {
   CallTraceText t;
