@@ -1,6 +1,9 @@
-"""Each overhead workload runs a few iterations on the CPU and writes one time per iteration; configs are
+"""What each overhead workload must do, run for a few iterations on the CPU: train (every timed iteration
+runs the same backward passes and optimizer steps, its losses finite and changing from one iteration to the
+next), write one time per iteration, and print a summary line with its iteration count; configs are
 consistent with the scripts; the settrace baseline logs calls with their arguments."""
 import json
+import math
 import re
 import subprocess
 import sys
@@ -20,21 +23,55 @@ def test_the_paper_workloads_are_present():
     assert REQUIRED <= set(NAMES) and len(NAMES) >= 6
 
 
+ITERS = 3
+# Optimizer steps per iteration; the transformer (the word_language_model example) updates its
+# parameters by hand, without an optimizer.
+OPTIMIZER_STEPS = {"dcgan": 2, "transformer": 0}
+
 # All workloads run in one child process, one after the other, so that torch is imported once (seconds
-# on a small machine) rather than once per workload; each runs as `__main__` in its own folder.
+# on a small machine) rather than once per workload; each runs as `__main__` in its own folder. The driver
+# records, per workload, its stdout and what happens in each timed iteration (workload_common's timer
+# marks them): the loss of every backward pass and every optimizer step.
 DRIVER = """
-import json, os, runpy, sys, traceback
+import contextlib, io, json, os, runpy, sys, traceback
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+sys.path.insert(0, sys.argv[2])
+import workload_common
+
+events = []
+timed = workload_common._TimedIteration
+enter, exit_ = timed.__enter__, timed.__exit__
+def enter_(self):
+    events.append(["begin"])
+    return enter(self)
+def exit__(self, *exc):
+    result = exit_(self, *exc)
+    events.append(["end"])
+    return result
+timed.__enter__, timed.__exit__ = enter_, exit__
+backward = torch.Tensor.backward
+def backward_(self, *args, **kwargs):
+    events.append(["backward", self.detach().sum().item()])
+    return backward(self, *args, **kwargs)
+torch.Tensor.backward = backward_
+register_optimizer_step_post_hook(lambda *a: events.append(["step"]))
+
 results = {}
 for name, script, folder in json.loads(sys.argv[1]):
     os.chdir(folder)
-    sys.argv = [script, "--iters", "3"]
+    sys.argv = [script, "--iters", "%d"]
+    events = []
+    out = io.StringIO()
     try:
-        runpy.run_path(script, run_name="__main__")
-        results[name] = None
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(script, run_name="__main__")
+        error = None
     except BaseException:
-        results[name] = traceback.format_exc()
+        error = traceback.format_exc()
+    results[name] = {"error": error, "stdout": out.getvalue(), "events": events}
 print("RESULTS " + json.dumps(results))
-"""
+""" % ITERS
 
 
 @pytest.fixture(scope="module")
@@ -44,22 +81,68 @@ def three_iterations_each(tmp_path_factory):
         folder = tmp_path_factory.mktemp(name)
         (folder / "iteration_times.txt").write_text("stale\n" * 10)  # must be overwritten, not appended to
         jobs.append((name, str(WORKLOADS / name / "main.py"), str(folder)))
-    result = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(jobs)], capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(jobs), str(WORKLOADS)], capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     line = [l for l in result.stdout.splitlines() if l.startswith("RESULTS ")][-1]
-    errors = json.loads(line[len("RESULTS "):])
-    return {name: (errors[name], Path(folder)) for name, _, folder in jobs}
+    runs = json.loads(line[len("RESULTS "):])
+    return {name: (runs[name], Path(folder)) for name, _, folder in jobs}
+
+
+def iterations_of(events):
+    """The events of each timed iteration; nothing of interest happens outside them."""
+    iterations, current = [], None
+    for event in events:
+        if event[0] == "begin":
+            assert current is None, "iterations nest"
+            current = []
+        elif event[0] == "end":
+            iterations.append(current)
+            current = None
+        else:
+            assert current is not None, f"{event[0]} outside a timed iteration"
+            current.append(event)
+    assert current is None, "an iteration never ended"
+    return iterations
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_workload_writes_one_time_per_iteration(name, three_iterations_each):
-    error, folder = three_iterations_each[name]
-    assert error is None, error
+    run, folder = three_iterations_each[name]
+    assert run["error"] is None, run["error"]
     for name in ("iteration_times.txt", "iteration_cpu_times.txt"):
         lines = (folder / name).read_text().splitlines()
-        assert len(lines) == 3, name
+        assert len(lines) == ITERS, name
         assert all(float(line) > 0 for line in lines)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_workload_trains_in_each_timed_iteration(name, three_iterations_each):
+    run, _ = three_iterations_each[name]
+    assert run["error"] is None, run["error"]
+    iterations = iterations_of(run["events"])
+    assert len(iterations) == ITERS
+    # Every iteration does the same work: its backward passes, then updates (steps after the backward).
+    kinds = [[event[0] for event in it] for it in iterations]
+    assert all(k == kinds[0] for k in kinds), kinds
+    assert kinds[0].count("step") == OPTIMIZER_STEPS.get(name, 1), kinds[0]
+    assert "backward" in kinds[0] and kinds[0][0] == "backward", kinds[0]
+    # The losses are finite and change: each backward pass of an iteration sees a different loss in
+    # another iteration (a model that does not learn, or a batch that repeats, would give the same).
+    losses = [[event[1] for event in it if event[0] == "backward"] for it in iterations]
+    assert all(math.isfinite(loss) for it in losses for loss in it), losses
+    for position in range(len(losses[0])):
+        assert len({it[position] for it in losses}) == ITERS, losses
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_workload_prints_its_iterations_and_finite_losses(name, three_iterations_each):
+    run, _ = three_iterations_each[name]
+    assert run["error"] is None, run["error"]
+    summary = run["stdout"].strip().splitlines()[-1]
+    assert re.match(rf"{name}: {ITERS} iterations, ", summary), summary
+    losses = re.findall(r"[Ll]oss(?:_\w+)? (\S+)", summary)
+    assert losses and all(math.isfinite(float(loss)) for loss in losses), summary
 
 
 @pytest.mark.parametrize("name", NAMES)
