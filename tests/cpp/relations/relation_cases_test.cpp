@@ -61,11 +61,15 @@ std::string_view short_type(RecordType t) {
   return "?";
 }
 
-// "step 6: c12 pre, c13 post": a violation's step (that of its first record) and its records in order.
+// "step 6: c12 pre, c13 post": a violation's step (that of its first record) and its records in order,
+// each followed by its own step where that differs ("c8 pre (step 2)").
 std::string describe(const std::vector<const Record*>& records) {
-  std::string out = "  step " + std::to_string(records[0]->step) + ":";
-  for (size_t i = 0; i < records.size(); ++i)
+  const int64_t step = records[0]->step;
+  std::string out = "  step " + std::to_string(step) + ":";
+  for (size_t i = 0; i < records.size(); ++i) {
     out += std::string(i ? ", " : " ") + std::string(records[i]->func_call_id) + " " + std::string(short_type(records[i]->type));
+    if (records[i]->step != step) out += " (step " + std::to_string(records[i]->step) + ")";
+  }
   return out + "\n";
 }
 
@@ -160,7 +164,7 @@ TEST_P(RelationCase, MatchesItsExpectedOutputs) {
   for (size_t i = 0; i < invariants.size(); ++i) {
     const Relation* rel = find_relation(invariants[i].relation);
     const std::string label = rel ? rel->display_name(invariants[i]) : std::string();
-    expected += "#" + std::to_string(i) + " " + (label.empty() ? invariants[i].text_description : label) + "\n";
+    expected += "#" + std::to_string(i) + " " + (label.empty() ? "(no display name) " + invariants[i].text_description : label) + "\n";
   }
   for (const TraceStore& t : infer_traces) expected += check_all(t, invariants);
   for (const TraceStore& t : check_traces) expected += check_all(t, invariants);
