@@ -67,8 +67,12 @@ std::string describe(const std::vector<const Record*>& records) {
   const int64_t step = records[0]->step;
   std::string out = "  step " + std::to_string(step) + ":";
   for (size_t i = 0; i < records.size(); ++i) {
-    out += std::string(i ? ", " : " ") + std::string(records[i]->func_call_id) + " " + std::string(short_type(records[i]->type));
-    if (records[i]->step != step) out += " (step " + std::to_string(records[i]->step) + ")";
+    const Record& r = *records[i];
+    // An API record by its call id; a state record by its variable and process.
+    const std::string who = r.type == RecordType::StateChange ? std::string(r.var_name) + " of pid " + std::to_string(r.process_id)
+                                                              : std::string(r.func_call_id);
+    out += std::string(i ? ", " : " ") + who + " " + std::string(short_type(r.type));
+    if (r.step != step) out += " (step " + std::to_string(r.step) + ")";
   }
   return out + "\n";
 }
