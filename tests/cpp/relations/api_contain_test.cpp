@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "case_trace.h"
 #include "infer/engine.h"
 #include "relations/registry.h"
 #include "testing/synthetic_trace.h"
@@ -227,47 +228,6 @@ TEST(ApiContain, InferredArgumentConstraintsNeverUsePositionIndexesAsNames) {
 namespace {
 
 constexpr const char* kDropoutForward = "torch.nn.modules.dropout.Dropout.forward";
-constexpr const char* kDropout = "torch.nn.functional.dropout";
-
-// How validation calls dropout: with training=False (eval mode), with training=True (Monte Carlo
-// dropout), or not at all.
-enum class Validation { EvalMode, McDropout, NoDropout };
-
-// Training steps of Dropout.forward calling dropout(p, training, inplace) by keyword, a validation pass
-// (stage "testing") after step `validate_at`, then more training steps. `buggy`: the model stays in
-// eval mode after validation, so later training steps pass training=False.
-TraceStore dropout_run(const std::string& name, int steps, int validate_at, bool buggy,
-                       Validation validation = Validation::EvalMode) {
-  std::string text;
-  int64_t time = 0;
-  int id = 0;
-  auto call = [&](int step, const std::string& stage, bool training, bool with_child = true) {
-    auto rec = [&](const std::string& cid, const std::string& fn, const std::string& type, const std::string& extra) {
-      text += R"({"func_call_id":")" + cid + R"(","thread_id":1,"process_id":1,"meta_vars":{"step":)" + std::to_string(step) +
-              R"(,"stage":")" + stage + R"("},"type":")" + type + R"(","function":")" + fn +
-              R"(","is_bound_method":false,"obj_id":null)" + extra + ",\"time\":" + std::to_string(++time) + "}\n";
-    };
-    const std::string parent = "p" + std::to_string(id), child = "c" + std::to_string(id++);
-    rec(parent, kDropoutForward, "function_call (pre)", R"(,"args":{},"kwargs":{})");
-    if (with_child) {
-      rec(child, kDropout, "function_call (pre)",
-          std::string(R"(,"args":{},"kwargs":{"p":{"float":0.5},"training":{"bool":)") + (training ? "true" : "false") +
-              R"(},"inplace":{"bool":false}})");
-      rec(child, kDropout, "function_call (post)", "");
-    }
-    rec(parent, kDropoutForward, "function_call (post)", "");
-  };
-  bool train_mode = true;
-  for (int step = 1; step <= steps; ++step) {
-    call(step, "training", train_mode);
-    if (step == validate_at) {
-      for (int i = 0; i < 2; ++i) call(step, "testing", validation == Validation::McDropout, validation != Validation::NoDropout);
-      train_mode = !buggy;
-    }
-  }
-  return TraceStore(name, read_trace_text(name, text));
-}
-
 // The `training` constraint of an APIContain child (nullptr if it has none).
 const Value* training_arg(const Param& child) {
   if (!child.arguments || !child.arguments->is_object()) return nullptr;
@@ -277,8 +237,11 @@ const Value* training_arg(const Param& child) {
 
 }  // namespace
 
+// Training steps of Dropout.forward calling dropout(training=True), a validation pass calling it with
+// training=False after step 3. What is learned from such runs and caught when the model stays in eval
+// mode: relation_cases/api_contain/model_left_in_eval_mode and argument_set_seen_in_different_stages.
 TEST(ApiContain, ChildArgumentsThatDifferByStageAreSeparateStageRestrictedHypotheses) {
-  const TraceStore good = dropout_run("good", 6, 3, false);
+  const TraceStore good = load_case_trace("api_contain/model_left_in_eval_mode/infer/run1.jsonl");
   std::map<bool, const Hypothesis*> by_training;
   const ApiContainRelation rel;
   std::vector<Hypothesis> generated = rel.generate(good);
@@ -295,49 +258,6 @@ TEST(ApiContain, ChildArgumentsThatDifferByStageAreSeparateStageRestrictedHypoth
   EXPECT_EQ(by_training[true]->negatives.size(), 0u);
   EXPECT_EQ(by_training[false]->valid_stages, std::vector<std::string>{"testing"});
   EXPECT_EQ(by_training[false]->positives.size(), 2u);
-}
-
-TEST(ApiContain, ModelLeftInEvalModeAfterValidationIsCaughtAtTheFirstBuggyStep) {
-  const TraceStore run1 = dropout_run("run1", 6, 3, false), run2 = dropout_run("run2", 8, 4, false);
-  const ApiContainRelation rel;
-  const InferResult inferred = infer_invariants({&run1, &run2}, {&rel}, InferOptions{});
-  const Invariant* train_mode = nullptr;
-  for (const Invariant& inv : inferred.invariants)
-    if (inv.params[0].api_full_name == kDropoutForward)
-      if (const Value* t = training_arg(inv.params[1]); t != nullptr && t->find("bool")->as_bool()) train_mode = &inv;
-  ASSERT_NE(train_mode, nullptr);
-  // It holds in training only.
-  EXPECT_EQ(to_json(train_mode->precondition->to_value()),
-            R"({"parent_func_call_pre":{"inverted":false,"preconditions":[{"clauses":[{"type":"constant","prop_name":"meta_vars.stage","additional_path":"None","prop_dtype":"str","values":["training"]}]}]}})");
-  EXPECT_EQ(train_mode->num_positive_examples, 14);
-  // Good runs pass every invariant; the buggy run fails this one from the first step after validation.
-  for (const Invariant& inv : inferred.invariants) EXPECT_TRUE(rel.check(run1, inv, {}).passed()) << inv.text_description;
-  const TraceStore buggy = dropout_run("buggy", 7, 3, true);
-  const CheckResult r = rel.check(buggy, *train_mode, {});
-  ASSERT_EQ(r.violation_count, 4u);
-  EXPECT_EQ(buggy.record(r.violations[0].records[0]).step, 4);
-}
-
-TEST(ApiContain, RunsThatSawAnArgumentSetInDifferentStagesAreJudgedOnAllOfThem) {
-  // run1's validation calls no dropout, run2's calls it with training=True (Monte Carlo dropout): the
-  // hypothesis "always calls dropout(training=True)" holds in run2's both stages and run1's training
-  // stage. Combined over the stages, run1's validation calls are its examples too (negatives):
-  // whatever is learned, neither run violates it.
-  const TraceStore run1 = dropout_run("run1", 6, 3, false, Validation::NoDropout);
-  const TraceStore run2 = dropout_run("run2", 6, 3, false, Validation::McDropout);
-  const ApiContainRelation rel;
-  const InferResult inferred = infer_invariants({&run1, &run2}, {&rel}, InferOptions{});
-  for (const Invariant& inv : inferred.invariants)
-    for (const TraceStore* t : {&run1, &run2}) EXPECT_TRUE(rel.check(*t, inv, {}).passed()) << t->name() << ": " << inv.text_description;
-  size_t seen = 0;
-  auto expect_negatives = [&](const Invariant& inv, int64_t negatives) {
-    if (inv.params[0].api_full_name != kDropoutForward) return;
-    ++seen;
-    EXPECT_EQ(negatives, 2) << "run1's validation calls: " << inv.text_description;
-  };
-  for (const Invariant& inv : inferred.invariants) expect_negatives(inv, inv.num_negative_examples.value_or(-1));
-  for (const FailedHypothesis& f : inferred.failed) expect_negatives(f.invariant, f.num_negative_examples);
-  EXPECT_EQ(seen, 1u);
 }
 
 TEST(ApiContain, PerVariableChildCatchesAnOptimizerThatStopsUpdatingOneParameter) {

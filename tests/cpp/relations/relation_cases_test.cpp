@@ -154,6 +154,9 @@ TEST_P(RelationCase, MatchesItsExpectedOutputs) {
     InferResult result = infer_invariants(traces, relations, InferOptions{});
     expected += "infer: " + std::to_string(result.invariants.size()) + " invariants, " + std::to_string(result.failed.size()) +
                 " failed hypotheses\n";
+    for (const FailedHypothesis& f : result.failed)
+      expected += "failed " + f.invariant.text_description + ": " + f.reason + " (" + std::to_string(f.num_positive_examples) +
+                  " positive, " + std::to_string(f.num_negative_examples) + " negative examples)\n";
     std::string learned;
     for (const Invariant& inv : result.invariants) learned += inv.to_json_line() + "\n";
     expect_golden(learned, dir / "expected_invariants.jsonl");
