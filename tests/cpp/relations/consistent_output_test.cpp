@@ -19,7 +19,6 @@ using namespace traincheck;
 namespace {
 
 constexpr const char* kRelu = "torch.nn.functional.relu";
-constexpr const char* kAutocast = "torch.amp.autocast_mode.autocast";
 
 // JSONL for one thread (call_trace_text.h), plus relu calls.
 struct TraceText : CallTraceText {
@@ -42,10 +41,6 @@ TraceText relu_run(int steps, int bad_step = -1) {
   return t;
 }
 
-std::vector<OnlineViolation> run_online(const TraceStore& t, const Invariant& inv, bool* triggered = nullptr) {
-  return run_call_online(ConsistentOutputRelation(), t, inv, triggered);
-}
-
 // The original's autocast invariant (header of cpp/relations/consistent_output.cpp), with its clauses.
 const char* kRealExample =
     R"({"text_description": "real", "relation": "ConsistentOutputRelation", "params": [)"
@@ -56,22 +51,6 @@ const char* kRealExample =
     R"({"type": "constant", "prop_name": "meta_vars.context_managers.torch.amp.autocast_mode.autocast", "additional_path": ["dtype"], "prop_dtype": "str", "values": ["torch.float16"]},)"
     R"({"type": "exist", "prop_name": "meta_vars.context_managers.torch.amp.autocast_mode.autocast", "additional_path": "None", "prop_dtype": "None"}]}]}},)"
     R"("num_positive_examples": 503, "num_negative_examples": 497})";
-
-// relu outside autocast returns float32; inside autocast(dtype=float16) it returns float16, except at
-// `bad_step`, where it returns float32.
-TraceText autocast_run(int steps, int bad_step) {
-  TraceText t;
-  const std::string cm = kAutocast;
-  for (int s = 0; s < steps; ++s) {
-    t.relu(s, "torch.float32");
-    t.call(cm + ".__init__", s, "\"return_values\":{\"NoneType\":null},",
-           "\"args\":{\"1\":{\"str\":\"cuda\"}},\"kwargs\":{\"dtype\":{\"str\":\"torch.float16\"}}");
-    t.call(cm + ".__enter__", s, "\"return_values\":{\"NoneType\":null},");
-    t.relu(s, s == bad_step ? "torch.float32" : "torch.float16");
-    t.call(cm + ".__exit__", s, "\"return_values\":{\"NoneType\":null},");
-  }
-  return t;
-}
 
 }  // namespace
 
@@ -95,7 +74,6 @@ TEST(ConsistentOutput, ReturnedTensorsOfSingleAndTupleResults) {
   EXPECT_FALSE(ConsistentOutputRelation::outputs_match(s.record(s.calls()[s.calls_of("h")[0]].post), "dtype",
                                                        Value::string("torch.float16")));
 }
-
 
 TEST(ConsistentOutput, MixedDtypesGiveExamplesOfBothSignsAndCollectFromAnotherTrace) {
   const TraceStore bad = store("mixed", relu_run(8, 5));
@@ -130,26 +108,11 @@ TEST(ConsistentOutput, PostWithoutReturnValuesIsANegative) {
   EXPECT_EQ(negatives, 1u);
 }
 
-
-TEST(ConsistentOutput, RealExampleParsesAndIsCheckedUnderAutocast) {
+// The real example checked offline and by a bare online check: relation_cases/consistent_output/autocast_real_example.
+TEST(ConsistentOutput, TheOnlineCheckerTracksAutocastAsOffline) {
   const Invariant inv = invariant_from_json(kRealExample);
-  const Relation* rel = find_relation(inv.relation);
-  ASSERT_NE(rel, nullptr);  // checked, not "relation not implemented yet"
-
-  const TraceStore good = store("ac_good", autocast_run(5, -1));
-  const CheckResult ok = rel->check(good, inv, {});
-  EXPECT_TRUE(ok.triggered);  // the relu calls inside autocast
-  EXPECT_TRUE(ok.passed());   // the float32 calls outside autocast fail the precondition
-
-  const TraceStore bad = store("ac_bad", autocast_run(5, 3));
-  const CheckResult r = rel->check(bad, inv, {});
-  EXPECT_EQ(offline_steps(bad, r), std::vector<int64_t>{3});
-
-  // A bare online check sees the records as they are, without context managers: the autocast clauses
-  // never hold, so nothing is checked.
-  bool triggered = true;
-  EXPECT_TRUE(run_online(bad, inv, &triggered).empty());
-  EXPECT_FALSE(triggered);
+  const TraceStore good = load_case_trace("consistent_output/autocast_real_example/check/ac_good.jsonl");
+  const TraceStore bad = load_case_trace("consistent_output/autocast_real_example/check/ac_bad.jsonl");
 
   // The online checker tracks the managers the invariants name and offers records enriched with them:
   // the same verdict as offline.
