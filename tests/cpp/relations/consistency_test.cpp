@@ -114,7 +114,6 @@ TEST(Consistency, StepEndsHoldEachStepsLastRecordAndTheTolerance) {
   EXPECT_FALSE(ConsistencyRelation::close_values(Value::integer(1), Value::integer(2)));
 }
 
-
 TEST(Consistency, OnlineStateDoesNotGrowWithTheRunsLength) {
   DdpSpec spec;
   spec.prefix = "_ML_DAIKON_";
@@ -135,7 +134,6 @@ TEST(Consistency, MaxViolationsKeepsTheFirstAndCountsAll) {
   ASSERT_EQ(r.violations.size(), 1u);
   EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 2);
 }
-
 
 TEST(Consistency, OnlineAgreesWithOfflineExceptForPairsOfLastStates) {
   const Invariant inv = real_example();

@@ -48,8 +48,6 @@ TEST(ConsistentInputOutput, InputTensorsArePositionalThenKeyword) {
   EXPECT_EQ(ConsistentInputOutputRelation::value_at(ins, IoPath{3, "shape", 0}), nullptr);
 }
 
-
-
 // The offline and online checks of this trace: relation_cases/consistent_input_output/calls_without_return_values.
 TEST(ConsistentInputOutput, CallsWithoutReturnValuesAreNoExamples) {
   const TraceStore s = load_case_trace("consistent_input_output/calls_without_return_values/check/noret.jsonl");

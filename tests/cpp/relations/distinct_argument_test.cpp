@@ -73,8 +73,6 @@ TEST(DistinctArgument, TensorArgumentsAreComparedWithoutTheirMemoryAddresses) {
                                                        args(R"({"0":{"t":{"_ML_DAIKON_data_ID":3,"n":2}}})")));
 }
 
-
-
 TEST(DistinctArgument, OnlineKeepsOnlyRecentStepsAndThoseBeforeTraining) {
   CallTraceText t;
   t.id = 100000;  // call ids apart from the run's
