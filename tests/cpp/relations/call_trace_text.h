@@ -1,17 +1,11 @@
-// Test helpers for relations judged per call (call_checks.h): JSONL text of API calls on one thread (pre
-// and post records, one time unit apart), running an online check over a finished trace, and the
-// steps of violations.
+// Test helper for the relation tests that build a record in code to reach an internal API (argument
+// binding, returned tensors, online state bounds): JSONL text of API calls on one thread (pre and post
+// records, one time unit apart). What a trace makes a relation learn or find is a data case instead:
+// tests/cpp/data/relation_cases/README.md.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <vector>
-
-#include "invariant/relation.h"
-#include "relations/call_checks.h"
 
 struct CallTraceText {
   std::string text;
@@ -29,26 +23,3 @@ struct CallTraceText {
     text += head(post_type) + post_extra + "\"time\":" + std::to_string(time++) + "}\n";
   }
 };
-
-// Feeds every record of `t` to `rel`'s online check of `inv`; every call must have closed by the end.
-inline std::vector<traincheck::OnlineViolation> run_call_online(const traincheck::Relation& rel, const traincheck::TraceStore& t,
-                                                                const traincheck::Invariant& inv, bool* triggered = nullptr) {
-  std::unique_ptr<traincheck::OnlineCheck> check = rel.make_online_check(inv);
-  std::vector<traincheck::OnlineViolation> violations;
-  for (const traincheck::Record& r : t.records()) check->on_record(r, violations);
-  if (triggered) *triggered = check->triggered();
-  EXPECT_EQ(static_cast<traincheck::CallOnlineCheck*>(check.get())->open_calls(), 0u);
-  return violations;
-}
-
-inline std::vector<int64_t> offline_steps(const traincheck::TraceStore& t, const traincheck::CheckResult& r) {
-  std::vector<int64_t> out;
-  for (const traincheck::Violation& v : r.violations) out.push_back(t.record(v.records[0]).step);
-  return out;
-}
-
-inline std::vector<int64_t> online_steps(const std::vector<traincheck::OnlineViolation>& vs) {
-  std::vector<int64_t> out;
-  for (const traincheck::OnlineViolation& v : vs) out.push_back(v.records[0].step);
-  return out;
-}
