@@ -125,6 +125,8 @@ class Value {
   // The payload word (an int64, a double, a bool as 0/1, or a Node*) is kept as two 32-bit halves, so a
   // Value is 4-aligned and 12 bytes, and a record field or object member (a KeyId and a Value) is 16
   // instead of 24. It is read and written through memcpy, which compiles to one unaligned load/store.
+  // A leak checker must scan unaligned words (LeakSanitizer: LSAN_OPTIONS=use_unaligned=1, as
+  // scripts/run_sanitizers.sh sets), or it reports payloads reachable only through such words.
   template <class T>
   T load_word() const {
     static_assert(sizeof(T) <= sizeof word_);
