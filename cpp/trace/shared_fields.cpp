@@ -12,8 +12,6 @@ constexpr size_t kMaxBlocks = 50000;
 
 void append_bytes(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
 
-}  // namespace
-
 // Tells values apart for counting them: a collision only makes a key look less varied.
 uint64_t fingerprint(const Value& v) {
   if (v.is_string()) return std::hash<std::string_view>{}(v.as_string());
@@ -27,6 +25,8 @@ uint64_t fingerprint(const Value& v) {
   if (v.is_int()) return static_cast<uint64_t>(v.as_int()) * 0x9e3779b97f4a7c15ULL;
   return v.is_bool() ? (v.as_bool() ? 1 : 2) : 3;
 }
+
+}  // namespace
 
 bool SharedFieldBlocks::shareable(const Field& f) {
   if (f.key == keys().func_call_id) return false;  // unique to one call
