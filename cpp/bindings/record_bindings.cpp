@@ -130,16 +130,13 @@ void bind_recorder(nb::module_& m) {
   });
   m.def(
       "set_torch_types",
-      [](nb::handle tensor, nb::handle parameter, nb::handle dtype, nb::handle device) {
-        set_torch_types({reinterpret_cast<PyTypeObject*>(tensor.ptr()), reinterpret_cast<PyTypeObject*>(parameter.ptr()),
-                         reinterpret_cast<PyTypeObject*>(dtype.ptr()), reinterpret_cast<PyTypeObject*>(device.ptr())});
+      [](nb::handle tensor, nb::handle parameter, nb::handle dtype, nb::handle device, nb::handle module) {
+        auto type = [](nb::handle h) { return reinterpret_cast<PyTypeObject*>(h.ptr()); };
+        set_torch_types({type(tensor), type(parameter), type(dtype), type(device), type(module)});
         // The types are kept for the process's life.
-        tensor.inc_ref();
-        parameter.inc_ref();
-        dtype.inc_ref();
-        device.inc_ref();
+        for (nb::handle h : {tensor, parameter, dtype, device, module}) h.inc_ref();
       },
-      "Tell the argument capture which classes are torch.Tensor, Parameter, dtype and device.");
+      "Tell the argument capture which classes are torch.Tensor, Parameter, dtype, device and nn.Module.");
   m.def("wrap", &wrap, nb::arg("original"), nb::arg("api_name"), nb::arg("options"),
         "wrap(original, api_name, *, binds, dump_args=False, dump_return=False, is_bound_method=False,\n"
         "dump_stack=False, track_vars=False, omit_first_arg=False, arg_positions=None, arg_keywords=())\n"

@@ -56,6 +56,7 @@ enum class ValueTag : uint8_t {
   kTuple = 12,      // u32 count + values
   kDict = 13,       // u32 count + (kStr-less key: u32 length + bytes, value) pairs
   kTruncated = 14,  // stands for elements left out of a long container
+  kModule = 15,     // u32 type-name id + u8 training flag: {"<type>": {"training": <bool>}} (an nn.Module)
 };
 
 enum TensorFlags : uint16_t {

@@ -173,6 +173,12 @@ void format_element(std::string& out, PayloadReader& in, const FormatContext& ct
       append_json_string(out, ctx.names.get(in.read<uint32_t>()));
       out += ":{}}";
       return;
+    case ValueTag::kModule: {
+      out += '{';
+      append_json_string(out, ctx.names.get(in.read<uint32_t>()));
+      out += in.u8() ? ":{\"training\":true}}" : ":{\"training\":false}}";
+      return;
+    }
     case ValueTag::kNamedValue: {
       out += '{';
       append_json_string(out, ctx.names.get(in.read<uint32_t>()));

@@ -27,6 +27,11 @@ class PayloadEncoder {
   void str(std::string_view s) { tag(ValueTag::kStr); text(s); }
   void big_integer(std::string_view digits) { tag(ValueTag::kBigInt); text(digits); }
   void object(uint32_t type_name_id) { tag(ValueTag::kObject); put(type_name_id); }
+  void module(uint32_t type_name_id, bool training) {
+    tag(ValueTag::kModule);
+    put(type_name_id);
+    put(static_cast<uint8_t>(training));
+  }
   void named_value(uint32_t type_name_id, uint32_t text_id) {
     tag(ValueTag::kNamedValue);
     put(type_name_id);

@@ -24,8 +24,11 @@
 //     all traces;
 //   - the dynamic "var_events" analysis is not implemented (in the original it never activates because
 //     of the short type name in proxy_obj_names); files with that group still load;
-//   - argument constraints keep only primitive argument values (scalars, lists of scalars); object
-//     arguments (tensors) carry ids that differ run to run;
+//   - argument constraints keep only primitive argument values (scalars, lists of scalars) and the mode
+//     of module arguments, `self` included, as {"torch.nn.modules.module.Module": {"training": b}}
+//     whatever the module's class (module_mode): "Sequential.forward calls Linear.forward on a layer in
+//     training mode" in training steps catches a layer left in eval mode where no dropout or batch norm
+//     shows it. Other object arguments (tensors) carry ids that differ run to run;
 //   - argument constraints per stage, as the original's stage-by-stage inference gives them: an API
 //     child's arguments are intersected over its calls within one stage of the parent calls (one
 //     hypothesis per stage), then over the traces (the original keeps only equal argument sets, so a
@@ -59,18 +62,21 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_set>
 
 #include "invariant/precondition.h"
 #include "relations/registry.h"
+#include "trace/key_table.h"
 
 namespace traincheck {
 
 namespace {
 
 constexpr double kMergeLikelihoodRatio = 1.3;
+constexpr std::string_view kModuleTypeName = "torch.nn.modules.module.Module";
 
 bool is_primitive(const Value& v) {
   if (v.is_hashable()) return !v.is_nan();
@@ -78,19 +84,49 @@ bool is_primitive(const Value& v) {
   return false;
 }
 
+// A module argument, {"<module type>": {"training": b}}, as a constraint keeps only its mode, under the base
+// type: "the layer runs in training mode" holds for a user's subclass of Linear as for Linear itself, and
+// eval mode during training (a model left in eval mode after validation, a discriminator never switched
+// back) breaks it. nullopt for any other value.
+std::optional<Value> module_mode(const Value& typed) {
+  if (!typed.is_object() || typed.as_object().size() != 1) return std::nullopt;
+  const Value& payload = typed.as_object().front().value;
+  if (!payload.is_object() || payload.as_object().size() != 1) return std::nullopt;
+  const Member& flag = payload.as_object().front();
+  if (key_name(flag.key) != "training" || !flag.value.is_bool()) return std::nullopt;
+  return make_object({{kModuleTypeName, make_object({{"training", flag.value}})}});
+}
+
 bool is_position_name(std::string_view name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Bound arguments of a call whose recorded payload ({type: payload}) is primitive. A positional argument
-// that no recorded signature names is left out: the original never writes index names ("0"), and cannot
-// match them when it checks our invariants.
+// Whether bind() puts a method's `self` first: a bound method whose positional argument 0 was recorded.
+bool binds_self_first(const Record& pre) {
+  const WellKnownKeys& k = keys();
+  const Value* bound = pre.get(k.is_bound_method);
+  const Value* args = pre.get(k.args);
+  return bound != nullptr && bound->is_bool() && bound->as_bool() && args != nullptr && args->is_object() &&
+         args->find("0") != nullptr;
+}
+
+// Bound arguments of a call whose recorded payload ({type: payload}) is primitive, and module arguments
+// as their mode (module_mode), `self` included: Linear.forward's own mode is the one that matters. Any
+// other `self` is left out. A positional argument that no recorded signature names is left out: the
+// original never writes index names ("0"), and cannot match them when it checks our invariants.
 Object primitive_args(const TraceStore& trace, const Record& pre) {
   Object out;
-  for (Member& m : trace.signatures().bind(pre, true, false)) {
+  const bool self_first = binds_self_first(pre);
+  Object bound = trace.signatures().bind(pre, false, false);
+  for (size_t i = 0; i < bound.size(); ++i) {
+    Member& m = bound[i];
     if (is_position_name(key_name(m.key))) continue;
     if (!m.value.is_object() || m.value.as_object().size() != 1) continue;
-    if (!is_primitive(m.value.as_object().front().value)) continue;
+    if (std::optional<Value> mode = module_mode(m.value)) {
+      m.value = std::move(*mode);
+    } else if ((self_first && i == 0) || !is_primitive(m.value.as_object().front().value)) {
+      continue;
+    }
     out.push_back(std::move(m));
   }
   return out;
@@ -106,7 +142,11 @@ bool args_match(const Value& arguments, const Object& bound) {
   const Value* args = arguments.find("args");
   if (args == nullptr || !args->is_object()) return true;
   for (const Member& want : args->as_object()) {
-    const bool found = std::any_of(bound.begin(), bound.end(), [&](const Member& m) { return m.key == want.key && m.value == want.value; });
+    const bool found = std::any_of(bound.begin(), bound.end(), [&](const Member& m) {
+      if (m.key != want.key) return false;
+      std::optional<Value> mode = module_mode(m.value);
+      return (mode ? *mode : m.value) == want.value;
+    });
     if (!found) return false;
   }
   return true;

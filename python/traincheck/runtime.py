@@ -87,7 +87,7 @@ def _instrument(config: dict, core) -> dict:
         importlib.import_module(root)
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
-        core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device)
+        core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
 
     stack = bool(config.get("api_dump_stack_trace"))
     plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None

@@ -76,8 +76,7 @@ def test_tensor_arguments_and_results_carry_their_attributes(tmp_path):
     records = all_records(out)
     linear = next(r for r in records if r["function"] == "torch.nn.modules.linear.Linear.forward" and r["type"] == PRE)
     assert linear["is_bound_method"] is True and isinstance(linear["obj_id"], int)
-    (self_type,) = linear["args"]["0"]
-    assert self_type == "torch.nn.modules.linear.Linear"
+    assert linear["args"]["0"] == {"torch.nn.modules.linear.Linear": {"training": True}}
     tensor = linear["args"]["1"]["torch.FloatTensor"]
     assert tensor["shape"] == [8, 16] and tensor["dtype"] == "torch.float32" and tensor["ndim"] == 2
     assert tensor["nbytes"] == 8 * 16 * 4 and tensor["is_cpu"] is True and tensor["requires_grad"] is False
@@ -100,3 +99,28 @@ def test_cnn_with_sgd_records_conv_forward_and_sgd_step(tmp_path):
     assert result.returncode == 0, result.stderr
     functions = {r["function"] for r in all_records(tmp_path / "out")}
     assert {"torch.nn.modules.conv.Conv2d.forward", "torch.optim.sgd.SGD.step", "torch.nn.functional.cross_entropy"} <= functions
+
+
+MODE_SCRIPT = """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+x = torch.randn(2, 4)
+for step in range(2):
+    model(x).sum().backward()
+model.eval()
+with torch.no_grad():
+    model(x)
+"""
+
+
+def test_module_arguments_carry_their_training_mode(tmp_path):
+    # A module's mode is what shows a model left in eval mode (docs/formats.md §Argument and return values).
+    script = tmp_path / "modes.py"
+    script.write_text(MODE_SCRIPT)
+    result = collect(tmp_path, "-p", str(script), "--output-dir", "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    forwards = [r for r in all_records(tmp_path / "out") if r["type"] == PRE and r["function"] == "torch.nn.modules.linear.Linear.forward"]
+    modes = [r["args"]["0"] for r in forwards]
+    assert modes == [{"torch.nn.modules.linear.Linear": {"training": True}}] * 2 + [{"torch.nn.modules.linear.Linear": {"training": False}}]
+    seq = next(r for r in all_records(tmp_path / "out") if r["type"] == PRE and r["function"] == "torch.nn.modules.container.Sequential.forward")
+    assert seq["args"]["0"] == {"torch.nn.modules.container.Sequential": {"training": True}}

@@ -49,6 +49,7 @@ struct Names {
   PyObject* grad;
   PyObject* grad_fn;
   PyObject* itemsize;
+  PyObject* training;
 };
 const Names& names() {
   static const Names n = {
@@ -58,7 +59,7 @@ const Names& names() {
       PyUnicode_InternFromString("is_quantized"), PyUnicode_InternFromString("requires_grad"),
       PyUnicode_InternFromString("is_leaf"),      PyUnicode_InternFromString("retains_grad"),
       PyUnicode_InternFromString("grad"),         PyUnicode_InternFromString("grad_fn"),
-      PyUnicode_InternFromString("itemsize"),
+      PyUnicode_InternFromString("itemsize"),     PyUnicode_InternFromString("training"),
   };
   return n;
 }
@@ -206,6 +207,20 @@ bool capture_user_attributes(PayloadEncoder& out, PyObject* obj) {
 
 namespace {
 
+// A module's mode is what tells "the model was left in eval mode" apart: Module.__init__ puts `training`
+// in the instance dict, so it is read from there without calling any descriptor or __getattr__. A
+// module whose dict lacks a bool `training` is recorded as a plain object.
+void capture_module(PayloadEncoder& out, PyObject* m) {
+  PyObject** dict_ptr = _PyObject_GetDictPtr(m);
+  PyObject* dict = dict_ptr ? *dict_ptr : nullptr;
+  PyObject* training = dict && PyDict_Check(dict) ? PyDict_GetItemWithError(dict, names().training) : nullptr;
+  if (training == nullptr || !PyBool_Check(training)) {
+    PyErr_Clear();
+    return out.object(type_name_id(Py_TYPE(m)));
+  }
+  out.module(type_name_id(Py_TYPE(m)), training == Py_True);
+}
+
 void capture_tensor(PayloadEncoder& out, PyObject* t) {
   TensorSummary s;
   int64_t dims[kMaxDims];
@@ -300,6 +315,7 @@ void capture_value(PayloadEncoder& out, PyObject* v, int depth) {
   if (g_types.device && Py_IS_TYPE(v, g_types.device)) {
     return out.named_value(type_name_id(Py_TYPE(v)), str_id(v));
   }
+  if (g_types.module && PyObject_TypeCheck(v, g_types.module)) return capture_module(out, v);
   out.object(type_name_id(Py_TYPE(v)));
 }
 

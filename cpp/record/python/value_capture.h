@@ -15,6 +15,7 @@ struct TorchTypes {
   PyTypeObject* parameter = nullptr;  // torch.nn.Parameter
   PyTypeObject* dtype = nullptr;      // torch.dtype
   PyTypeObject* device = nullptr;     // torch.device
+  PyTypeObject* module = nullptr;     // torch.nn.Module: recorded with its `training` flag
 };
 void set_torch_types(const TorchTypes& types);
 
