@@ -280,7 +280,7 @@ Param named_var_param(std::string_view var_type, std::string_view var_name, std:
 // nothing about processes (or programs) without that variable, nor about calls before it existed.
 class JudgedCalls {
  public:
-  JudgedCalls(const TraceStore& trace, const Param& child) {
+  JudgedCalls(const TraceStore& trace, const Param& child) : trace_(trace) {
     if (child.type != ParamType::VarName) return;
     named_ = true;
     for (const VarInstance& v : trace.var_instances()) {
@@ -293,11 +293,12 @@ class JudgedCalls {
   }
   bool judged(const CallEvent& call) const {
     if (!named_) return true;
-    auto it = first_recorded_.find(call.process_id);
+    auto it = first_recorded_.find(trace_.process_of(call));
     return it != first_recorded_.end() && it->second <= call.end;
   }
 
  private:
+  const TraceStore& trace_;
   bool named_ = false;
   std::map<int64_t, int64_t> first_recorded_;  // pid -> time of the variable's first state
 };
@@ -337,7 +338,7 @@ bool ApiContainRelation::contains(const TraceStore& trace, const CallEvent& call
   if (child.type == ParamType::Api) {
     for (uint32_t ci : trace.contained_calls(call)) {
       const CallEvent& inner = trace.calls()[ci];
-      if (inner.function != child.api_full_name) continue;  // cheap test first
+      if (trace.function_of(inner) != child.api_full_name) continue;  // cheap test first
       if (!api_outcome_matches(child, inner.status == CallStatus::Exception)) continue;
       if (api_call_matches(child, trace.record(inner.pre), trace.signatures())) return true;
     }
@@ -372,7 +373,7 @@ void note_api_children(const TraceStore& trace, const CallEvent& call, uint32_t 
   for (uint32_t ci : trace.contained_calls(call)) {
     const CallEvent& inner = trace.calls()[ci];
     if (inner.status == CallStatus::Exception) continue;
-    ApiChild& child = out.api[inner.function][stage];
+    ApiChild& child = out.api[trace.function_of(inner)][stage];
     if (child.positions.empty() || child.positions.back() != pos) child.positions.push_back(pos);
     Object args = primitive_args(trace, trace.record(inner.pre));
     if (!child.seen) {

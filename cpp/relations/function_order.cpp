@@ -113,7 +113,8 @@ CallsByThread calls_by_thread(const TraceStore& trace, const std::set<std::strin
   for (size_t t = 0; t < trace.threads().size(); ++t)
     for (uint32_t ci : trace.threads()[t].calls) {
       const CallEvent& c = trace.calls()[ci];
-      if (c.status != CallStatus::Incomplete && functions.count(c.function)) out[t][c.function].push_back(ci);
+      const std::string_view fn = trace.function_of(c);
+      if (c.status != CallStatus::Incomplete && functions.count(fn)) out[t][fn].push_back(ci);
     }
   return out;
 }

@@ -84,6 +84,36 @@ uint32_t TraceStore::thread_index(int64_t pid, int64_t tid) const {
   return it == thread_by_id_.end() ? kNone : it->second;
 }
 
+namespace {
+
+// Calls by func_call_id while pre and post records are paired: (hash, call) sorted, 16 bytes a call
+// where a node-based map took about 40, at the moment the whole trace is in memory. Equal hashes are
+// told apart by the ids themselves.
+class CallIdIndex {
+ public:
+  void add(std::string_view id, uint32_t call) { entries_.push_back({std::hash<std::string_view>{}(id), call}); }
+  void sort() { std::sort(entries_.begin(), entries_.end()); }
+  // The first call (lowest index) whose id equals `id`, or kNone.
+  template <typename IdOf>
+  uint32_t find(std::string_view id, const IdOf& id_of) const {
+    const uint64_t h = std::hash<std::string_view>{}(id);
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), Entry{h, 0});
+    for (; it != entries_.end() && it->hash == h; ++it)
+      if (id_of(it->call) == id) return it->call;
+    return kNone;
+  }
+
+ private:
+  struct Entry {
+    uint64_t hash;
+    uint32_t call;
+    bool operator<(const Entry& o) const { return hash != o.hash ? hash < o.hash : call < o.call; }
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace
+
 void TraceStore::index_calls(std::ostream& warn) {
   // Threads and their records.
   for (uint32_t i = 0; i < records_.size(); ++i) {
@@ -92,37 +122,47 @@ void TraceStore::index_calls(std::ostream& warn) {
     if (inserted) threads_.push_back(ThreadInfo{r.process_id, r.thread_id, {}, {}});
     threads_[it->second].records.push_back(i);
   }
+  // One call per pre-record, per thread in time order; then the index of their ids.
+  CallIdIndex ids;
+  for (uint32_t t = 0; t < threads_.size(); ++t) {
+    for (uint32_t ri : threads_[t].records) {
+      const Record& r = records_[ri];
+      if (r.type != RecordType::FunctionPre) continue;
+      CallEvent c;
+      c.pre = ri;
+      c.start = r.time;
+      c.thread = t;
+      ids.add(r.func_call_id, static_cast<uint32_t>(calls_.size()));
+      calls_.push_back(c);
+    }
+  }
+  ids.sort();
+  auto id_of = [&](uint32_t call) { return records_[calls_[call].pre].func_call_id; };
   // Pair pre and post records per thread with a call stack.
   size_t orphan_posts = 0, lost_posts = 0;
-  std::vector<bool> dropped;  // per call
+  std::vector<bool> dropped(calls_.size(), false);  // per call
+  uint32_t next_call = 0;                           // calls were made in this very order
   for (uint32_t t = 0; t < threads_.size(); ++t) {
     std::vector<uint32_t> stack;
     for (uint32_t ri : threads_[t].records) {
       const Record& r = records_[ri];
       if (!r.is_api()) continue;
       if (r.type == RecordType::FunctionPre) {
-        auto [it, inserted] = call_by_id_.try_emplace(r.func_call_id, static_cast<uint32_t>(calls_.size()));
-        if (!inserted)
+        const uint32_t call = next_call++;
+        if (ids.find(r.func_call_id, id_of) != call)
           throw TraceReadError(files_[r.file], r.line, "func_call_id",
                                "more than one pre-record for call '" + std::string(r.func_call_id) + "'");
-        CallEvent c;
-        c.pre = ri;
-        c.start = r.time;
-        c.process_id = r.process_id;
-        c.thread_id = r.thread_id;
-        c.thread = t;
-        c.function = r.function;
-        calls_.push_back(c);
-        dropped.push_back(false);
-        stack.push_back(it->second);
+        stack.push_back(call);
         continue;
       }
-      auto it = call_by_id_.find(r.func_call_id);
-      if (it == call_by_id_.end()) {
+      // Only calls whose pre-record came earlier in this walk pair up (as they did with a map filled
+      // while walking): a post before its pre, or on a thread walked before the pre's, is an orphan.
+      const uint32_t call = ids.find(r.func_call_id, id_of);
+      if (call == kNone || call >= next_call) {
         ++orphan_posts;  // its pre-record was not traced (or was lost): nothing to pair with
         continue;
       }
-      CallEvent& c = calls_[it->second];
+      CallEvent& c = calls_[call];
       if (c.post != kNone)
         throw TraceReadError(files_[r.file], r.line, "func_call_id",
                              "more than two records for call '" + std::string(r.func_call_id) + "'");
@@ -130,7 +170,7 @@ void TraceStore::index_calls(std::ostream& warn) {
       c.end = r.time;
       c.status = r.type == RecordType::FunctionException ? CallStatus::Exception : CallStatus::Complete;
       // Calls above it on the stack never returned although their caller did: their posts were lost.
-      auto pos = std::find(stack.rbegin(), stack.rend(), it->second);
+      auto pos = std::find(stack.rbegin(), stack.rend(), call);
       if (pos != stack.rend()) {
         const size_t keep = static_cast<size_t>(stack.rend() - pos) - 1;
         for (size_t s = keep + 1; s < stack.size(); ++s) {
@@ -152,8 +192,6 @@ void TraceStore::index_calls(std::ostream& warn) {
     for (size_t i = 0; i < calls_.size(); ++i)
       if (!dropped[i]) kept.push_back(calls_[i]);
     calls_ = std::move(kept);
-    call_by_id_.clear();
-    for (uint32_t i = 0; i < calls_.size(); ++i) call_by_id_[records_[calls_[i].pre].func_call_id] = i;
   }
   for (uint32_t i = 0; i < calls_.size(); ++i) {
     CallEvent& c = calls_[i];
@@ -162,7 +200,7 @@ void TraceStore::index_calls(std::ostream& warn) {
     TC_ASSERT(c.post == kNone || records_[c.post].func_call_id == records_[c.pre].func_call_id,
               "a call's post record is its own (same func_call_id)");
     TC_ASSERT(c.start <= c.end, "a call ends after it starts (records are in time order)");
-    calls_by_function_[c.function].push_back(i);
+    calls_by_function_[function_of(c)].push_back(i);
     threads_[c.thread].calls.push_back(i);
   }
   // Calls were created in pre-record time order per thread; per function they interleave threads.
@@ -174,8 +212,9 @@ void TraceStore::index_calls(std::ostream& warn) {
 }
 
 const CallEvent* TraceStore::find_call(std::string_view id) const {
-  auto it = call_by_id_.find(id);
-  return it == call_by_id_.end() ? nullptr : &calls_[it->second];
+  for (const CallEvent& c : calls_)
+    if (records_[c.pre].func_call_id == id) return &c;
+  return nullptr;
 }
 
 std::span<const uint32_t> TraceStore::calls_of(std::string_view function) const {
@@ -197,7 +236,7 @@ std::vector<uint32_t> TraceStore::contained_calls(const CallEvent& call) const {
 }
 
 std::span<const VarChange> TraceStore::contained_var_changes(const CallEvent& call) const {
-  auto it = changes_by_process_.find(call.process_id);
+  auto it = changes_by_process_.find(process_of(call));
   if (it == changes_by_process_.end()) return {};
   const std::vector<VarChange>& list = it->second;
   auto lo = std::lower_bound(list.begin(), list.end(), call.start,

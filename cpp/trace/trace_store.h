@@ -36,17 +36,17 @@ inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 
 enum class CallStatus : uint8_t { Complete, Exception, Incomplete };
 
+// 32 bytes: a trace holds about one call per two lines, so what the pre-record or the thread already
+// says (function, process, thread id) is read from there (TraceStore::function_of, process_of).
 struct CallEvent {
   uint32_t pre = kNone;   // record index
   uint32_t post = kNone;  // record index of the post or exception record; kNone when incomplete
+  uint32_t thread = 0;    // index into TraceStore::threads()
   CallStatus status = CallStatus::Incomplete;
   int64_t start = 0;      // pre.time
   int64_t end = 0;        // post.time, or the trace end when incomplete
-  int64_t process_id = 0;
-  int64_t thread_id = 0;
-  uint32_t thread = 0;    // index into TraceStore::threads()
-  std::string_view function;
 };
+static_assert(sizeof(CallEvent) == 32, "a call is four indices and two times");
 
 struct AttrState {
   Value value;
@@ -122,7 +122,11 @@ class TraceStore {
 
   // Calls.
   const std::vector<CallEvent>& calls() const { return calls_; }
+  // O(calls): for tests and tools, not for analysis loops.
   const CallEvent* find_call(std::string_view func_call_id) const;
+  std::string_view function_of(const CallEvent& call) const { return records_[call.pre].function; }
+  int64_t process_of(const CallEvent& call) const { return threads_[call.thread].process_id; }
+  int64_t thread_id_of(const CallEvent& call) const { return threads_[call.thread].thread_id; }
   std::span<const uint32_t> calls_of(std::string_view function) const;
   const std::vector<std::string_view>& functions() const { return functions_; }  // sorted
   const std::vector<ThreadInfo>& threads() const { return threads_; }
@@ -168,7 +172,6 @@ class TraceStore {
   std::vector<std::string> stages_;
 
   std::vector<CallEvent> calls_;
-  std::unordered_map<std::string_view, uint32_t> call_by_id_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> calls_by_function_;
   std::vector<std::string_view> functions_;
   std::vector<ThreadInfo> threads_;

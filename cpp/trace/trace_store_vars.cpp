@@ -111,8 +111,8 @@ void TraceStore::index_context_managers() {
       } else if (p.open) {
         ContextManagerSpan span;
         span.name = std::string(cm);
-        span.process_id = call.process_id;
-        span.thread_id = call.thread_id;
+        span.process_id = process_of(call);
+        span.thread_id = thread_id_of(call);
         span.start = p.enter_time;
         span.end = time;
         span.args = p.init_pre != kNone ? context_manager_arguments(records_[p.init_pre], signatures_) : Value::object({});

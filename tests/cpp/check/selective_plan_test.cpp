@@ -1,6 +1,7 @@
 #include "check/selective_plan.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -60,7 +61,7 @@ TEST(SelectivePlan, RecordNeedsComeFromTheRelationParamsAndPrecondition) {
 }
 
 TEST(SelectivePlan, MalformedInvariantsNameFileLineAndField) {
-  const auto path = std::filesystem::temp_directory_path() / "tc_selective_bad.json";
+  const auto path = std::filesystem::temp_directory_path() / ("tc_selective_bad_" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << "\n{\"relation\": \"APIContainRelation\", \"params\": []}\n";
   try {
     build_selective_plan({path.string()});

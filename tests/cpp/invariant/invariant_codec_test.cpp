@@ -2,6 +2,7 @@
 #include "relations/registry.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,7 +68,7 @@ TEST(InvariantCodec, AllEightRelationNamesLoadAndUnknownIsAnErrorWithFileAndLine
     EXPECT_FALSE(inv.num_positive_examples.has_value());
     EXPECT_TRUE(inv.precondition->groups[0].second.disjuncts[0].unconditional);
   }
-  const auto path = std::filesystem::temp_directory_path() / "tc_bad_invariants.json";
+  const auto path = std::filesystem::temp_directory_path() / ("tc_bad_invariants_" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << kZeroGrad << "\n\n" << "{\"relation\": \"MadeUpRelation\", \"params\": []}\n";
   try {
     read_invariant_file(path.string(), relation_names());
@@ -98,7 +99,7 @@ TEST(InvariantCodec, BadParamNamesTheField) {
 
 TEST(InvariantCodec, WrittenFilesAreSortedByDescriptionAndReadBack) {
   std::vector<Invariant> invs = {invariant_from_json(kZeroGrad), invariant_from_json(kDropout), invariant_from_json(kRelu)};
-  const auto path = std::filesystem::temp_directory_path() / "tc_written_invariants.json";
+  const auto path = std::filesystem::temp_directory_path() / ("tc_written_invariants_" + std::to_string(::getpid()) + ".json");
   write_invariant_file(path.string(), invs);
   std::vector<Invariant> back = read_invariant_file(path.string(), relation_names());
   ASSERT_EQ(back.size(), 3u);

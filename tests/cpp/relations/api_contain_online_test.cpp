@@ -1,6 +1,7 @@
 // The online APIContain check must give exactly the offline check's violations when a trace's records
 // are fed as a live reader delivers them (per file in file order, files merged by time).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -76,7 +77,7 @@ struct Synthetic {
 };
 
 Synthetic synthetic(const std::string& name, const SyntheticTraceSpec& spec) {
-  const fs::path dir = fs::temp_directory_path() / ("tc_api_contain_online_" + name);
+  const fs::path dir = fs::temp_directory_path() / ("tc_api_contain_online_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   write_synthetic_trace(dir.string(), spec);
   Synthetic s{read_trace_files(list_trace_files(dir.string())), TraceStore::load_folder(dir.string())};

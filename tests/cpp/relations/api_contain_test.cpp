@@ -1,6 +1,7 @@
 #include "relations/api_contain.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,7 @@ using namespace traincheck;
 namespace {
 
 TraceStore synthetic(const std::string& name, SyntheticTraceSpec spec) {
-  const fs::path dir = fs::temp_directory_path() / ("tc_api_contain_" + name);
+  const fs::path dir = fs::temp_directory_path() / ("tc_api_contain_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   write_synthetic_trace(dir.string(), spec);
   TraceStore t = TraceStore::load_folder(dir.string());
@@ -191,7 +192,7 @@ TEST(ApiContain, ChildArgumentsWrittenByTheOriginalWithSelfMatchOurRecords) {
 
 TEST(ApiContain, InferredArgumentConstraintsNeverUsePositionIndexesAsNames) {
   // Without api_signatures.json a positional argument has no name: it must not become a "0" constraint.
-  const fs::path dir = fs::temp_directory_path() / "tc_api_contain_positional";
+  const fs::path dir = fs::temp_directory_path() / ("tc_api_contain_positional_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string text;

@@ -198,7 +198,7 @@ TEST(Value, PayloadsHeldAtFourByteAlignedSlotsAreReachableForTheLeakChecker) {
 #endif
 
 TEST(TraceReader, FolderListsTraceFilesAndProxyLog) {
-  const auto dir = std::filesystem::temp_directory_path() / "tc_reader_folder_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("tc_reader_folder_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "trace_API_7_1.log") << api_line("a", "function_call (pre)", "f", 1) << api_line("a", "function_call (post)", "f", 3);
@@ -215,7 +215,7 @@ TEST(TraceReader, FolderListsTraceFilesAndProxyLog) {
 
 TEST(TraceReader, OnlyPlainFilesAreReadAndTraceNamedOthersAreErrorsNamingThem) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "tc_reader_not_plain";
+  const fs::path dir = fs::temp_directory_path() / ("tc_reader_not_plain_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "trace_API_2_2.log");  // a folder named like a trace file
   std::string text, error;

@@ -36,7 +36,7 @@ struct Builder {
 
 std::vector<std::string_view> names(const TraceStore& t, const std::vector<uint32_t>& calls) {
   std::vector<std::string_view> out;
-  for (uint32_t c : calls) out.push_back(t.calls()[c].function);
+  for (uint32_t c : calls) out.push_back(t.function_of(t.calls()[c]));
   return out;
 }
 
