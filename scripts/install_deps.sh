@@ -5,8 +5,9 @@ set -euo pipefail
 need_apt=()
 dpkg -s libgtest-dev >/dev/null 2>&1 || need_apt+=(libgtest-dev)
 dpkg -s libsimdjson-dev >/dev/null 2>&1 || need_apt+=(libsimdjson-dev)
-# scripts/run_sanitizers.sh: GCC's sanitizer runtimes; clang and libFuzzer for the fuzz targets.
-for pkg in libasan8 libubsan1 libtsan2 clang-14 libclang-rt-14-dev; do
+# scripts/run_sanitizers.sh: GCC's sanitizer runtimes; clang and libFuzzer for the fuzz targets. chromium:
+# the headless browser that tests/python/test_report_browser.py renders report.html in (~1 min to install).
+for pkg in libasan8 libubsan1 libtsan2 clang-14 libclang-rt-14-dev chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

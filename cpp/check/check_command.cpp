@@ -1,6 +1,7 @@
 #include "check/check_command.h"
 
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -11,25 +12,42 @@
 #include "check/checker.h"
 #include "check/report_html.h"
 #include "check/result_writer.h"
+#include "check/violation_summary.h"
 #include "relations/registry.h"
 
 namespace traincheck {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The console's violation summary of one trace: what broke, from which step to which, how often.
+void print_violation_summary(std::ostream& err, const std::string& trace, const std::vector<ViolationSummaryRow>& rows,
+                             size_t max_rows) {
+  if (rows.empty()) return;
+  const std::optional<int64_t> first = first_violation_step(rows);
+  err << "[check] " << trace << ": " << rows.size() << " invariants violated"
+      << (first ? ", the first at step " + std::to_string(*first) : std::string()) << ":\n"
+      << format_violation_summary(rows, max_rows);
+}
+
+}  // namespace
+
 int run_check_command(int argc, const char* const* argv, std::ostream& err) {
   ArgParser args("traincheck-check", "Check traces against invariants.");
   add_check_flags(args, "traincheck_checker_results");
   args.option({"-b", "--backend"}, "backend", "accepted for compatibility; ignored", "pandas", "NAME");
-  args.option({"--threads"}, "threads", "worker threads (0: one per core)", "0", "N");
+  args.option({"-j", "--num-workers", "--threads"}, "threads", "parallel workers (threads; 0: one per core)", "0", "N");
   if (auto status = parse_check_flags(args, "traincheck-check", argc, argv, err)) return *status;
+  // All rows with -d; else the earliest ones (violations_summary.json has them all).
+  const size_t summary_rows = args.flag_set("debug") ? SIZE_MAX : 20;
   CheckOptions options;
   options.check_relation_first = args.flag_set("check_relation_first");
   size_t threads = 0;
   try {
     threads = std::stoul(args.get("threads"));
   } catch (const std::exception&) {
-    err << "traincheck-check: error: --threads takes a non-negative integer\n";
+    err << "traincheck-check: error: -j/--num-workers takes a non-negative integer\n";
     return 2;
   }
   std::string out_dir = args.get("output_dir");
@@ -71,6 +89,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       err << "[check] " << name << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
           << report.count_not_triggered() << " not triggered (" << secs << " s)\n";
+      print_violation_summary(err, name, violation_summary_rows(report), summary_rows);
       reports.push_back(std::move(report));
       traces.push_back(std::move(trace));
     };

@@ -285,6 +285,16 @@ Value OnlineChecker::summary() const {
                       {"failed_log", Value::string(failed_log_path())}});
 }
 
+std::vector<ViolationSummaryRow> OnlineChecker::violation_summary() const {
+  std::vector<ViolationSummaryRow> rows;
+  for (const OnlineInvariantState& s : states_)
+    if (s.violations)
+      rows.push_back(ViolationSummaryRow{s.display_name, s.invariant->relation, "", s.first_step, s.last_step, s.violations,
+                                         std::vector<int64_t>(s.steps.begin(), s.steps.end())});
+  sort_by_first_step(rows);
+  return rows;
+}
+
 std::string OnlineChecker::render_report() const {
   const OnlineCounts c = counts();
   OnlineReportData data;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "check/online_context_managers.h"
+#include "check/violation_summary.h"
 #include "invariant/relation.h"
 #include "trace/api_signatures.h"
 
@@ -107,6 +108,8 @@ class OnlineChecker {
   // report.html in online mode (docs/formats.md §report.html). Throws std::runtime_error naming the file on
   // failure.
   std::string render_report() const;
+  // Per violated invariant: label, first and last step, count; sorted by first step.
+  std::vector<ViolationSummaryRow> violation_summary() const;
   void write_report(const std::string& path) const;
   // Counts plus the identities of violated and triggered invariants (so several processes' summaries
   // can be merged): {"violations", "invariants_violated", "triggered", "checked", "not_checked",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +45,10 @@ class Log {
   std::ofstream file_;
 };
 
+// --exit-on-idle without a value: long enough for a checkpoint or an evaluation pass, when a training
+// run writes no trace lines, not to end the check.
+constexpr const char* kBareIdleSeconds = "60";
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
@@ -71,10 +76,10 @@ namespace {
 // The loop's settings, from the command line.
 struct OnlineRun {
   double report_interval = 10.0;  // seconds between report refreshes
-  double idle_limit = 0.0;        // --exit-when-idle seconds; 0: run until stopped
+  double idle_limit = 0.0;        // --exit-on-idle seconds; 0: run until stopped
   std::string idle_flag;          // its text, for the message
   long poll_ms = 200;
-  bool debug = false;
+  bool verbose = false;           // -v/--verbose or -d/--debug: each new violation and what each poll read
   bool html = true;
   std::string report_path;
 };
@@ -117,13 +122,33 @@ class PendingSignatures {
   std::vector<std::string> files_;
 };
 
-// Polls and checks until `stop` is set or, with --exit-when-idle, no data came for that long.
+// With -v: one line per invariant whose violations grew since the last call, with its latest step.
+class NewViolationPrinter {
+ public:
+  void print(const OnlineChecker& checker, Log& log) {
+    const auto& states = checker.states();
+    seen_.resize(states.size(), 0);
+    for (size_t i = 0; i < states.size(); ++i) {
+      const OnlineInvariantState& s = states[i];
+      if (s.violations == seen_[i]) continue;
+      log.line("violation: " + s.display_name + (s.last_step ? " at step " + std::to_string(*s.last_step) : std::string()) + " (" +
+               std::to_string(s.violations) + " so far, first at step " + (s.first_step ? std::to_string(*s.first_step) : "-") + ")");
+      seen_[i] = s.violations;
+    }
+  }
+
+ private:
+  std::vector<uint64_t> seen_;  // violations already printed, per invariant
+};
+
+// Polls and checks until `stop` is set or, with --exit-on-idle, no data came for that long.
 void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSignatures& signatures, const OnlineRun& run,
                          Log& log, const std::atomic<bool>& stop) {
   auto last_data = Clock::now(), last_report = Clock::now() - std::chrono::hours(1);
   uint64_t reported_violations = ~0ull;
   uint64_t reported_bad = 0;
   std::optional<int64_t> horizon;  // set while some file has a backlog (poll_into_checker)
+  NewViolationPrinter new_violations;
   for (;;) {
     const bool stopping = stop.load();
     signatures.load_new([&](const ApiSignatures& s) { checker.add_signatures(s); });
@@ -135,7 +160,8 @@ void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSig
     const size_t fresh = static_cast<size_t>(std::min<uint64_t>(c.bad_lines - reported_bad, errors.size()));
     for (size_t i = errors.size() - fresh; i < errors.size(); ++i) log.line("warning: skipping bad line: " + errors[i]);
     reported_bad = c.bad_lines;
-    if (run.debug && bytes) log.line("[onlinecheck] read " + std::to_string(bytes) + " bytes; " + std::to_string(c.violations) + " violations");
+    if (run.verbose && bytes) log.line("[onlinecheck] read " + std::to_string(bytes) + " bytes; " + std::to_string(c.violations) + " violations");
+    if (run.verbose && c.violations != reported_violations) new_violations.print(checker, log);
     // Throttled as the original's: at once (at most once a second) when the violations changed, else
     // every --report-interval-seconds.
     const double since = seconds_since(last_report);
@@ -146,21 +172,25 @@ void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSig
     }
     if (stopping) break;
     if (run.idle_limit > 0 && seconds_since(last_data) >= run.idle_limit) {
-      log.line("No trace data for " + run.idle_flag + " s; stopping (--exit-when-idle)");
+      log.line("No trace data for " + run.idle_flag + " s; stopping (--exit-on-idle)");
       break;
     }
     if (!tailer.behind()) std::this_thread::sleep_for(std::chrono::milliseconds(run.poll_ms));
   }
 }
 
-// Verbatim: other tooling matches these lines (docs/formats.md §traincheck-onlinecheck).
+// The first three lines verbatim: other tooling matches them (docs/formats.md §traincheck-onlinecheck). Then the
+// violation summary: every violated invariant with its first and last step and count, earliest first.
 void log_final_summary(const OnlineChecker& checker, Log& log) {
   const OnlineCounts c = checker.counts();
   log.line("Checker stopped");
   log.line("Total " + std::to_string(c.violations) + " violations found");
   log.line("Total " + std::to_string(c.invariants_violated) + " invariants violated:");
-  for (const OnlineInvariantState& s : checker.states())
-    if (s.violations) log.line("  " + s.display_name + " (" + std::to_string(s.violations) + ")");
+  const std::vector<ViolationSummaryRow> rows = checker.violation_summary();
+  if (rows.empty()) return;
+  std::string table = format_violation_summary(rows, SIZE_MAX);
+  table.pop_back();  // Log::line ends the line
+  log.line(table);
 }
 
 }  // namespace
@@ -168,11 +198,13 @@ void log_final_summary(const OnlineChecker& checker, Log& log) {
 int run_online_check_command(int argc, const char* const* argv, std::ostream& err, const std::atomic<bool>& stop) {
   ArgParser args("traincheck-onlinecheck", "Check traces against invariants while they are written.");
   add_check_flags(args, "traincheck_onlinechecker_results");
-  args.option({"--threads"}, "threads", "accepted for compatibility (one checking thread)", "0", "N");
+  args.option({"-j", "--num-workers", "--threads"}, "threads", "accepted for compatibility (one checking thread)", "0", "N");
+  args.flag({"-v", "--verbose"}, "verbose", "print each new violation (label, step, count) and what each poll read");
   args.option({"--report-interval-seconds"}, "report_interval", "refresh report.html at least this often", "10.0", "SECONDS");
-  // Ours, beyond the original.
   args.option({"--poll-interval-ms"}, "poll_ms", "how often the trace files are polled (ours)", "200", "MS");
-  args.option({"--exit-when-idle"}, "exit_when_idle", "stop once no trace data arrived for SECONDS (ours; 0: run until a signal)", "0", "SECONDS");
+  // --exit-when-idle: our earlier spelling, kept.
+  args.optional_value({"--exit-on-idle", "--exit-when-idle"}, "exit_when_idle",
+                      "stop once no trace data arrived for SECONDS (0: run until a signal)", "0", kBareIdleSeconds, "SECONDS");
   if (auto status = parse_check_flags(args, "traincheck-onlinecheck", argc, argv, err)) return *status;
   OnlineRun run;
   try {
@@ -180,7 +212,7 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     run.idle_limit = std::stod(args.get("exit_when_idle"));
     run.poll_ms = std::stol(args.get("poll_ms"));
   } catch (const std::exception&) {
-    err << "traincheck-onlinecheck: error: --report-interval-seconds, --exit-when-idle and --poll-interval-ms take numbers\n";
+    err << "traincheck-onlinecheck: error: --report-interval-seconds, --exit-on-idle and --poll-interval-ms take numbers\n";
     return 2;
   }
   if (run.poll_ms <= 0) run.poll_ms = 200;
@@ -190,7 +222,7 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
   std::string out_dir = args.get("output_dir");
   if (out_dir.empty()) out_dir = "traincheck_onlinechecker_results_" + stamp + suffix;
   Log log(err, "traincheck_onlinechecker_" + stamp + suffix + ".log");
-  run.debug = args.flag_set("debug");
+  run.verbose = args.flag_set("verbose") || args.flag_set("debug");
   run.html = !args.flag_set("no_html_report");
   run.report_path = (fs::path(out_dir) / "report.html").string();
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "check/report_html_parts.h"
+#include "check/report_timeline.h"
 
 namespace traincheck {
 
@@ -48,6 +49,13 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
     }
   }
   const size_t triggered = failed + passed;
+  std::vector<ViolationSummaryRow> summary;  // every trace's rows, for the timeline
+  for (const TraceCheckReport& r : reports)
+    for (ViolationSummaryRow& row : violation_summary_rows(r)) {
+      if (reports.size() > 1) row.trace = r.name;
+      summary.push_back(std::move(row));
+    }
+  const std::optional<int64_t> first_bad = first_violation_step(summary);
   std::string h = page_head("offline", output_dir);
   h += "<div class=\"cards\">";
   h += card("Total invariants", std::to_string(total_invariants), "");
@@ -56,7 +64,9 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
   h += card("Pass rate", pct(passed, triggered) + "%", passed == triggered ? "good" : "");
   h += card("Invariants violated", std::to_string(failed), failed ? "bad" : "good");
   h += card("Violations", std::to_string(violations), violations ? "bad" : "good");
+  h += card("First bad step", first_bad ? std::to_string(*first_bad) : "&ndash;", first_bad ? "bad" : "");
   h += "</div>";
+  h += render_violation_timeline(std::move(summary));
 
   // Violations, most widespread first.
   h += "<h2>Violations</h2>";
@@ -85,7 +95,7 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
         stage_badge = "<span class=\"badge\">" + esc(row.report->trace->record(o.result.violations.front().records.front()).stage) + "</span>";
       std::string steps;
       for (size_t i = 0; i < row.steps.size() && i < 500; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
-      h += "<tr><td><details><summary>" + esc(o.display_name) + " <span class=\"badge\">" + esc(o.invariant->relation) +
+      h += "<tr class=\"vrow\"><td><details><summary>" + esc(o.display_name) + " <span class=\"badge\">" + esc(o.invariant->relation) +
            "</span></summary><p class=\"muted\">" + esc(o.invariant->text_description) + "</p><p>Steps: " + steps + "</p>" +
            trace_sample_table(*row.report->trace, o) + "</details></td><td>" + esc(row.report->name) + "</td><td>" + first + stage_badge +
            "</td><td>" + last + "</td><td>" + std::to_string(o.result.violation_count) + "</td></tr>";

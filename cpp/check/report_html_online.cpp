@@ -2,12 +2,18 @@
 
 #include <algorithm>
 
+#include "check/report_timeline.h"
+
 namespace traincheck {
 
 using namespace report_parts;
 
 std::string render_online_report_html(OnlineReportData d) {
   const size_t failing = d.rows.size();
+  std::vector<ViolationSummaryRow> summary;
+  for (const OnlineReportRow& row : d.rows)
+    summary.push_back(ViolationSummaryRow{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count, row.steps});
+  const std::optional<int64_t> first_bad = first_violation_step(summary);
   std::string h = page_head("online", d.output_dir);
   h += "<div class=\"cards\">";
   h += card("Total invariants", std::to_string(d.total_invariants), "");
@@ -15,6 +21,7 @@ std::string render_online_report_html(OnlineReportData d) {
   h += card("Pass rate", pct(d.passing, d.triggered) + "%", failing ? "" : "good");
   h += card("Violations", std::to_string(d.violations), d.violations ? "bad" : "good");
   h += card("Current step", d.current_step ? std::to_string(*d.current_step) : "&ndash;", "");
+  h += card("First bad step", first_bad ? std::to_string(*first_bad) : "&ndash;", first_bad ? "bad" : "");
   if (d.not_checked) h += card("Not checked (no online check)", std::to_string(d.not_checked), "");
   h += "</div>";
 
@@ -27,6 +34,8 @@ std::string render_online_report_html(OnlineReportData d) {
     h += "</ul></details>";
   }
   h += "</div>";
+
+  h += render_violation_timeline(std::move(summary));
 
   // Violations in the order they started (the original sorts online rows by first violation step).
   h += "<h2>Violations</h2>";
@@ -44,7 +53,7 @@ std::string render_online_report_html(OnlineReportData d) {
       const std::string first = row.first_step ? std::to_string(*row.first_step) : "&ndash;";
       const std::string last = row.last_step ? std::to_string(*row.last_step) : "&ndash;";
       const std::string badge = row.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(row.first_stage) + "</span>";
-      h += "<tr><td><details><summary>" + esc(row.display_name) + " <span class=\"badge\">" + esc(row.invariant->relation) +
+      h += "<tr class=\"vrow\"><td><details><summary>" + esc(row.display_name) + " <span class=\"badge\">" + esc(row.invariant->relation) +
            "</span></summary><p class=\"muted\">" + esc(row.invariant->text_description) + "</p><p>Steps: " + steps + "</p>" +
            sample_table(row.samples) + "</details></td><td>" + first + badge + "</td><td>" + last + "</td><td>" +
            std::to_string(row.count) + "</td></tr>";

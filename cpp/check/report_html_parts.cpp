@@ -37,6 +37,11 @@ th{background:#eaeef2}details summary{cursor:pointer}
 .bar .f{background:#cf222e}.bar .p{background:#2da44e}.bar .n{background:#afb8c1}
 .badge{display:inline-block;padding:0 6px;border-radius:10px;background:#ddf4ff;font-size:11px;margin-left:4px}
 code{font-size:12px}
+.first-bad{font-size:16px;margin:4px 0 8px}.first-bad b{color:#cf222e;font-size:22px}
+.timeline-svg{display:block;background:#fff}.timeline-svg text{font-size:11px;fill:#1f2328}
+.tl-band{fill:#f6f8fa}.tl-row-first .tl-band{fill:#ffebe9}.tl-mark{fill:#cf222e}
+.tl-grid{stroke:#eaeef2}.tl-axis{stroke:#656d76}.timeline-svg .tl-tick{fill:#656d76}
+.tl-first{stroke:#8250df;stroke-width:2;stroke-dasharray:4 2}.timeline-svg .tl-first-label{fill:#8250df;font-weight:600}
 )";
 
 std::string pct(size_t part, size_t total) {

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "check/violation_summary.h"
+
 namespace traincheck {
 
 namespace {
@@ -23,37 +25,16 @@ void append_entry(std::string& out, const Value& v) {
 }  // namespace
 
 Value build_violations_summary(const TraceCheckReport& report) {
-  struct Row {
-    std::string display, relation;
-    std::optional<int64_t> first, last;
-    size_t count;
-  };
-  std::vector<Row> rows;
-  std::optional<int64_t> first_overall;
-  for (const InvariantOutcome& o : report.outcomes) {
-    if (o.result.passed()) continue;
-    std::vector<int64_t> steps = violation_steps(*report.trace, o);
-    Row r{o.display_name, o.invariant->relation, std::nullopt, std::nullopt, o.result.violation_count};
-    if (!steps.empty()) {
-      r.first = steps.front();
-      r.last = steps.back();
-      if (!first_overall || *r.first < *first_overall) first_overall = r.first;
-    }
-    rows.push_back(std::move(r));
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.first != b.first) return !b.first || (a.first && *a.first < *b.first);
-    return a.display < b.display;
-  });
+  const std::vector<ViolationSummaryRow> rows = violation_summary_rows(report);
   auto opt = [](const std::optional<int64_t>& x) { return x ? Value::integer(*x) : Value::null(); };
   Array list;
-  for (const Row& r : rows)
-    list.push_back(make_object({{"display_name", Value::string(r.display)},
+  for (const ViolationSummaryRow& r : rows)
+    list.push_back(make_object({{"display_name", Value::string(r.label)},
                                 {"relation_type", Value::string(r.relation)},
-                                {"first_step", opt(r.first)},
-                                {"last_step", opt(r.last)},
+                                {"first_step", opt(r.first_step)},
+                                {"last_step", opt(r.last_step)},
                                 {"occurrences", Value::integer(static_cast<int64_t>(r.count))}}));
-  return make_object({{"first_violation_step", opt(first_overall)},
+  return make_object({{"first_violation_step", opt(first_violation_step(rows))},
                       {"distinct_invariants_violated", Value::integer(static_cast<int64_t>(rows.size()))},
                       {"violations", Value::array(std::move(list))}});
 }

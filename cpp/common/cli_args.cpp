@@ -2,6 +2,15 @@
 
 namespace traincheck {
 
+namespace {
+
+// A token that starts another option ("-x", "--x"), not a value; "-" alone and "-3" are values.
+bool looks_like_option(const char* token) {
+  return token[0] == '-' && token[1] != '\0' && !(token[1] >= '0' && token[1] <= '9');
+}
+
+}  // namespace
+
 ArgParser::ArgParser(std::string prog, std::string description) : prog_(std::move(prog)), description_(std::move(description)) {}
 
 void ArgParser::flag(const std::vector<std::string>& names, const std::string& dest, const std::string& help) {
@@ -14,6 +23,11 @@ void ArgParser::option(const std::vector<std::string>& names, const std::string&
 void ArgParser::list(const std::vector<std::string>& names, const std::string& dest, const std::string& help,
                      const std::string& metavar) {
   specs_.push_back({names, dest, help, "", metavar, Kind::List});
+}
+
+void ArgParser::optional_value(const std::vector<std::string>& names, const std::string& dest, const std::string& help,
+                               const std::string& default_value, const std::string& bare_value, const std::string& metavar) {
+  specs_.push_back({names, dest, help, default_value, metavar, Kind::OptionalValue, bare_value});
 }
 
 const ArgParser::Spec* ArgParser::find(const std::string& name) const {
@@ -41,6 +55,16 @@ bool ArgParser::parse(int argc, const char* const* argv, std::string& error) {
       }
     }
     const Spec* spec = find(arg);
+    // "-j4": a short option with its value attached, as argparse accepts.
+    if (spec == nullptr && !arg.starts_with("--") && arg.size() > 2 && arg[0] == '-') {
+      const Spec* short_spec = find(arg.substr(0, 2));
+      if (short_spec != nullptr && (short_spec->kind == Kind::Option || short_spec->kind == Kind::OptionalValue)) {
+        spec = short_spec;
+        inline_value = arg.substr(2);
+        arg = arg.substr(0, 2);
+        has_inline = true;
+      }
+    }
     if (spec == nullptr) {
       error = "unrecognized argument: " + arg;
       return false;
@@ -62,6 +86,9 @@ bool ArgParser::parse(int argc, const char* const* argv, std::string& error) {
         return false;
       }
       got.push_back(argv[++i]);
+    } else if (spec->kind == Kind::OptionalValue && !has_inline) {
+      if (i + 1 < argc && !looks_like_option(argv[i + 1])) got.push_back(argv[++i]);
+      else got.push_back(spec->bare_value);
     } else if (spec->kind == Kind::List) {
       while (i + 1 < argc && !(argv[i + 1][0] == '-' && argv[i + 1][1] != '\0')) got.push_back(argv[++i]);
       if (got.empty()) {
@@ -96,8 +123,11 @@ std::string ArgParser::usage() const {
     std::string names;
     for (const std::string& n : s.names) names += (names.empty() ? "" : ", ") + n;
     if (s.kind == Kind::Option) names += " " + s.metavar;
+    if (s.kind == Kind::OptionalValue) names += " [" + s.metavar + "]";
     if (s.kind == Kind::List) names += " " + s.metavar + " [" + s.metavar + " ...]";
-    u += "  " + names + "\n        " + s.help + (s.default_value.empty() ? "" : " (default: " + s.default_value + ")") + "\n";
+    std::string defaults = s.default_value.empty() ? "" : " (default: " + s.default_value + ")";
+    if (s.kind == Kind::OptionalValue) defaults = " (default: " + s.default_value + "; alone: " + s.bare_value + ")";
+    u += "  " + names + "\n        " + s.help + defaults + "\n";
   }
   return u;
 }

@@ -17,6 +17,9 @@ class ArgParser {
               const std::string& default_value = "", const std::string& metavar = "VALUE");
   void list(const std::vector<std::string>& names, const std::string& dest, const std::string& help,
             const std::string& metavar = "VALUE");
+  // argparse's nargs='?': "--opt VALUE", "--opt=VALUE", or "--opt" alone, which stores `bare_value`.
+  void optional_value(const std::vector<std::string>& names, const std::string& dest, const std::string& help,
+                      const std::string& default_value, const std::string& bare_value, const std::string& metavar = "VALUE");
 
   // False with `error` set on a bad command line; `help_requested()` after -h/--help.
   bool parse(int argc, const char* const* argv, std::string& error);
@@ -29,11 +32,12 @@ class ArgParser {
   std::vector<std::string> get_list(const std::string& dest) const;
 
  private:
-  enum class Kind { Flag, Option, List };
+  enum class Kind { Flag, Option, List, OptionalValue };
   struct Spec {
     std::vector<std::string> names;
     std::string dest, help, default_value, metavar;
     Kind kind;
+    std::string bare_value = {};  // OptionalValue given without a value
   };
   const Spec* find(const std::string& name) const;
 

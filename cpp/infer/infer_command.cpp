@@ -45,7 +45,7 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
   args.option({"--precond-sampling-threshold"}, "precond_sampling_threshold", "examples kept per list when sampling", "10000", "N");
   args.option({"-b", "--backend"}, "backend", "accepted for compatibility; ignored", "pandas", "NAME");
   args.flag({"-d", "--debug"}, "debug", "verbose progress");
-  args.option({"--threads"}, "threads", "worker threads (0: one per core)", "0", "N");
+  args.option({"-j", "--num-workers", "--threads"}, "threads", "parallel workers (threads; 0: one per core)", "0", "N");
   std::string error;
   if (!args.parse(argc, argv, error)) {
     err << args.usage() << "traincheck-infer: error: " << error << "\n";
@@ -65,7 +65,7 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
     options.precondition.sampling_threshold = std::stoul(args.get("precond_sampling_threshold"));
     options.threads = std::stoul(args.get("threads"));
   } catch (const std::exception&) {
-    err << "traincheck-infer: error: --precond-sampling-threshold and --threads take a non-negative integer\n";
+    err << "traincheck-infer: error: --precond-sampling-threshold and -j/--num-workers take a non-negative integer\n";
     return 2;
   }
   options.progress = &err;

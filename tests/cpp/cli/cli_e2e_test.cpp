@@ -56,8 +56,9 @@ class CliEndToEnd : public ::testing::Test {
 TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
   std::string log;
   const std::string inv = (out_ / "invariants.json").string();
+  // -j1: the original's spelling of the worker count (ours: --threads); the output is the same at any count.
   ASSERT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), (kData / "good_run2").string(), "-o", inv,
-                                    "-b", "pandas"},
+                                    "-b", "pandas", "-j1"},
                 log),
             0)
       << log;
@@ -66,11 +67,20 @@ TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
 
   const fs::path results = out_ / "results";
   ASSERT_EQ(run(run_check_command, {"traincheck-check", "-f", (kData / "buggy_run").string(), (kData / "good_run1").string(), "-i", inv,
-                                    "-o", results.string()},
+                                    "-o", results.string(), "--num-workers", "2"},
                 log),
             0)
       << log;
   expect_golden(results / "buggy_run" / "violations_summary.json", "buggy_run.violations_summary.json");
+  // The console summary: per violated invariant its label, first and last step and count, earliest first.
+  EXPECT_NE(log.find("[check] buggy_run: 11 invariants violated, the first at step 4:\n"
+                     "  first step  last step  violations  invariant\n"
+                     "           4          4           1  Adam.step() always calls _foreach_add_()\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("           5          5           1  Optimizer.zero_grad() changes Parameter.grad: non-zero --> None\n"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("[check] good_run1: 0 invariants violated"), std::string::npos) << log;  // nothing to summarise
   // The good run passes everything.
   EXPECT_EQ(slurp(results / "good_run1" / "failed.log"), "");
   EXPECT_NE(slurp(results / "good_run1" / "passed.log"), "");
@@ -82,6 +92,18 @@ TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
   const std::string html = slurp(results / "report.html");
   EXPECT_NE(html.find("Adam.step() always calls _foreach_add_()"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The timeline: 8 invariants broken at step 4 and 3 at step 5, one mark each; the first bad step stated.
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("class=\"tl-mark\""), 11u);
+  EXPECT_EQ(count("data-step=\"4\""), 8u);
+  EXPECT_EQ(count("<tr class=\"vrow\">"), 11u);
+  EXPECT_NE(html.find("First bad step: <b class=\"first-bad-step\">4</b>"), std::string::npos);
+  // Two traces checked: each row names its trace.
+  EXPECT_NE(html.find("data-label=\"Adam.step() always calls _foreach_add_() [buggy_run]\""), std::string::npos);
   EXPECT_TRUE(fs::exists(results / "invariants.json"));
 }
 

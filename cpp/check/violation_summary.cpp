@@ -1,0 +1,59 @@
+#include "check/violation_summary.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace traincheck {
+
+std::vector<ViolationSummaryRow> violation_summary_rows(const TraceCheckReport& report) {
+  std::vector<ViolationSummaryRow> rows;
+  for (const InvariantOutcome& o : report.outcomes) {
+    if (o.result.passed()) continue;
+    ViolationSummaryRow r;
+    r.label = o.display_name;
+    r.relation = o.invariant->relation;
+    r.count = o.result.violation_count;
+    r.steps = violation_steps(*report.trace, o);
+    if (!r.steps.empty()) {
+      r.first_step = r.steps.front();
+      r.last_step = r.steps.back();
+    }
+    rows.push_back(std::move(r));
+  }
+  sort_by_first_step(rows);
+  return rows;
+}
+
+void sort_by_first_step(std::vector<ViolationSummaryRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const ViolationSummaryRow& a, const ViolationSummaryRow& b) {
+    if (a.first_step != b.first_step) return !b.first_step || (a.first_step && *a.first_step < *b.first_step);
+    if (a.count != b.count) return a.count > b.count;
+    if (a.label != b.label) return a.label < b.label;
+    return a.trace < b.trace;
+  });
+}
+
+std::optional<int64_t> first_violation_step(const std::vector<ViolationSummaryRow>& rows) {
+  std::optional<int64_t> first;
+  for (const ViolationSummaryRow& r : rows)
+    if (r.first_step && (!first || *r.first_step < *first)) first = r.first_step;
+  return first;
+}
+
+std::string format_violation_summary(const std::vector<ViolationSummaryRow>& rows, size_t max_rows, const std::string& indent) {
+  auto step = [](const std::optional<int64_t>& s) { return s ? std::to_string(*s) : std::string("-"); };
+  char line[96];
+  std::snprintf(line, sizeof line, "%10s %10s %11s  ", "first step", "last step", "violations");
+  std::string out = indent + line + "invariant\n";
+  const size_t shown = std::min(rows.size(), max_rows);
+  for (size_t i = 0; i < shown; ++i) {
+    const ViolationSummaryRow& r = rows[i];
+    std::snprintf(line, sizeof line, "%10s %10s %11llu  ", step(r.first_step).c_str(), step(r.last_step).c_str(),
+                  static_cast<unsigned long long>(r.count));
+    out += indent + line + r.label + (r.trace.empty() ? "" : " [" + r.trace + "]") + "\n";
+  }
+  if (rows.size() > shown) out += indent + "... and " + std::to_string(rows.size() - shown) + " more violated invariants\n";
+  return out;
+}
+
+}  // namespace traincheck
