@@ -68,6 +68,7 @@
 #include <unordered_set>
 
 #include "invariant/precondition.h"
+#include "relations/module_mode.h"
 #include "relations/registry.h"
 #include "trace/key_table.h"
 
@@ -76,25 +77,11 @@ namespace traincheck {
 namespace {
 
 constexpr double kMergeLikelihoodRatio = 1.3;
-constexpr std::string_view kModuleTypeName = "torch.nn.modules.module.Module";
 
 bool is_primitive(const Value& v) {
   if (v.is_hashable()) return !v.is_nan();
   if (v.is_array()) return std::all_of(v.as_array().begin(), v.as_array().end(), [](const Value& x) { return x.is_hashable(); });
   return false;
-}
-
-// A module argument, {"<module type>": {"training": b}}, as a constraint keeps only its mode, under the base
-// type: "the layer runs in training mode" holds for a user's subclass of Linear as for Linear itself, and
-// eval mode during training (a model left in eval mode after validation, a discriminator never switched
-// back) breaks it. nullopt for any other value.
-std::optional<Value> module_mode(const Value& typed) {
-  if (!typed.is_object() || typed.as_object().size() != 1) return std::nullopt;
-  const Value& payload = typed.as_object().front().value;
-  if (!payload.is_object() || payload.as_object().size() != 1) return std::nullopt;
-  const Member& flag = payload.as_object().front();
-  if (key_name(flag.key) != "training" || !flag.value.is_bool()) return std::nullopt;
-  return make_object({{kModuleTypeName, make_object({{"training", flag.value}})}});
 }
 
 bool is_position_name(std::string_view name) {

@@ -8,6 +8,7 @@
 #include "relations/consistent_output.h"
 #include "relations/distinct_argument.h"
 #include "relations/function_order.h"
+#include "relations/module_mode_relation.h"
 #include "relations/threshold.h"
 
 namespace traincheck {
@@ -21,8 +22,10 @@ const std::vector<const Relation*>& implemented_relations() {
   static const FunctionOrderRelation function_lead(FunctionOrder::Lead);
   static const DistinctArgumentRelation distinct_argument;
   static const ThresholdRelation threshold;
-  static const std::vector<const Relation*> all = {&api_contain,    &consistency,   &consistent_output, &consistent_input_output,
-                                                   &function_cover, &function_lead, &distinct_argument, &threshold};
+  static const ModuleModeRelation module_mode;  // ours: after the original's pool
+  static const std::vector<const Relation*> all = {&api_contain,   &consistency,       &consistent_output,
+                                                   &consistent_input_output, &function_cover, &function_lead,
+                                                   &distinct_argument, &threshold, &module_mode};
   return all;
 }
 
