@@ -69,7 +69,8 @@ NB_MODULE(_online, m) {
       "counts", [] { return to_dict(session().counts()); }, "Counts so far (violations, triggered, checked, ...).");
   m.def(
       "finish", [] { session().finish(); }, nb::call_guard<nb::gil_scoped_release>(),
-      "Write report.html and summary_<pid>.json now (the recorder does it at shutdown; idempotent).");
+      "End this process's checking now: judge what only the end of the trace decides, write report.html and "
+      "summary_<pid>.json (the recorder does it at shutdown; idempotent).");
   m.def("errors", [] { return std::make_pair(session().errors(), session().last_error()); });
   m.def("report_path", [] { return session().report_path(); });
   bind_selective_plan(m);

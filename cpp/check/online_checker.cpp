@@ -141,6 +141,7 @@ void OnlineChecker::note_progress(const Record& r) {
 }
 
 void OnlineChecker::check_record(const Record& r) {
+  if (ended_) return;
   note_progress(r);
   if (wanted(r)) dispatch(r);
 }
@@ -192,6 +193,7 @@ void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
 }
 
 void OnlineChecker::add_lines(std::string_view source, std::string_view text) {
+  if (ended_) return;
   padded_.assign(text);
   padded_.append(kJsonPadding, '\0');
   auto seen = sources_.find(source);
@@ -243,6 +245,18 @@ void OnlineChecker::end_batch(std::optional<int64_t> horizon) {
                             pending_.begin());
   for (size_t i = 0; i < n; ++i) dispatch(pending_[i]);
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+void OnlineChecker::end_trace() {
+  if (ended_) return;
+  end_batch();
+  ended_ = true;
+  for (OnlineInvariantState& s : states_) {
+    if (!s.check) continue;
+    s.check->on_trace_end(found_);
+    for (OnlineViolation& v : found_) report(s, v);
+    found_.clear();
+  }
 }
 
 std::optional<int64_t> OnlineChecker::last_time(std::string_view source) const {

@@ -95,11 +95,17 @@ class OnlineChecker {
   // With a `horizon` (a file was read only in part, its backlog chunk by chunk), records later than it
   // stay pending for a later batch, so that records of different files are still checked in time order.
   void end_batch(std::optional<int64_t> horizon = std::nullopt);
+  // The trace has ended (in-process: the process is exiting): checks the pending batch, then lets every
+  // check judge what only the end decides (OnlineCheck::on_trace_end), reporting as records do. Once;
+  // later calls, and records given after it, change nothing.
+  void end_trace();
   // The time of the last line of `source` given to add_lines that was a valid record; nullopt if none.
   std::optional<int64_t> last_time(std::string_view source) const;
 
   OnlineCounts counts() const;
   const std::vector<OnlineInvariantState>& states() const { return states_; }
+  const std::vector<Invariant>& invariants() const { return invariants_; }  // as loaded
+  const ApiSignatures& signatures() const { return *signatures_; }
   const std::string& output_dir() const { return options_.output_dir; }
   std::string failed_log_path() const;
   // The last bad-line messages ("source:line: what"), at most 20.
@@ -149,6 +155,7 @@ class OnlineChecker {
   std::vector<std::string> recent_errors_;
   int failed_fd_ = -1;
   uint64_t next_violation_id_ = 0;
+  bool ended_ = false;  // end_trace() ran
   OnlineCounts counts_;
 };
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -39,6 +40,15 @@ bool claim_invariants_file(const std::string& dir) {
 }  // namespace
 
 OnlineSession::OnlineSession(OnlineSessionOptions options) : options_(std::move(options)), pid_(::getpid()) {
+  open_outputs(OnlineChecker::load_invariants(options_.invariant_files), parse_signatures(options_.signatures_json));
+}
+
+OnlineSession::OnlineSession(OnlineSessionOptions options, std::vector<Invariant> invariants, ApiSignatures signatures)
+    : options_(std::move(options)), pid_(::getpid()) {
+  open_outputs(std::move(invariants), std::move(signatures));
+}
+
+void OnlineSession::open_outputs(std::vector<Invariant> invariants, ApiSignatures signatures) {
   OnlineCheckerOptions checker;
   checker.output_dir = options_.output_dir;
   const bool owner = claim_invariants_file(options_.output_dir);
@@ -46,8 +56,7 @@ OnlineSession::OnlineSession(OnlineSessionOptions options) : options_(std::move(
   const std::string pid = std::to_string(pid_);
   report_path_ = (fs::path(options_.output_dir) / (owner ? "report.html" : "report_" + pid + ".html")).string();
   summary_path_ = (fs::path(options_.output_dir) / ("summary_" + pid + ".json")).string();
-  checker_ = std::make_unique<OnlineChecker>(OnlineChecker::load_invariants(options_.invariant_files),
-                                             parse_signatures(options_.signatures_json), std::move(checker));
+  checker_ = std::make_unique<OnlineChecker>(std::move(invariants), std::move(signatures), std::move(checker));
   last_report_ = std::chrono::steady_clock::now();
 }
 
@@ -58,6 +67,7 @@ TcRecordSink OnlineSession::sink() {
   s.on_lines = &OnlineSession::on_lines;
   s.on_pass_end = &OnlineSession::on_pass_end;
   s.on_close = &OnlineSession::on_close;
+  s.on_fork_child = &OnlineSession::on_fork_child;
   return s;
 }
 
@@ -106,6 +116,25 @@ uint64_t OnlineSession::on_close(void* context) noexcept {
   return self->errors() - before;
 }
 
+// In the fork child, on its writer thread; `context` is the child's copy of the parent's session. No lock
+// is taken: a thread of the parent (Python asking for counts) may have held mutex_ at the fork, and the
+// copy keeps it held. What is read is never written after construction: the options, the invariants and
+// the signatures (add_signatures is traincheck-onlinecheck's, never a session's).
+uint64_t OnlineSession::on_fork_child(void* context, void** child_context) noexcept {
+  auto* parent = static_cast<OnlineSession*>(context);
+  *child_context = nullptr;
+  try {
+    parent->fork_child_.reset(new OnlineSession(parent->options_, parent->checker_->invariants(), parent->checker_->signatures()));
+    *child_context = parent->fork_child_.get();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "traincheck: warning: online check off in process %d (a fork child): %s\n", static_cast<int>(::getpid()), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "traincheck: warning: online check off in process %d (a fork child)\n", static_cast<int>(::getpid()));
+  }
+  return 1;
+}
+
 // Throttled as the original's: rewritten when the violations changed and the interval has passed.
 void OnlineSession::refresh_report_locked(bool force) {
   const uint64_t violations = checker_->counts().violations;
@@ -124,7 +153,7 @@ void OnlineSession::finish() {
   if (finished_ || ::getpid() != pid_) return;
   finished_ = true;
   try {
-    checker_->end_batch();  // a batch the writer started but never ended (it should not happen)
+    checker_->end_trace();  // also a batch the writer started but never ended (it should not happen)
     refresh_report_locked(true);
     std::string text;
     append_value_json(text, checker_->summary(), JsonStyle::Indented, 2);

@@ -6,8 +6,10 @@
 //
 // It never throws through the sink: an exception in a callback is caught and returned as an error count
 // (the recorder logs it). The first process to create <out>/invariants.json owns report.html; other
-// processes of the run (DDP ranks) write report_<pid>.html, and all of them append to failed.log.
-// After fork the recorder drops the sink in the child; finish() in another process does nothing.
+// processes of the run (DDP ranks, fork children) write report_<pid>.html, and all of them append to
+// failed.log. A fork child (a DataLoader worker) checks its own records with a session of its own, made
+// from the parent's invariants on the child's writer thread (on_fork_child); finish() in a process other
+// than the session's does nothing.
 #pragma once
 
 #include <sys/types.h>
@@ -47,14 +49,20 @@ class OnlineSession {
   const std::string& report_path() const { return report_path_; }
   const std::string& summary_path() const { return summary_path_; }
 
-  // Writes report.html and summary_<pid>.json. Idempotent; a no-op in a process other than the one
-  // that created the session. Never throws (failures count as errors).
+  // The end of this process's records (the recorder closes the sink at shutdown): judges what only the
+  // end of the trace decides (OnlineChecker::end_trace), writes report.html and summary_<pid>.json.
+  // Idempotent; a no-op in a process other than the one that created the session. Never throws
+  // (failures count as errors).
   void finish();
 
  private:
+  // A fork child's session: the parent's options and loaded invariants, its own checker and outputs.
+  OnlineSession(OnlineSessionOptions options, std::vector<Invariant> invariants, ApiSignatures signatures);
+  void open_outputs(std::vector<Invariant> invariants, ApiSignatures signatures);
   static uint64_t on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept;
   static uint64_t on_pass_end(void* context) noexcept;
   static uint64_t on_close(void* context) noexcept;
+  static uint64_t on_fork_child(void* context, void** child_context) noexcept;
   template <typename Body>
   static uint64_t guarded(void* context, const char* where, Body&& body) noexcept;
   void refresh_report_locked(bool force);
@@ -70,6 +78,8 @@ class OnlineSession {
   uint64_t reported_violations_ = 0;
   uint64_t errors_ = 0;
   std::string last_error_;
+  // In a fork child's copy of the parent's session: the child's own (a grandchild's is the child's).
+  std::unique_ptr<OnlineSession> fork_child_;
 };
 
 }  // namespace traincheck

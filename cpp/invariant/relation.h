@@ -86,6 +86,10 @@ class OnlineCheck {
   virtual OnlineInterest interest() const { return {}; }
   // Whether the invariant's precondition held at least once so far (offline: CheckResult::triggered).
   virtual bool triggered() const { return false; }
+  // The trace has ended: no record follows (in-process, the process that wrote it is exiting). Judges
+  // what only the end of the trace decides, as the offline check does on a finished trace. Called at
+  // most once, after every record. The default: nothing waits for the end.
+  virtual void on_trace_end(std::vector<OnlineViolation>& violations) {}
 };
 
 // What checking an invariant needs the collector to record about the APIs it names, beyond their calls

@@ -14,6 +14,12 @@
  *     and VAR lines of one thread interleaved as emitted);
  *   - on_pass_end follows each writer pass (every stream drained once; also what flush() waits for);
  *   - on_close is called once, at shutdown, after the last pass: the sink finalises (reports);
+ *   - in a fork child, on_fork_child (may be NULL: the child runs without a sink) is called once, on the
+ *     child's writer thread before its first pass, never in the fork handler itself: it sets
+ *     *child_context to the context the child's sink uses from then on (the same functions), or to
+ *     NULL for none. The context it gets is the parent's as the fork copied it, never inside a call of
+ *     the sink (the recorder holds the sink across the fork); it must not take locks the parent's other
+ *     threads may have held at the fork;
  *   - a function returns the number of errors it had (0: none); the recorder adds them to its log. It
  *     must not throw, block on the training thread's locks, or call into Python.
  */
@@ -27,7 +33,7 @@
 extern "C" {
 #endif
 
-#define TC_RECORD_SINK_VERSION 1u
+#define TC_RECORD_SINK_VERSION 2u
 #define TC_RECORD_SINK_CAPSULE "traincheck.record_sink"
 
 enum { TC_SINK_API = 0, TC_SINK_VAR = 1 };
@@ -38,6 +44,7 @@ typedef struct TcRecordSink {
   uint64_t (*on_lines)(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size);
   uint64_t (*on_pass_end)(void* context);
   uint64_t (*on_close)(void* context);
+  uint64_t (*on_fork_child)(void* context, void** child_context);
 } TcRecordSink;
 
 #ifdef __cplusplus

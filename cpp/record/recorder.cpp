@@ -242,8 +242,9 @@ size_t Recorder::drain_all() {
   std::vector<EventStream*> finished;
   // Held for the whole pass: set_sink() waits for it, so the sink's context outlives every call.
   std::unique_lock<std::mutex> sink_lock(sink_mutex_);
-  const TcRecordSink* sink = sink_active_ ? &sink_ : nullptr;
   uint64_t sink_errors = 0;
+  if (sink_fork_pending_) sink_errors += adopt_fork_child_sink_locked();
+  const TcRecordSink* sink = sink_active_ ? &sink_ : nullptr;
   for (EventStream* s : snapshot) {
     StreamFile& file = writer_files()[s];
     const bool exited = s->thread_exited();  // read before draining: no event can follow an exit
@@ -337,6 +338,7 @@ void Recorder::shutdown() {
   {
     // After the writer's last pass: the sink finalises (the online checker writes its report).
     std::lock_guard<std::mutex> sink_lock(sink_mutex_);
+    sink_fork_pending_ = false;  // a fork child whose writer never ran: it had no records to check
     if (sink_active_) {
       sink_active_ = false;
       sink_errors_.fetch_add(sink_.on_close(sink_.context), std::memory_order_relaxed);
@@ -365,7 +367,7 @@ void Recorder::shutdown() {
                    static_cast<unsigned long long>(s.write_errors));
       if (s.sink_errors) std::fprintf(f, "sink_errors: %llu\n", static_cast<unsigned long long>(s.sink_errors));
       if (sink_dropped_by_fork_)
-        std::fprintf(f, "online check: off in this process (a fork child: the parent's checker is not shared)\n");
+        std::fprintf(f, "online check: off in this process (a fork child: the parent's sink could not follow the fork)\n");
       std::fclose(f);
     }
   }
@@ -377,13 +379,30 @@ bool Recorder::set_sink(const TcRecordSink* sink) {
     return false;
   std::lock_guard<std::mutex> lock(sink_mutex_);
   sink_active_ = sink != nullptr;
+  sink_fork_pending_ = false;
   sink_ = sink != nullptr ? *sink : TcRecordSink{};
   return true;
 }
 
 bool Recorder::has_sink() const {
   std::lock_guard<std::mutex> lock(sink_mutex_);
-  return sink_active_;
+  return sink_active_ || sink_fork_pending_;
+}
+
+// In a fork child, on the writer thread before its first pass: the sink makes the child's own context
+// from the parent's (record_sink.h, on_fork_child); without one, the child runs unchecked.
+uint64_t Recorder::adopt_fork_child_sink_locked() {
+  sink_fork_pending_ = false;
+  void* child = nullptr;
+  const uint64_t errors = sink_.on_fork_child(sink_.context, &child);
+  if (child != nullptr) {
+    sink_.context = child;
+    sink_active_ = true;
+  } else {
+    sink_ = TcRecordSink{};
+    sink_dropped_by_fork_ = true;
+  }
+  return errors;
 }
 
 RecorderStats Recorder::stats() const {
@@ -397,15 +416,18 @@ RecorderStats Recorder::stats() const {
   return s;
 }
 
-// fork(): the prepare handler takes the lock so the child never inherits it held by the writer; the
-// child then forgets the parent's threads, streams and files and re-registers lazily.
+// fork(): the prepare handler takes the locks so the child never inherits them held by the writer (the
+// sink's too: the child then copies a sink that no pass is inside); the child forgets the parent's
+// threads, streams and files and re-registers lazily. Lock order: sink_mutex_, mutex_, the pool's.
 void Recorder::at_fork_prepare() {
+  instance().sink_mutex_.lock();
   instance().mutex_.lock();
   instance().pool_.fork_prepare();
 }
 void Recorder::at_fork_parent() {
   instance().pool_.fork_parent();
   instance().mutex_.unlock();
+  instance().sink_mutex_.unlock();
 }
 void Recorder::at_fork_child() {
   Recorder& r = instance();
@@ -414,11 +436,18 @@ void Recorder::at_fork_child() {
   new (&r.wake_writer_) std::condition_variable();
   new (&r.flushed_) std::condition_variable();
   r.writer_ = nullptr;  // that thread does not exist here
-  // The sink belongs to the parent: its checker's state (open calls, counts) and its files describe the
-  // parent's records, and the writer may have been inside it at the fork. The child runs unchecked and
-  // says so in its recorder log (a fresh checker would need the invariants again: not worth a fork).
+  // The sink's context belongs to the parent: its checker's state (open calls, counts) describes the
+  // parent's records. A sink that can follows the fork with a context of the child's own, made on the
+  // child's writer thread before its first pass (adopt_fork_child_sink_locked), not here, where the
+  // child's training thread waits; any other sink is dropped, and the child's recorder log says so.
   new (&r.sink_mutex_) std::mutex();
-  if (r.sink_active_) r.sink_dropped_by_fork_ = true;
+  const bool had_sink = r.sink_active_ || r.sink_fork_pending_;  // pending: forked before its first pass
+  if (had_sink && r.sink_.on_fork_child != nullptr) {
+    r.sink_fork_pending_ = true;
+  } else {
+    if (had_sink) r.sink_dropped_by_fork_ = true;
+    r.sink_ = TcRecordSink{};
+  }
   r.sink_active_ = false;
   for (auto& s : r.streams_) (void)s.release();  // the parent's memory: abandoned, never freed twice
   r.streams_.clear();

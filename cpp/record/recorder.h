@@ -85,9 +85,10 @@ class Recorder {
   // Installs a copy of `sink` (record_sink.h): from the next writer pass on, it sees every formatted
   // line before the line is written. nullptr removes the current sink without closing it. Waits until
   // a pass that is using the previous sink has finished with it. False (nothing installed) on a version
-  // mismatch. shutdown() closes an installed sink; a fork child drops it (see at_fork_child).
+  // mismatch. shutdown() closes an installed sink; a fork child gets the sink's own context for it
+  // (record_sink.h, on_fork_child) or drops it (see at_fork_child).
   bool set_sink(const TcRecordSink* sink);
-  bool has_sink() const;
+  bool has_sink() const;  // a fork child: true from the fork on when the sink follows forks
 
   RecorderStats stats() const;
   const std::string& output_dir() const { return output_dir_; }
@@ -105,6 +106,7 @@ class Recorder {
   void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
   // Counts a batch that could not be written and says so on stderr, once per process.
   void lose_batch(const std::string& pending, int error);
+  uint64_t adopt_fork_child_sink_locked();  // under sink_mutex_; returns the sink's errors
   static void at_fork_prepare();
   static void at_fork_parent();
   static void at_fork_child();
@@ -133,6 +135,7 @@ class Recorder {
   mutable std::mutex sink_mutex_;
   TcRecordSink sink_{};
   bool sink_active_ = false;
+  bool sink_fork_pending_ = false;  // a fork child: the sink's context for it is made at the first pass
   bool sink_dropped_by_fork_ = false;
   std::atomic<uint64_t> sink_errors_{0};
 

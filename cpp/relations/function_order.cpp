@@ -29,7 +29,9 @@
 // Inference, the offline check and the online check share the judgement rules above.
 //
 // Differences from the original:
-//   - online, a thread's only call of A is not judged (its window ends with the run; offline only);
+//   - online, a thread's only call of A is judged at the end of the trace (OnlineCheck::on_trace_end):
+//     in-process when the process exits; traincheck-onlinecheck, which cannot know that a trace it
+//     follows has ended, never judges it;
 //   - the window of a Cover call begins at the previous call of B whatever its precondition, offline
 //     and online alike (the original's online check restarts it only at calls satisfying it);
 //   - the offline check reports every violation, not only the first; a violation's records are

@@ -50,6 +50,7 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
   bool triggered() const override { return triggered_; }
   OnlineInterest interest() const override;  // the records of A and B
+  void on_trace_end(std::vector<OnlineViolation>& violations) override;  // Lead: a thread's only call of A
   // Calls of A or B open now, over all threads (bounded by the nesting depth), for tests.
   size_t open_calls() const;
 
@@ -65,6 +66,10 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
     // of B (before any: the thread's start); Lead, the end of the opener.
     int64_t window_start = std::numeric_limits<int64_t>::min();
     bool inner_seen = false;  // a complete inner call inside the window
+    // Lead, for the end of the trace: calls of A seen on the thread (counted up to 2), and whether a
+    // call of B returned after the first of them did (what judges a thread's only call of A).
+    int openers = 0;
+    bool inner_returned_after_opener = false;
     std::map<std::string, int64_t> open_inner;  // func_call_id -> start
     std::set<std::string> open_openers;         // func_call_ids of calls of the opener not yet returned
   };
@@ -88,6 +93,7 @@ class OnlineCheckChain final : public OnlineCheck {
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
   bool triggered() const override;
   OnlineInterest interest() const override;
+  void on_trace_end(std::vector<OnlineViolation>& violations) override;
 
  private:
   std::vector<std::unique_ptr<OnlineCheck>> checks_;

@@ -7,6 +7,10 @@
 // one flag for "an inner call completed in it", and the start times of inner calls now running.
 // Nothing grows with the length of the run.
 //
+// Lead, a thread's only call of A: no next call closes its window, so it is judged at the end of the
+// trace (on_trace_end), as offline: it passes when some call of B returned after it returned. Per
+// thread that takes a count of A's calls (up to 2) and one flag.
+//
 // Verdicts equal the offline check's on a finished trace, given records carrying their live context
 // managers (the OnlineChecker adds them: check/online_context_managers.h).
 #include <algorithm>
@@ -72,6 +76,7 @@ void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::
   if (order_ == FunctionOrder::Lead) t.opener_precondition = precondition_holds(pre);
   t.inner_seen = false;  // an inner call completed before now started before the next window
   t.open_openers.insert(t.opener_id);
+  if (t.openers < 2) ++t.openers;
 }
 
 void FunctionOrderOnlineCheck::on_opener_return(Thread& t, const Record& post) {
@@ -93,9 +98,22 @@ void FunctionOrderOnlineCheck::on_inner_return(Thread& t, const Record& post) {
   if (it == t.open_inner.end()) return;
   const int64_t start = it->second;
   t.open_inner.erase(it);
+  // Offline, any call of B that returned (raised too) after a thread's only call of A did passes it.
+  if (order_ == FunctionOrder::Lead && t.openers == 1 && t.opener_closed && post.time > t.window_start)
+    t.inner_returned_after_opener = true;
   if (post.type != RecordType::FunctionPost) return;  // raised: not a complete call
   const bool window_open = order_ == FunctionOrder::Cover || (t.opener.has_value() && t.opener_closed);
   if (window_open && start > t.window_start) t.inner_seen = true;
+}
+
+void FunctionOrderOnlineCheck::on_trace_end(std::vector<OnlineViolation>& violations) {
+  if (order_ != FunctionOrder::Lead) return;
+  for (const auto& [key, t] : threads_) {
+    // A call of A still running at the end is incomplete: offline leaves it out, so nothing is judged.
+    if (t.openers != 1 || !t.opener_closed || !t.opener_precondition) continue;
+    triggered_ = true;
+    if (!t.inner_returned_after_opener) violations.push_back(OnlineViolation{{*t.opener}});
+  }
 }
 
 void OnlineCheckChain::on_record(const Record& record, std::vector<OnlineViolation>& violations) {
@@ -106,6 +124,10 @@ bool OnlineCheckChain::triggered() const {
   for (const std::unique_ptr<OnlineCheck>& c : checks_)
     if (c->triggered()) return true;
   return false;
+}
+
+void OnlineCheckChain::on_trace_end(std::vector<OnlineViolation>& violations) {
+  for (const std::unique_ptr<OnlineCheck>& c : checks_) c->on_trace_end(violations);
 }
 
 OnlineInterest OnlineCheckChain::interest() const {

@@ -35,14 +35,34 @@ def _start_recorder(config: dict):
     return _core
 
 
+_exit_flush = None                 # this process's multiprocessing finaliser that shuts the recorder down
+_after_forker_registered = False   # inherited by every child, as multiprocessing's registry is
+
+
+def _flush_at_exit(_anchor=None) -> None:
+    """A multiprocessing finaliser that shuts the recorder down: it writes the trace's tail and closes the
+    in-process checker (which judges what only the end decides and writes this process's summary). A
+    child that multiprocessing started leaves through os._exit: atexit never runs there, its finalisers do."""
+    global _exit_flush
+    from multiprocessing import util
+    from traincheck import _core
+
+    if _exit_flush is None or not _exit_flush.still_active():
+        _exit_flush = util.Finalize(None, _core.shutdown, exitpriority=-100)
+
+
 def _after_fork_in_child() -> None:
-    # The C++ side already dropped the parent's buffers; make sure a multiprocessing child (which leaves
-    # through os._exit, skipping atexit) still writes its tail.
+    # The C++ side already dropped the parent's buffers. A multiprocessing.Process child (a DataLoader
+    # worker) clears every finaliser after this hook runs (Process._after_fork), then runs the callbacks
+    # of util.register_after_fork: the finaliser is registered again from there.
+    global _after_forker_registered
     try:
         from multiprocessing import util
-        from traincheck import _core
 
-        util.Finalize(None, _core.shutdown, exitpriority=-100)
+        _flush_at_exit()
+        if not _after_forker_registered:
+            util.register_after_fork(_flush_at_exit, _flush_at_exit)  # the function is its own (weakref-able) key
+            _after_forker_registered = True
     except Exception:  # noqa: BLE001 - never break the user's child process
         pass
 

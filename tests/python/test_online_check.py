@@ -222,3 +222,76 @@ def test_in_process_check_sees_the_context_managers_preconditions_name(tmp_path)
     run(["traincheck-check", "-f", "amp", "-i", "inv.json", "-o", "offline"], tmp_path)
     summary = json.loads((tmp_path / "offline" / "amp" / "violations_summary.json").read_text())
     assert [(v["first_step"], v["occurrences"]) for v in summary["violations"]] == [(4, 1)]
+
+
+SEED_INVARIANT = {
+    "text_description": "torch.random.manual_seed is followed by a call of torch.random.initial_seed before its next call",
+    "relation": "FunctionLeadRelation",
+    "params": [
+        {"param_type": "APIParam", "api_full_name": "torch.random.manual_seed"},
+        {"param_type": "APIParam", "api_full_name": "torch.random.initial_seed"},
+    ],
+    "precondition": {"func_lead": {"inverted": False, "preconditions": [{"clauses": "Unconditional"}]}},
+    "num_positive_examples": 3,
+    "num_negative_examples": 0,
+}
+
+# Each DataLoader worker (a forked process) is seeded once by torch (manual_seed), then by the script's
+# worker_init_fn: correct, from torch.initial_seed(); with --bug, from a fixed seed, so the workers never
+# ask torch for theirs. The trainer seeds torch and asks for the seed too, so it passes in both variants.
+WORKER_SEED_SCRIPT = """
+import sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+BUG = "--bug" in sys.argv
+
+
+def seed_worker(worker_id):
+    seed = 1234 if BUG else torch.initial_seed() % 2 ** 32
+    torch.utils.data.get_worker_info().dataset.seed = seed
+
+
+torch.manual_seed(0)
+print("trainer seed", torch.initial_seed())
+data = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+loader = DataLoader(data, batch_size=4, num_workers=2, worker_init_fn=seed_worker)
+lin = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(lin.parameters(), lr=0.1)
+for x, y in loader:
+    loss = ((lin(x) - y) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_in_process_check_covers_dataloader_worker_processes_as_the_offline_check_does(tmp_path):
+    """A fork child checks its own records with a checker of its own and closes it when multiprocessing
+    ends it; a thread's only call of the leader is judged when its process ends, as offline."""
+    (tmp_path / "workers.py").write_text(WORKER_SEED_SCRIPT)
+    (tmp_path / "inv.json").write_text(json.dumps(SEED_INVARIANT) + "\n")
+    for out, extra in (("good", []), ("buggy", ["--bug"])):
+        result = collect(tmp_path, "-p", "workers.py", "-i", "inv.json", "--output-dir", out, script_args=extra, timeout=None)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    trainer_pid = lambda out: int(next((tmp_path / out).glob("instrumentation_summary_*.json")).stem.rsplit("_", 1)[1])
+    # Every process of the run, the workers included, closed a checker of its own.
+    for out in ("good", "buggy"):
+        summaries = sorted((tmp_path / out / "online_check").glob("summary_*.json"))
+        assert len(summaries) == 3, summaries
+        assert not list((tmp_path / out).glob("traincheck_recorder_*.log"))  # no worker ran unchecked
+    assert (tmp_path / "good" / "online_check" / "failed.log").read_text() == ""
+
+    online = failed_entries(tmp_path / "buggy" / "online_check" / "failed.log")
+    assert len(online) == 2  # one per worker: its manual_seed, never followed by initial_seed
+    pids = {r["process_id"] for e in online for r in e["trace"]}
+    assert len(pids) == 2 and trainer_pid("buggy") not in pids
+    assert {r["function"] for e in online for r in e["trace"]} == {"torch.random.manual_seed"}
+
+    # The offline check of the trace this same run wrote: the same violations, the same records.
+    run(["traincheck-check", "-f", "buggy", "good", "-i", "inv.json", "-o", "offline"], tmp_path)
+    offline = failed_entries_indented(tmp_path / "offline" / "buggy" / "failed.log")
+    key = lambda entries: sorted(r["func_call_id"] for e in entries for r in e["trace"])
+    assert key(online) == key(offline)
+    assert (tmp_path / "offline" / "good" / "failed.log").read_text().strip() == ""

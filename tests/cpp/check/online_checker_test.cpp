@@ -109,6 +109,66 @@ TEST(OnlineChecker, AGoodStreamYieldsNoViolationAndAnEmptyFailedLog) {
   EXPECT_TRUE(fs::exists(dir / "invariants.json"));
 }
 
+// Lead [A, B] with A called once on a thread: no next call of A closes its window, so the end of the
+// trace judges it, as the offline check does (some call of B returned after it): the worker process of a
+// DataLoader that seeds itself once and never asks for its seed.
+TEST(OnlineChecker, AThreadsOnlyCallOfTheLeaderIsJudgedAtTheEndOfTheTraceAsOffline) {
+  const fs::path dir = fresh_dir("only_call");
+  const char* kA = "torch.random.manual_seed";
+  const char* kB = "torch.random.initial_seed";
+  const Invariant lead = invariant_from_json(
+      std::string("{\"text_description\": \"manual_seed is followed by initial_seed\", \"relation\": \"FunctionLeadRelation\", "
+                  "\"params\": [{\"param_type\": \"APIParam\", \"api_full_name\": \"") + kA +
+      "\"}, {\"param_type\": \"APIParam\", \"api_full_name\": \"" + kB +
+      "\"}], \"precondition\": {\"func_lead\": {\"inverted\": false, \"preconditions\": [{\"clauses\": \"Unconditional\"}]}}, "
+      "\"num_positive_examples\": 5, \"num_negative_examples\": 0}");
+  // Thread 1 of pid 7: A, then B (passes). Thread 1 of pid 8 (a fork child: the same thread id): A only.
+  auto of_pid_8 = [](std::string lines) {
+    const std::string from = "\"process_id\": 7", to = "\"process_id\": 8";
+    for (size_t at = lines.find(from); at != std::string::npos; at = lines.find(from, at)) lines.replace(at, from.size(), to);
+    return lines;
+  };
+  const std::string good = pre(kA, "a1", 10, 1) + post(kA, "a1", 11, 1) + pre(kB, "b1", 12, 1) + post(kB, "b1", 13, 1);
+  const std::string bad = of_pid_8(pre(kA, "a2", 20, 1) + post(kA, "a2", 21, 1));
+
+  OnlineChecker checker({lead}, {}, options_in(dir));
+  checker.add_lines("trace_API_7_1.log", good);
+  checker.add_lines("trace_API_8_1.log", bad);
+  checker.end_batch();
+  EXPECT_EQ(checker.counts().violations, 0u) << "no window has closed yet";
+  EXPECT_EQ(checker.counts().triggered, 0u);
+
+  checker.end_trace();
+  EXPECT_EQ(checker.counts().violations, 1u);
+  EXPECT_EQ(checker.counts().triggered, 1u);
+  const std::vector<Value> entries = failed_entries(dir);
+  ASSERT_EQ(entries.size(), 1u);
+  const Array& trace = entries[0].find("trace")->as_array();
+  ASSERT_EQ(trace.size(), 1u);
+  EXPECT_EQ(*trace[0].find("func_call_id"), Value::string("a2"));
+  EXPECT_EQ(*trace[0].find("process_id"), Value::integer(8));
+
+  checker.end_trace();  // once
+  checker.add_lines("trace_API_8_1.log", of_pid_8(pre(kA, "a3", 30, 2) + post(kA, "a3", 31, 2)));  // after the end: ignored
+  checker.end_batch();
+  EXPECT_EQ(checker.counts().violations, 1u);
+  EXPECT_EQ(failed_entries(dir).size(), 1u);
+
+  // The offline check of the same trace: the same one violation, the same record.
+  const fs::path trace_dir = dir / "trace";
+  fs::create_directories(trace_dir);
+  std::ofstream(trace_dir / "trace_API_7_1.log") << good;
+  std::ofstream(trace_dir / "trace_API_8_1.log") << bad;
+  const TraceStore store = TraceStore::load_folder(trace_dir.string());
+  const TraceCheckReport offline = check_trace(store, {lead}, {});
+  ASSERT_EQ(offline.outcomes.size(), 1u);
+  const CheckResult& result = offline.outcomes[0].result;
+  EXPECT_TRUE(result.triggered);
+  ASSERT_EQ(result.violations.size(), 1u);
+  ASSERT_EQ(result.violations[0].records.size(), 1u);
+  EXPECT_EQ(store.record(result.violations[0].records[0]).func_call_id, "a2");
+}
+
 TEST(OnlineChecker, RecordsOfApisNoInvariantNamesAreNotDispatched) {
   const fs::path dir = fresh_dir("unrelated");
   OnlineChecker checker({contains(kParent, kChild)}, {}, options_in(dir));

@@ -1,8 +1,10 @@
 // The in-process session behind the record sink: lines in through the C function pointers, violations
-// in failed.log at once, report.html and summary_<pid>.json at close, exceptions never escape.
+// in failed.log at once, report.html and summary_<pid>.json at close, exceptions never escape; a fork
+// child checks its own records with a session of its own.
 #include "check/online_session.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -87,4 +89,51 @@ TEST(OnlineSession, ABadInvariantFileIsAnErrorAtStartNamingTheFile) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("inv.json:1"), std::string::npos) << e.what();
   }
+}
+
+TEST(OnlineSession, AForkChildChecksItsOwnRecordsWithASessionOfItsOwnAndLeavesTheParentsAlone) {
+  const fs::path dir = setup("fork");
+  OnlineSession session(options(dir));
+  const TcRecordSink sink = session.sink();
+  ASSERT_NE(sink.on_fork_child, nullptr);
+  const std::string violating = line("function_call (pre)", 10) + line("function_call (post)", 15);
+  const pid_t child = fork();
+  if (child == 0) {
+    // Each failed expectation sets a bit of the exit code (gtest's checks do not cross the fork).
+    int code = 0;
+    void* own = nullptr;
+    if (sink.on_fork_child(sink.context, &own) != 0 || own == nullptr || own == sink.context) _exit(1);
+    if (sink.on_lines(own, TC_SINK_API, 7, 1, violating.data(), violating.size()) != 0) code |= 2;
+    if (sink.on_pass_end(own) != 0) code |= 2;
+    if (session.counts().violations != 0) code |= 4;  // the parent's copy saw nothing
+    if (sink.on_close(own) != 0) code |= 8;
+    _exit(code);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "bits: 1 no context of its own, 2 errors checking, 4 parent's state changed, 8 close";
+
+  // The child appended its violation to the run's failed.log and wrote its own summary and report.
+  std::ifstream failed(dir / "online_check" / "failed.log");
+  std::string first;
+  ASSERT_TRUE(std::getline(failed, first));
+  EXPECT_NE(first.find("torch.optim.adam.Adam.step"), std::string::npos);
+  const std::string pid = std::to_string(child);
+  EXPECT_TRUE(fs::exists(dir / "online_check" / ("report_" + pid + ".html")));
+  std::string summary_text, error;
+  ASSERT_TRUE(read_file((dir / "online_check" / ("summary_" + pid + ".json")).string(), summary_text, error)) << error;
+  Value summary;
+  ASSERT_TRUE(parse_json(summary_text, summary, error)) << error;
+  EXPECT_EQ(*summary.find("violations"), Value::integer(1));
+
+  // The parent goes on with its own records and state.
+  EXPECT_EQ(session.counts().violations, 0u);
+  const std::string parents = line("function_call (pre)", 20) + line("function_call (post)", 25);
+  EXPECT_EQ(sink.on_lines(sink.context, TC_SINK_API, 7, 1, parents.data(), parents.size()), 0u);
+  EXPECT_EQ(sink.on_pass_end(sink.context), 0u);
+  EXPECT_EQ(session.counts().violations, 1u);  // its own Adam.step without adam
+  EXPECT_EQ(sink.on_close(sink.context), 0u);
+  EXPECT_TRUE(fs::exists(session.summary_path()));
+  EXPECT_EQ(fs::path(session.report_path()).filename(), "report.html");
 }

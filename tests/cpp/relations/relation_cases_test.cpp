@@ -107,6 +107,7 @@ std::string check_all(const TraceStore& trace, const std::vector<Invariant>& inv
     }
     std::vector<OnlineViolation> violations;
     for (const Record& record : trace.records()) online->on_record(record, violations);
+    online->on_trace_end(violations);  // a finished trace
     if (const auto* calls = dynamic_cast<const CallOnlineCheck*>(online.get())) {
       EXPECT_EQ(calls->open_calls(), 0u) << head << ": every call closes by the end of the trace";
     }
