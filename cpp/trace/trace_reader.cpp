@@ -94,7 +94,11 @@ void validate(Record& r, const std::string& file, size_t line) {
   }
   // The original fills a missing or NaN stage with "init" (docs/collection.md §Meta-vars and sampling).
   const Value* stage = r.get(k.meta_vars_stage);
-  if (stage == nullptr || stage->is_nan() || stage->is_null()) r.set(k.meta_vars_stage, init_stage());
+  if (stage == nullptr || stage->is_nan() || stage->is_null()) {
+    r.set(k.meta_vars_stage, init_stage());
+  } else if (!stage->is_string()) {
+    throw TraceReadError(file, line, "meta_vars.stage", "not a string");  // every index groups by it
+  }
   r.refresh_cached();
 }
 

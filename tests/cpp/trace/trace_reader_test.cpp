@@ -134,6 +134,19 @@ TEST(TraceReader, MissingStageBecomesInit) {
   EXPECT_EQ(t.records[0].stage, "init");
 }
 
+TEST(TraceReader, AStageThatIsNoStringIsABadLineNamingTheField) {
+  // Found by the trace_line fuzzer: `"meta_vars.stage": false` was accepted with no stage at all.
+  const std::string good = "{\"func_call_id\":\"a\",\"thread_id\":1,\"process_id\":7,\"meta_vars\":{\"step\":1},"
+                           "\"type\":\"function_call (pre)\",\"function\":\"f\",\"time\":1}\n";
+  const std::string bad = "{\"func_call_id\":\"b\",\"thread_id\":1,\"process_id\":7,\"meta_vars.stage\":false,"
+                          "\"type\":\"function_call (pre)\",\"function\":\"f\",\"time\":2}\n";
+  std::ostringstream warnings;
+  RawTrace t = read(good + bad, warnings);
+  ASSERT_EQ(t.records.size(), 1u);
+  EXPECT_NE(warnings.str().find("meta_vars.stage"), std::string::npos) << warnings.str();
+  EXPECT_NE(warnings.str().find(":2"), std::string::npos) << warnings.str();
+}
+
 TEST(TraceReader, NanNullAndMissingAreDistinct) {
   // Stdlib json (proxy_log.json) writes NaN literals; null is None; an absent key is missing.
   const std::string line =
