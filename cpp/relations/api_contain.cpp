@@ -70,7 +70,6 @@
 #include "invariant/precondition.h"
 #include "relations/module_mode.h"
 #include "relations/registry.h"
-#include "trace/key_table.h"
 
 namespace traincheck {
 
@@ -88,22 +87,13 @@ bool is_position_name(std::string_view name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Whether bind() puts a method's `self` first: a bound method whose positional argument 0 was recorded.
-bool binds_self_first(const Record& pre) {
-  const WellKnownKeys& k = keys();
-  const Value* bound = pre.get(k.is_bound_method);
-  const Value* args = pre.get(k.args);
-  return bound != nullptr && bound->is_bool() && bound->as_bool() && args != nullptr && args->is_object() &&
-         args->find("0") != nullptr;
-}
-
 // Bound arguments of a call whose recorded payload ({type: payload}) is primitive, and module arguments
 // as their mode (module_mode), `self` included: Linear.forward's own mode is the one that matters. Any
 // other `self` is left out. A positional argument that no recorded signature names is left out: the
 // original never writes index names ("0"), and cannot match them when it checks our invariants.
 Object primitive_args(const TraceStore& trace, const Record& pre) {
   Object out;
-  const bool self_first = binds_self_first(pre);
+  const bool self_first = recorded_self(pre) != nullptr;  // bind() puts it first
   Object bound = trace.signatures().bind(pre, false, false);
   for (size_t i = 0; i < bound.size(); ++i) {
     Member& m = bound[i];

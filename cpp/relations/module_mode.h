@@ -15,11 +15,17 @@ namespace traincheck {
 
 inline constexpr std::string_view kModuleTypeName = "torch.nn.modules.module.Module";
 
+// The training flag of a recorded module argument, or of its constraint form; nullopt for any other value.
+std::optional<bool> training_flag(const Value& recorded);
+
 // The constraint form of a recorded module argument; nullopt for any other value.
 std::optional<Value> module_mode(const Value& recorded);
 
 // The constraint form for a mode.
 Value module_mode_value(bool training);
+
+// A bound call's recorded `self` (positional argument 0), or null.
+const Value* recorded_self(const Record& pre);
 
 // The mode of a bound method's `self` (positional argument 0) in its pre-record; nullopt when the record
 // is no bound call, or argument 0 is not a recorded module.

@@ -77,9 +77,9 @@ std::optional<Target> target_of(const Invariant& inv) {
   if (inv.params.size() != 1 || inv.params[0].type != ParamType::Api || !inv.params[0].arguments) return std::nullopt;
   const Value* args = inv.params[0].arguments->find("args");
   const Value* self = args != nullptr && args->is_object() ? args->find("self") : nullptr;
-  const std::optional<Value> mode = self != nullptr ? module_mode(*self) : std::nullopt;
-  if (!mode) return std::nullopt;
-  return Target{inv.params[0].api_full_name, mode->as_object().front().value.as_object().front().value.as_bool()};
+  const std::optional<bool> training = self != nullptr ? training_flag(*self) : std::nullopt;
+  if (!training) return std::nullopt;
+  return Target{inv.params[0].api_full_name, *training};
 }
 
 // The verdict shared by inference and both checks: nullopt when the call has no recorded module `self`.
