@@ -12,7 +12,9 @@
 // With --baseline-bin DIR (a folder holding another build's traincheck-* executables, e.g. copied before
 // a change), every command row is measured with both builds in the same run and their ratio printed.
 //
-// Usage: memory_bench [--lines 100000,1000000] [--bin DIR] [--baseline-bin DIR] [--work DIR] [--skip-infer]
+// With --keep, the work folder (traces, invariants, logs) is left for profiling one command by hand.
+//
+// Usage: memory_bench [--lines 100000,1000000] [--bin DIR] [--baseline-bin DIR] [--work DIR] [--skip-infer] [--keep]
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -133,6 +135,7 @@ int main(int argc, char** argv) {
   std::optional<fs::path> baseline_bin;
   fs::path work = fs::temp_directory_path() / "tc_memory_bench";
   bool skip_infer = false;
+  bool keep = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -141,8 +144,9 @@ int main(int argc, char** argv) {
     else if (a == "--baseline-bin") baseline_bin = fs::path(next());
     else if (a == "--work") work = next();
     else if (a == "--skip-infer") skip_infer = true;
+    else if (a == "--keep") keep = true;
     else {
-      std::fprintf(stderr, "usage: memory_bench [--lines N,M] [--bin DIR] [--baseline-bin DIR] [--work DIR] [--skip-infer]\n");
+      std::fprintf(stderr, "usage: memory_bench [--lines N,M] [--bin DIR] [--baseline-bin DIR] [--work DIR] [--skip-infer] [--keep]\n");
       return 2;
     }
   }
@@ -222,8 +226,8 @@ int main(int argc, char** argv) {
       }
       if (runs.size() == 2) print_ratio(c.name, runs[0], runs[1], c.idle_s);
     }
-    fs::remove_all(trace);
+    if (!keep) fs::remove_all(trace);
   }
-  fs::remove_all(work);
+  if (!keep) fs::remove_all(work);
   return 0;
 }

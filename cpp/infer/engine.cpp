@@ -55,6 +55,12 @@ void combine_per_relation(const std::vector<const Relation*>& relations, std::ve
   owner = std::move(combined_owner);
 }
 
+// Frees a hypothesis' examples (clear() alone keeps the vectors' capacity).
+void release_examples(Hypothesis& h) {
+  std::vector<Example>().swap(h.positives);
+  std::vector<Example>().swap(h.negatives);
+}
+
 }  // namespace
 
 InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const std::vector<const Relation*>& relations,
@@ -107,6 +113,7 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
   for (const TraceStore* t : traces) all_stage_set.insert(t->stages().begin(), t->stages().end());
   std::vector<std::optional<Invariant>> learned(hypotheses.size());
   std::vector<std::string> failure(hypotheses.size());
+  std::vector<std::pair<size_t, size_t>> counts(hypotheses.size());  // (positives, negatives) once learned
   Progress pre_progress(options.progress, "collecting examples and learning preconditions", hypotheses.size());
   parallel_for(hypotheses.size(), options.threads, [&](size_t i) {
     Hypothesis& h = hypotheses[i];
@@ -121,6 +128,8 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
     std::optional<GroupedPreconditions> pre = find_precondition(
         h, PreconditionKeys{owner[i]->precondition_keys_to_skip(), owner[i]->precondition_consistent_keys_to_keep()},
         options.precondition);
+    counts[i] = {h.positives.size(), h.negatives.size()};
+    release_examples(h);  // only their counts are needed from here on, and later hypotheses need the memory
     if (!pre) {
       failure[i] = "Precondition not found";
       pre_progress.tick();
@@ -137,8 +146,8 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
         if (!group.disjuncts.empty()) add_stage_info(group, h.valid_stages);
     Invariant inv = h.invariant;
     inv.precondition = std::move(*pre);
-    inv.num_positive_examples = static_cast<int64_t>(h.positives.size());
-    inv.num_negative_examples = static_cast<int64_t>(h.negatives.size());
+    inv.num_positive_examples = static_cast<int64_t>(counts[i].first);
+    inv.num_negative_examples = static_cast<int64_t>(counts[i].second);
     learned[i] = std::move(inv);
     pre_progress.tick();
   });
@@ -150,8 +159,9 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
       FailedHypothesis f;
       f.invariant = hypotheses[i].invariant;
       f.reason = failure[i];
-      f.num_positive_examples = static_cast<int64_t>(hypotheses[i].positives.size());
-      f.num_negative_examples = static_cast<int64_t>(hypotheses[i].negatives.size());
+      const bool learned_from = counts[i].first + counts[i].second > 0;  // else its examples were never released
+      f.num_positive_examples = static_cast<int64_t>(learned_from ? counts[i].first : hypotheses[i].positives.size());
+      f.num_negative_examples = static_cast<int64_t>(learned_from ? counts[i].second : hypotheses[i].negatives.size());
       result.failed.push_back(std::move(f));
     }
   }

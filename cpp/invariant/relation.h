@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "invariant/example_groups.h"
 #include "invariant/invariant.h"
 #include "trace/trace_store.h"
 
@@ -18,7 +19,7 @@ namespace traincheck {
 // An example: for each of the hypothesis' groups, the records (indices into `trace`) it consists of.
 struct Example {
   const TraceStore* trace = nullptr;
-  std::vector<std::vector<uint32_t>> groups;  // parallel to Hypothesis::group_names
+  ExampleGroups groups;  // parallel to Hypothesis::group_names
 };
 
 struct Hypothesis {
