@@ -12,11 +12,17 @@ void add_check_flags(ArgParser& args, const std::string& output_prefix) {
   args.flag({"--no-html-report"}, "no_html_report", "do not write report.html");
   args.flag({"--check-relation-first"}, "check_relation_first", "evaluate the relation before the precondition");
   args.flag({"-d", "--debug"}, "debug", "verbose progress");
-  for (const char* f : {"--report-wandb", "--report-mlflow"}) args.flag({f}, f, "not supported; ignored");
-  for (const char* o : {"--wandb-project", "--wandb-entity", "--wandb-run-name", "--wandb-group", "--wandb-run-id",
-                        "--mlflow-experiment", "--mlflow-run-name"})
-    args.option({o}, o, "not supported; ignored");
-  args.list({"--wandb-tags"}, "--wandb-tags", "not supported; ignored");
+  // Logged by a Python child (check/report_exporter.h) with the `report` extra's wandb / mlflow.
+  args.flag({"--report-wandb"}, "--report-wandb", "log the results to Weights & Biases (pip install traincheck[report])");
+  args.flag({"--report-mlflow"}, "--report-mlflow", "log the results to MLflow (pip install traincheck[report])");
+  args.option({"--wandb-project"}, "--wandb-project", "W&B project", "", "NAME");
+  args.option({"--wandb-entity"}, "--wandb-entity", "W&B entity (team or user)", "", "NAME");
+  args.option({"--wandb-run-name"}, "--wandb-run-name", "W&B run name", "", "NAME");
+  args.option({"--wandb-group"}, "--wandb-group", "W&B run group", "", "NAME");
+  args.option({"--wandb-run-id"}, "--wandb-run-id", "W&B run id to resume (log into an existing run)", "", "ID");
+  args.list({"--wandb-tags"}, "--wandb-tags", "W&B run tags", "TAG");
+  args.option({"--mlflow-experiment"}, "--mlflow-experiment", "MLflow experiment name", "", "NAME");
+  args.option({"--mlflow-run-name"}, "--mlflow-run-name", "MLflow run name", "", "NAME");
 }
 
 std::optional<int> parse_check_flags(ArgParser& args, const std::string& prog, int argc, const char* const* argv, std::ostream& err) {
@@ -37,8 +43,6 @@ std::optional<int> parse_check_flags(ArgParser& args, const std::string& prog, i
     err << args.usage() << prog << ": error: one of -t/--traces or -f/--trace-folders is required\n";
     return 2;
   }
-  if (args.flag_set("--report-wandb") || args.flag_set("--report-mlflow"))
-    err << "warning: W&B and MLflow reporting are not supported; ignored\n";
   return std::nullopt;
 }
 

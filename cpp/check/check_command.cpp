@@ -10,6 +10,7 @@
 
 #include "check/check_args.h"
 #include "check/checker.h"
+#include "check/report_exporter.h"
 #include "check/report_html.h"
 #include "check/result_writer.h"
 #include "check/violation_summary.h"
@@ -104,6 +105,8 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
       if (!html) throw std::runtime_error((fs::path(out_dir) / "report.html").string() + ": write failed");
     }
     err << "[check] results in " << out_dir << "\n";
+    // Last, on the finished folder; a reporting failure is a warning and leaves the status 0.
+    ReportExporter(args, "traincheck-check", "offline", out_dir, err).finish();
   } catch (const std::exception& e) {
     err << "traincheck-check: error: " << e.what() << "\n";
     return 1;

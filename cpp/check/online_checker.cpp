@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "check/report_html_online.h"
+#include "check/result_writer.h"
 #include "common/assert.h"
 #include "relations/registry.h"
 #include "trace/json_parse.h"
@@ -184,6 +185,7 @@ void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
   std::string line;
   append_value_json(line, make_object({{"violated_id", Value::integer(static_cast<int64_t>(next_violation_id_++))},
                                        {"invariant", s.invariant->to_value()},
+                                       {"display_name", Value::string(s.display_name)},  // ours: the label, for readers
                                        {"check_passed", Value::boolean(false)},
                                        {"detection_time", Value::integer(monotonic_now_ns())},
                                        {"trace", Value::array(std::move(records))}}),
@@ -345,6 +347,10 @@ std::string OnlineChecker::render_report() const {
     }
   }
   return render_online_report_html(data);
+}
+
+void OnlineChecker::write_violations_summary() const {
+  write_violations_summary_file((fs::path(options_.output_dir) / "violations_summary.json").string(), violation_summary());
 }
 
 void OnlineChecker::write_report(const std::string& path) const {

@@ -117,6 +117,8 @@ class OnlineChecker {
   // Per violated invariant: label, first and last step, count; sorted by first step.
   std::vector<ViolationSummaryRow> violation_summary() const;
   void write_report(const std::string& path) const;
+  // <out>/violations_summary.json of violation_summary() (traincheck-check's format), written at stop.
+  void write_violations_summary() const;
   // Counts plus the identities of violated and triggered invariants (so several processes' summaries
   // can be merged): {"violations", "invariants_violated", "triggered", "checked", "not_checked",
   // "records", "bad_lines", "write_errors", "violated_invariants", "triggered_invariants", "failed_log"}.

@@ -13,6 +13,7 @@
 
 #include "check/check_args.h"
 #include "check/online_checker.h"
+#include "check/report_exporter.h"
 #include "check/trace_tailer.h"
 
 namespace traincheck {
@@ -239,11 +240,17 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" + std::to_string(at_start.not_checked) +
              " not checked: no online check for their relation); results in " + out_dir);
 
+    // Started now, it logs per-step counts while the check runs; finish() makes it log the final
+    // summary, tables and report (and its destructor does, should anything below throw).
+    ReportExporter exporter(args, "traincheck-onlinecheck", "online", out_dir, err);
+    exporter.start_follow();
     TraceTailer tailer(folders, args.get_list("traces"));
     check_until_stopped(checker, tailer, pending, run, log, stop);
     checker.end_batch();  // records held back by a horizon when stopped inside a backlog
     if (run.html) checker.write_report(run.report_path);
+    checker.write_violations_summary();
     log_final_summary(checker, log);
+    exporter.finish();
   } catch (const std::exception& e) {
     log.line("traincheck-onlinecheck: error: " + std::string(e.what()));
     return 1;

@@ -24,8 +24,9 @@ void append_entry(std::string& out, const Value& v) {
 
 }  // namespace
 
-Value build_violations_summary(const TraceCheckReport& report) {
-  const std::vector<ViolationSummaryRow> rows = violation_summary_rows(report);
+Value build_violations_summary(const TraceCheckReport& report) { return build_violations_summary(violation_summary_rows(report)); }
+
+Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows) {
   auto opt = [](const std::optional<int64_t>& x) { return x ? Value::integer(*x) : Value::null(); };
   Array list;
   for (const ViolationSummaryRow& r : rows)
@@ -37,6 +38,13 @@ Value build_violations_summary(const TraceCheckReport& report) {
   return make_object({{"first_violation_step", opt(first_violation_step(rows))},
                       {"distinct_invariants_violated", Value::integer(static_cast<int64_t>(rows.size()))},
                       {"violations", Value::array(std::move(list))}});
+}
+
+void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows) {
+  std::string summary;
+  append_value_json(summary, build_violations_summary(rows), JsonStyle::Indented, 4);
+  summary += '\n';
+  write_text(path, summary);
 }
 
 void write_trace_results(const std::string& dir, const TraceCheckReport& report) {
@@ -59,6 +67,7 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
       }
       const double pct = span > 0 ? static_cast<double>(detection - trace.start_time()) / span : 0.0;
       append_entry(failed, make_object({{"invariant", o.invariant->to_value()},
+                                        {"display_name", Value::string(o.display_name)},  // ours: the label, for readers
                                         {"check_passed", Value::boolean(false)},
                                         {"triggered", Value::boolean(true)},
                                         {"detection_time", Value::integer(detection)},
@@ -76,10 +85,7 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
   write_text(base / "failed.log", failed);
   write_text(base / "passed.log", passed);
   write_text(base / "not_triggered.log", not_triggered);
-  std::string summary;
-  append_value_json(summary, build_violations_summary(report), JsonStyle::Indented, 4);
-  summary += '\n';
-  write_text(base / "violations_summary.json", summary);
+  write_violations_summary_file((base / "violations_summary.json").string(), violation_summary_rows(report));
 }
 
 }  // namespace traincheck

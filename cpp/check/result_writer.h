@@ -4,7 +4,10 @@
 
 #include <string>
 
+#include <vector>
+
 #include "check/checker.h"
+#include "check/violation_summary.h"
 
 namespace traincheck {
 
@@ -13,5 +16,9 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
 
 // The violations_summary.json object.
 Value build_violations_summary(const TraceCheckReport& report);
+Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows);
+
+// Writes violations_summary.json of these rows (traincheck-onlinecheck's, at stop). Throws on I/O failure.
+void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows);
 
 }  // namespace traincheck

@@ -1,0 +1,139 @@
+"""`python -m traincheck.reporting.export`: logs a checker output folder to W&B and/or MLflow.
+
+Run by traincheck-check (once, on the finished folder) and traincheck-onlinecheck (with --follow, from its
+start): following, it tails <out>/failed.log and logs each step's count of violated invariants once a later
+step has shown up (a step's count is final by then, as records arrive in step order), and it finalises when
+its stdin reaches end of file, which the checker causes by closing the pipe at stop or by exiting in any
+way. Exit status: 0; 3 when a backend package is missing (named on stderr); 1 when a backend failed."""
+import argparse
+import os
+import select
+import signal
+import sys
+
+from traincheck.reporting.results import entry_steps, online_invariant_key, read_results
+
+MISSING_PACKAGE = 3
+PACKAGES = {"wandb": "wandb", "mlflow": "mlflow (mlflow-skinny)"}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="traincheck-export", description=__doc__.splitlines()[0])
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--mode", choices=["offline", "online"], required=True)
+    p.add_argument("--follow", action="store_true")
+    p.add_argument("--wandb", action="store_true")
+    p.add_argument("--mlflow", action="store_true")
+    p.add_argument("--poll-seconds", type=float, default=1.0)
+    for o in ("wandb-project", "wandb-entity", "wandb-run-name", "wandb-group", "wandb-run-id", "mlflow-experiment", "mlflow-run-name"):
+        p.add_argument(f"--{o}", default="")
+    p.add_argument("--wandb-tags", nargs="*", default=[])
+    return p.parse_args(argv)
+
+
+def open_sinks(opts) -> tuple[list, int]:
+    """The sinks whose package imports; a missing one is named on stderr and sets the status to 3."""
+    sinks, status = [], 0
+    for name in ("wandb", "mlflow"):
+        if not getattr(opts, name):
+            continue
+        try:
+            __import__(name)
+        except ImportError as e:
+            print(f"traincheck-export: --report-{name}: the package {PACKAGES[name]} is not installed ({e}); "
+                  f"install it with: pip install 'traincheck[report]'", file=sys.stderr)
+            status = MISSING_PACKAGE
+            continue
+        if name == "wandb":
+            from traincheck.reporting.wandb_sink import WandbSink as Sink
+        else:
+            from traincheck.reporting.mlflow_sink import MlflowSink as Sink
+        sinks.append(Sink(opts, opts.mode, os.path.abspath(opts.output_dir)))
+    return sinks, status
+
+
+class StepFollower:
+    """Tails the online failed.log (one JSON line per violation) and hands out final per-step counts."""
+
+    def __init__(self, path: str):
+        self.path, self.offset, self.partial = path, 0, b""
+        self.invariants_at: dict[int, set] = {}
+        self.logged_upto: int | None = None
+
+    def poll(self):
+        import json
+
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()  # an incomplete last line waits for its end
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            for step, _ in entry_steps(entry):
+                self.invariants_at.setdefault(step, set()).add(online_invariant_key(entry))
+
+    def ready(self, final: bool) -> list[tuple[int, int]]:
+        """(step, distinct invariants) not yet handed out: those below the latest step, or all when final.
+        A step already handed out is not repeated (its late violations count in the totals only)."""
+        if not self.invariants_at:
+            return []
+        latest = max(self.invariants_at)
+        out = [(s, len(k)) for s, k in sorted(self.invariants_at.items())
+               if (self.logged_upto is None or s > self.logged_upto) and (final or s < latest)]
+        if out:
+            self.logged_upto = out[-1][0]
+        return out
+
+
+def follow(opts, sinks):
+    """Until stdin ends: per-step counts as they become final."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the checker tells us when to stop
+    follower = StepFollower(os.path.join(opts.output_dir, "failed.log"))
+    while True:
+        readable, _, _ = select.select([sys.stdin], [], [], opts.poll_seconds)
+        eof = bool(readable) and not os.read(sys.stdin.fileno(), 4096)
+        follower.poll()
+        for step, n in follower.ready(final=eof):
+            for sink in sinks:
+                sink.log_step(step, n)
+        if eof:
+            return follower.logged_upto
+
+
+def main(argv=None) -> int:
+    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    sinks, status = open_sinks(opts)
+    if not sinks:
+        return status
+    try:
+        logged_upto = follow(opts, sinks) if opts.follow else None
+        res = read_results(opts.output_dir, opts.mode)
+        for step, n in sorted(res.step_counts.items()):
+            if logged_upto is None or step > logged_upto:
+                for sink in sinks:
+                    sink.log_step(step, n)
+        for sink in sinks:
+            sink.finish(res)
+    except Exception as e:  # a backend's error: said, and the checker's status stays its own
+        print(f"traincheck-export: {opts.output_dir}: {type(e).__name__}: {e}", file=sys.stderr)
+        for sink in sinks:
+            try:
+                sink.abort()
+            except Exception:
+                pass
+        return 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
