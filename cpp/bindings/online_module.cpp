@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "check/online_session.h"
+#include "check/process_summaries.h"
 
 namespace nb = nanobind;
 
@@ -73,5 +74,8 @@ NB_MODULE(_online, m) {
       "summary_<pid>.json (the recorder does it at shutdown; idempotent).");
   m.def("errors", [] { return std::make_pair(session().errors(), session().last_error()); });
   m.def("report_path", [] { return session().report_path(); });
+  m.def("run_violation_table", &format_run_violation_table, nb::arg("summary_texts"), nb::arg("max_rows") = 20,
+        "The violation table of a run (one row per invariant, merged over its processes' summary_<pid>.json "
+        "texts, earliest first step first); '' when nothing was violated.");
   bind_selective_plan(m);
 }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "check/process_summaries.h"
 #include "check/report_html_online.h"
 #include "check/result_writer.h"
 #include "common/assert.h"
@@ -298,15 +299,23 @@ Value OnlineChecker::summary() const {
                       {"write_errors", n(c.write_errors)},
                       {"violated_invariants", make_string_array(violated)},
                       {"triggered_invariants", make_string_array(triggered)},
-                      {"failed_log", Value::string(failed_log_path())}});
+                      {"failed_log", Value::string(failed_log_path())},
+                      {"violation_summary", process_violation_rows_value(process_violation_rows())}});
+}
+
+std::vector<ProcessViolationRow> OnlineChecker::process_violation_rows() const {
+  std::vector<ProcessViolationRow> rows;
+  for (const OnlineInvariantState& s : states_)
+    if (s.violations)
+      rows.push_back({s.invariant->identity(),
+                      ViolationSummaryRow{s.display_name, s.invariant->relation, "", s.first_step, s.last_step, s.violations,
+                                          std::vector<int64_t>(s.steps.begin(), s.steps.end())}});
+  return rows;
 }
 
 std::vector<ViolationSummaryRow> OnlineChecker::violation_summary() const {
   std::vector<ViolationSummaryRow> rows;
-  for (const OnlineInvariantState& s : states_)
-    if (s.violations)
-      rows.push_back(ViolationSummaryRow{s.display_name, s.invariant->relation, "", s.first_step, s.last_step, s.violations,
-                                         std::vector<int64_t>(s.steps.begin(), s.steps.end())});
+  for (ProcessViolationRow& r : process_violation_rows()) rows.push_back(std::move(r.row));
   sort_by_first_step(rows);
   return rows;
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "check/online_context_managers.h"
+#include "check/process_summaries.h"
 #include "check/violation_summary.h"
 #include "invariant/relation.h"
 #include "trace/api_signatures.h"
@@ -116,6 +117,9 @@ class OnlineChecker {
   std::string render_report() const;
   // Per violated invariant: label, first and last step, count; sorted by first step.
   std::vector<ViolationSummaryRow> violation_summary() const;
+  // The same rows with their invariants' identities, unsorted: what summary() writes for merging
+  // across the processes of a run (process_summaries.h).
+  std::vector<ProcessViolationRow> process_violation_rows() const;
   void write_report(const std::string& path) const;
   // <out>/violations_summary.json of violation_summary() (traincheck-check's format), written at stop.
   void write_violations_summary() const;

@@ -51,7 +51,12 @@ namespace {
 // forward of every BatchNorm layer, defined on their private base class, and the original's plain
 // "._" substring test drops it (and with it every invariant about BatchNorm's calls). A component
 // "_Upper..." that is not the last one names such a class and is kept; `torch._C` (one letter) is a
-// module.
+// module. The C extension module `_C` is private, but a class of it holds the public methods of the
+// Python class built on it: `torch._C.TensorBase.normal_` is `Tensor.normal_` (--instr-descriptors
+// records it under the defining C class, as the original names it), so `_C.<Class>.<method>` is kept;
+// `_C`'s own functions and submodules (`torch._C._nn.linear`) stay private.
+bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+
 bool has_private_component(std::string_view fn) {
   size_t start = 0;
   while (start < fn.size()) {
@@ -60,8 +65,11 @@ bool has_private_component(std::string_view fn) {
     if (last) end = fn.size();
     const std::string_view part = fn.substr(start, end - start);
     if (start > 0 && !part.empty() && part[0] == '_') {
-      const bool private_class = !last && part.size() > 2 && part[1] >= 'A' && part[1] <= 'Z';
-      if (!private_class) return true;
+      const bool private_class = !last && part.size() > 2 && is_upper(part[1]);
+      const std::string_view rest = last ? std::string_view() : fn.substr(end + 1);
+      const bool extension_class = part == "_C" && !rest.empty() && is_upper(rest[0]) &&
+                                   rest.find('.') != std::string_view::npos;
+      if (!private_class && !extension_class) return true;
     }
     start = end + 1;
   }

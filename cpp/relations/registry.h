@@ -16,7 +16,8 @@ const RelationNames& relation_names();
 const Relation* find_relation(std::string_view name);
 
 // Functions that are never candidate parents: the original's ANALYSIS_SKIP_FUNC_NAMES substrings, and
-// private functions and modules (methods of private base classes such as _BatchNorm are kept).
+// private functions and modules (methods of private base classes such as _BatchNorm, and of the C
+// extension's classes such as torch._C.TensorBase, are kept).
 bool is_analysis_skipped_function(std::string_view function);
 
 }  // namespace traincheck

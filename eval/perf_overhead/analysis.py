@@ -23,7 +23,8 @@ from pathlib import Path
 
 BASELINE = "naive"
 # Plot and table order; methods not listed here come after these, alphabetically.
-METHOD_ORDER = ("settrace", "monkey-patch", "selective", "peer-monkey-patch", "peer-selective")
+METHOD_ORDER = ("settrace", "monkey-patch", "monkey-patch-descriptors", "selective", "peer-monkey-patch",
+                "peer-selective")
 CSV_COLUMNS = ("task", "method", "overhead", "std")
 
 

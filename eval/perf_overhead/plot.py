@@ -16,6 +16,7 @@ from eval.perf_overhead.analysis import METHOD_ORDER, OverheadRow, method_sort_k
 LABELS = {
     "settrace": "settrace",
     "monkey-patch": "mpatch",
+    "monkey-patch-descriptors": "mpatch + descriptors",
     "selective": "selective",
     "peer-monkey-patch": "peer mpatch",
     "peer-selective": "peer selective",
@@ -23,6 +24,7 @@ LABELS = {
 COLORS = {
     "settrace": "#8c8c8c",
     "monkey-patch": "#d95f02",
+    "monkey-patch-descriptors": "#7570b3",
     "selective": "#1b9e77",
     "peer-monkey-patch": "#fdae6b",
     "peer-selective": "#a1d99b",

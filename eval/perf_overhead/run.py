@@ -40,9 +40,12 @@ CPU_DIR = "cpu"  # <out>/cpu/ holds the same files and analysis as <out>/, for C
 
 BASE_METHODS = ("naive", "settrace", "monkey-patch", "selective")
 PEER_METHODS = ("peer-monkey-patch", "peer-selective")
-ALL_METHODS = BASE_METHODS + PEER_METHODS
+# Run only when named (--methods, bench/descriptor_overhead.py): full instrumentation with
+# --instr-descriptors, which also wraps torch.Tensor's ~600 C methods.
+DESCRIPTOR_METHOD = "monkey-patch-descriptors"
+ALL_METHODS = BASE_METHODS + PEER_METHODS + (DESCRIPTOR_METHOD,)
 SELECTIVE_METHODS = ("selective", "peer-selective")
-COLLECTOR_METHODS = ("monkey-patch", "selective", "peer-monkey-patch", "peer-selective")
+COLLECTOR_METHODS = ("monkey-patch", "selective", "peer-monkey-patch", "peer-selective", DESCRIPTOR_METHOD)
 
 # Methods run in the first round only: their overhead (tens to hundreds of x) dwarfs the machine's noise,
 # and each run costs up to its time limit.
@@ -159,8 +162,9 @@ def build_command(method: str, src_dir: Path, out_dir: Path, opts: Options) -> l
         config = write_peer_launcher(src_dir, opts)
         return [str(find_collector(opts.peer_venv)), "--use-config", "--config", str(config),
                 "--output-dir", str(out_dir), *selective]
+    descriptors = ["--instr-descriptors"] if method == DESCRIPTOR_METHOD else []
     return [str(find_collector()), "--use-config", "--config", str(src_dir / config_name(opts)),
-            "--output-dir", str(out_dir), *selective, "--", *workload_args(opts)]
+            "--output-dir", str(out_dir), *selective, *descriptors, "--", *workload_args(opts)]
 
 
 def child_environment(method: str, opts: Options) -> dict[str, str]:

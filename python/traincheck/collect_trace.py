@@ -33,7 +33,11 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("-a", "--copy-all-files", action="store_true", help="Copy the script's directory into the output dir.")
     p.add_argument("--output-dir", help="Output directory (default: traincheck_run_<script>_<versions>_<time>).")
     p.add_argument("--only-instr", action="store_true", help="Write the launcher files but do not run them.")
-    p.add_argument("--instr-descriptors", action="store_true", help="Accepted for compatibility; C method descriptors are not wrapped.")
+    p.add_argument(
+        "--instr-descriptors", action="store_true",
+        help="Full mode: also wrap C method descriptors (torch._C.TensorBase.normal_, add_, ...); costs more. "
+             "Selective mode wraps those the invariants name anyway.",
+    )
     p.add_argument("--profiling", action="store_true", help="Accepted for compatibility; no effect.")
     p.add_argument("-d", "--debug-mode", action="store_true", help="Verbose messages from the collector.")
     p.add_argument("-t", "--modules-to-instr", nargs="*", default=["torch"], help="Root modules to instrument.")
@@ -185,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         "pyscript": args.pyscript,
         "modules_to_instr": list(args.modules_to_instr),
         "use_full_instr": bool(args.use_full_instr),
+        "instr_descriptors": bool(args.instr_descriptors),
         "instr_opts": instr_opts,
         "sampling_interval": args.sampling_interval,
         "warm_up_steps": args.warm_up_steps,

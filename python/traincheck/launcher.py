@@ -178,13 +178,15 @@ def online_check_summary(output_dir: str) -> dict | None:
         return None
     failed = os.path.join(folder, "failed.log")
     total = {"violations": 0, "violated": set(), "triggered": set(), "checked": 0, "not_checked": 0, "processes": 0,
-             "failed_log": failed}
+             "failed_log": failed, "texts": []}
     for path in sorted(glob.glob(os.path.join(folder, "summary_*.json"))):
         try:
             with open(path) as f:
-                s = json.load(f)
+                text = f.read()
+            s = json.loads(text)
         except (OSError, json.JSONDecodeError):
             continue
+        total["texts"].append(text)
         total["processes"] += 1
         total["violations"] += s["violations"]
         total["violated"].update(s["violated_invariants"])
@@ -207,6 +209,22 @@ def _report_online_check(output_dir: str) -> None:
     if s["processes"] == 0:
         line = f"online check: {s['violations']} violations (no summary: the program did not exit normally); see {s['failed_log']}"
     print(f"traincheck-collect: {line}", file=sys.stderr, flush=True)
+    table = _run_violation_table(s["texts"])
+    if table:
+        print(table, end="", file=sys.stderr, flush=True)
+
+
+def _run_violation_table(summary_texts: list[str]) -> str:
+    """Per violated invariant, over every process of the run: first and last step and count (the native
+    checker merges and formats them, as traincheck-check and -onlinecheck print theirs)."""
+    if not summary_texts:
+        return ""
+    try:
+        from traincheck import _online
+    except ImportError as e:  # the extension failed to load: the run's summary line above still stands
+        print(f"traincheck-collect: warning: no violation table ({e})", file=sys.stderr)
+        return ""
+    return _online.run_violation_table(summary_texts)
 
 
 def _watch_summary(output_dir: str, reported: set, stop: threading.Event) -> None:

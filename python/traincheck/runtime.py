@@ -111,7 +111,11 @@ def _instrument(config: dict, core) -> dict:
 
     stack = bool(config.get("api_dump_stack_trace"))
     plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None
-    targets = find_targets(roots, config["use_full_instr"], core.is_wrapper)
+    # C method descriptors (Tensor.normal_, ...): in full mode only with --instr-descriptors, as the
+    # original; in selective mode always, so that an invariant naming one is checked whether or not the
+    # flag was repeated at checking time (only the descriptors invariants name get wrapped there).
+    descriptors = plan is not None or bool(config.get("instr_descriptors"))
+    targets = find_targets(roots, config["use_full_instr"], core.is_wrapper, instr_descriptors=descriptors)
     full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
     full_tracked = dataclasses.replace(full, track_vars=True)
     tracking = bool(config.get("models_to_track"))
@@ -126,7 +130,8 @@ def _instrument(config: dict, core) -> dict:
     _write_signatures_at_exit(report, config["output_dir"])
     _start_online_check(config, core, report)
     if plan is None:
-        return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names)}
+        return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names),
+                "instr_descriptors": descriptors}
     return selective.resolution_summary(plan, report.api_names, roots)
 
 

@@ -69,6 +69,7 @@ def test_in_process_check_of_a_good_run_finds_nothing(tmp_path):
     assert "online module loaded: True" in result.stdout
     assert "traincheck-collect: online check: 0 violations of 0 invariants (1 triggered, 1 checked, 0 not checked); see " in result.stderr
     assert result.stderr.count("online check:") == 1  # one summary, at exit
+    assert "first step" not in result.stderr  # no violation table when nothing was violated
 
 
 def test_in_process_check_reports_the_buggy_step_while_training_runs_as_the_offline_check_does(tmp_path):
@@ -85,6 +86,10 @@ def test_in_process_check_reports_the_buggy_step_while_training_runs_as_the_offl
     assert record["function"] == "torch.optim.adam.Adam.step" and record["type"] == "function_call (pre)"
     assert record["meta_vars.step"] == 4
     assert "online check: 1 violations of 1 invariants (1 triggered, 1 checked, 0 not checked)" in result.stderr
+    # Then the per-invariant table: first step, last step, count.
+    table = result.stderr[result.stderr.index("online check:"):].splitlines()[1:]
+    assert table[0].split() == ["first", "step", "last", "step", "violations", "invariant"]
+    assert table[1].split()[:3] == ["4", "4", "1"]
 
     # The offline checker on the trace this same run wrote gives the same verdict.
     run(["traincheck-check", "-f", "buggy", "-i", "inv.json", "-o", "offline"], tmp_path)

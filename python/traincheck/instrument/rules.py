@@ -28,6 +28,10 @@ WRAP_WITHOUT_DUMP = (
     "torch.get_default_dtype",
 )
 
+# Exempt from WRAP_WITHOUT_DUMP and NEVER_WRAP (the original's WRAP_WITHOUT_DUMP_WHITELIST): the Tensor
+# methods that --instr-descriptors wraps, named after the C type that defines them (walker.py).
+DUMP_WHITELIST = ("torch._C.TensorBase.",)
+
 # Never wrapped: the module call machinery (the original's SKIP_INSTR_APIS).
 SKIP_APIS = frozenset(
     {
@@ -55,7 +59,11 @@ def skip_api(full_name: str, root: str, use_full_instr: bool) -> bool:
     """Rules 7 to 9 plus the dump decision, for a function's full API name."""
     if not (full_name == root or full_name.startswith(root + ".")):
         return True
-    if full_name in SKIP_APIS or _startswith_any(full_name, MODULES_TO_SKIP) or _startswith_any(full_name, NEVER_WRAP):
+    if full_name in SKIP_APIS or _startswith_any(full_name, MODULES_TO_SKIP):
+        return True
+    if _startswith_any(full_name, DUMP_WHITELIST):
+        return False
+    if _startswith_any(full_name, NEVER_WRAP):
         return True
     if not use_full_instr and _startswith_any(full_name, WRAP_WITHOUT_DUMP):
         return True

@@ -4,10 +4,16 @@ instrumented packages, named as the original names them (docs/collection.md §Wh
 A method is found in, and named after, the class that defines it (``torch.nn.modules.module.Module.train``
 for every Module subclass). Each (owner, attribute) that holds a function is one target, so a function
 re-exported by several modules is replaced everywhere it can be reached.
+
+With ``instr_descriptors`` (``--instr-descriptors``; selective mode always asks for them) the C method
+descriptors that a walked class inherits from an immutable C base are targets too: ``torch.Tensor``'s
+``normal_``, ``add_``, ... come from ``torch._C.TensorBase``, which cannot be patched, so the wrapper is
+set on ``torch.Tensor`` and named as the original names it, ``torch._C.TensorBase.normal_``.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -49,6 +55,17 @@ def api_name(func) -> Optional[str]:
     return f"{module}.{qualname}"
 
 
+# The original parses a method descriptor's name from its repr (typename() in its utils.py): the descriptor
+# has no __module__, and its __qualname__ lacks the C type's module ("TensorBase.normal_").
+_DESCRIPTOR_REPR = re.compile(r"<method '(\w+)' of '([\w\.]+)' objects>")
+
+
+def descriptor_api_name(descriptor) -> Optional[str]:
+    """``<method 'normal_' of 'torch._C.TensorBase' objects>`` -> ``torch._C.TensorBase.normal_``."""
+    match = _DESCRIPTOR_REPR.match(repr(descriptor))
+    return f"{match.group(2)}.{match.group(1)}" if match else None
+
+
 def first_param_is_self(func) -> bool:
     """The original's static bound-ness: the first parameter is named ``self``."""
     code = getattr(func, "__code__", None)
@@ -79,16 +96,48 @@ def _safe_items(namespace) -> list:
         return []
 
 
-def _class_targets(cls: type, root: str, use_full_instr: bool, seen: set, is_wrapped) -> Iterator[Target]:
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: setattr on the type raises TypeError
+
+
+def _is_immutable(cls: type) -> bool:
+    return bool(cls.__flags__ & _IMMUTABLE_TYPE)
+
+
+def _descriptor_targets(cls: type, root: str, use_full_instr: bool) -> Iterator[Target]:
+    """The C method descriptors `cls` inherits from the immutable C types right above it in its MRO.
+    Only the first patchable class below a C type gets the wrapper (torch.Tensor, not Parameter, which
+    inherits the wrapper from it), so each descriptor is replaced once. A descriptor is called with self
+    first, like a Python method: the wrapper binds (container "method") and records self as args[0]."""
+    if _is_immutable(cls):
+        return
+    own = vars(cls)
+    for base in cls.__mro__[1:]:
+        if not _is_immutable(base):
+            return  # inherited through a patchable class: that class is the descriptor's owner
+        for attr, value in _safe_items(base):
+            if type(value) is not types.MethodDescriptorType or attr in own or rules.skip_attribute_name(attr):
+                continue
+            if getattr(cls, attr, None) is not value:
+                continue  # overridden by a class between (a Python method of the same name)
+            name = descriptor_api_name(value)
+            if name is None or rules.skip_api(name, root, use_full_instr):
+                continue
+            yield Target(cls, attr, value, name, "method", True)
+
+
+def _class_targets(cls: type, root: str, use_full_instr: bool, seen: set, is_wrapped,
+                   instr_descriptors: bool) -> Iterator[Target]:
     if id(cls) in seen:
         return
     seen.add(id(cls))
+    if instr_descriptors:
+        yield from _descriptor_targets(cls, root, use_full_instr)
     for attr, value in _safe_items(cls):
         if rules.skip_attribute_name(attr):
             continue
         if _is_class(value):
             if isinstance(value.__module__, str) and _is_under(value.__module__, root):
-                yield from _class_targets(value, root, use_full_instr, seen, is_wrapped)
+                yield from _class_targets(value, root, use_full_instr, seen, is_wrapped, instr_descriptors)
             continue
         if type(value) is staticmethod:
             func, container = value.__func__, "staticmethod"
@@ -97,7 +146,7 @@ def _class_targets(cls: type, root: str, use_full_instr: bool, seen: set, is_wra
         elif type(value) is types.FunctionType:
             func, container = value, "method"
         else:
-            continue  # properties, C method descriptors (--instr-descriptors is not supported), data
+            continue  # properties, data, C method descriptors (a C type's own: it cannot be patched)
         if not _is_function(func) or is_wrapped(func):
             continue
         name = api_name(func)
@@ -106,8 +155,10 @@ def _class_targets(cls: type, root: str, use_full_instr: bool, seen: set, is_wra
         yield Target(cls, attr, func, name, container, container == "method" and first_param_is_self(func))
 
 
-def find_targets(roots: list[str], use_full_instr: bool, is_wrapped: Callable[[object], bool]) -> list[Target]:
-    """Every wrappable (owner, attribute) under the given root packages, in a stable order."""
+def find_targets(roots: list[str], use_full_instr: bool, is_wrapped: Callable[[object], bool],
+                 instr_descriptors: bool = False) -> list[Target]:
+    """Every wrappable (owner, attribute) under the given root packages, in a stable order; C method
+    descriptors only with `instr_descriptors`."""
     targets: list[Target] = []
     seen_classes: set[int] = set()
     for root in roots:
@@ -115,7 +166,8 @@ def find_targets(roots: list[str], use_full_instr: bool, is_wrapped: Callable[[o
             for attr, value in _safe_items(mod):
                 if _is_class(value):
                     if isinstance(value.__module__, str) and _is_under(value.__module__, root):
-                        targets.extend(_class_targets(value, root, use_full_instr, seen_classes, is_wrapped))
+                        targets.extend(_class_targets(value, root, use_full_instr, seen_classes, is_wrapped,
+                                                      instr_descriptors))
                     continue
                 if not _is_function(value) or rules.skip_attribute_name(attr) or is_wrapped(value):
                     continue

@@ -322,6 +322,12 @@ TEST(ApiContain, MethodsOfPrivateBaseClassesAreParentsButPrivateFunctionsAreNot)
   EXPECT_TRUE(is_analysis_skipped_function("torch.nn.modules.batchnorm._NormBase._check_input_dim"));
   EXPECT_TRUE(is_analysis_skipped_function("torch.optim.adam._single_tensor_adam"));
   EXPECT_TRUE(is_analysis_skipped_function("torch._C._nn.linear"));
+  // A C extension class's methods are its Python subclass's public ones (Tensor.normal_); its private
+  // methods and the extension module's own functions are not.
+  EXPECT_FALSE(is_analysis_skipped_function("torch._C.TensorBase.normal_"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch._C.TensorBase._make_subclass"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch._C.TensorBase"));
+  EXPECT_TRUE(is_analysis_skipped_function("torch._C._get_tracing_state"));
   EXPECT_TRUE(is_analysis_skipped_function("torch._tensor.Tensor.backward"));
   EXPECT_TRUE(is_analysis_skipped_function("torch._dynamo.eval_frame.OptimizedModule.forward"));
   EXPECT_TRUE(is_analysis_skipped_function("torch.nn.modules.module.Module.__init__"));

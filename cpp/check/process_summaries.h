@@ -1,0 +1,34 @@
+// The in-process checker's per-invariant results across the processes of one run.
+//
+// Every process of a collected run (the script, DDP ranks, DataLoader workers) checks its own records and
+// writes summary_<pid>.json at exit. traincheck-collect then prints one violation table for the whole
+// run, so each summary carries its violated invariants ("violation_summary"), named by identity: two
+// processes that violate the same invariant are one row, with the earliest first step, the latest last
+// step and the counts added.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "check/violation_summary.h"
+#include "trace/value.h"
+
+namespace traincheck {
+
+struct ProcessViolationRow {
+  std::string identity;  // Invariant::identity()
+  ViolationSummaryRow row;
+};
+
+// [{"invariant": identity, "label", "relation", "first_step", "last_step" (null when unknown), "count"}, ...]
+Value process_violation_rows_value(const std::vector<ProcessViolationRow>& rows);
+
+// The rows of every summary's "violation_summary", merged by invariant, sorted by first step. A summary
+// without the field (an older collector) or a malformed row is skipped.
+std::vector<ViolationSummaryRow> merge_process_summaries(const std::vector<Value>& summaries);
+
+// The console table of a run from its summary_<pid>.json texts; "" when nothing was violated. A text
+// that is not JSON is skipped.
+std::string format_run_violation_table(const std::vector<std::string>& summary_texts, size_t max_rows);
+
+}  // namespace traincheck
