@@ -23,9 +23,13 @@ def check(tmp_path, *flags, env=None, command="traincheck-check", extra=()):
     return result
 
 
-def mlflow_env(tmp_path):
-    # MLflow 3 keeps the file store in maintenance mode and asks for this to use it.
-    return {"MLFLOW_TRACKING_URI": (tmp_path / "mlruns").as_uri(), "MLFLOW_ALLOW_FILE_STORE": "true"}
+def mlflow_env(tmp_path, monkeypatch):
+    """The file store's settings for the checker's exporter, and for this process, which reads it back.
+    MLflow 3 keeps the file store in maintenance mode and asks for MLFLOW_ALLOW_FILE_STORE to use it."""
+    env = {"MLFLOW_TRACKING_URI": (tmp_path / "mlruns").as_uri(), "MLFLOW_ALLOW_FILE_STORE": "true"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
 
 
 def failed_entries(path):
@@ -51,11 +55,11 @@ def expected_step_counts(entries, key):
     return {s: len(k) for s, k in sorted(at.items())}
 
 
-def test_check_logs_metrics_per_step_counts_tags_and_artifacts_to_an_mlflow_file_store(tmp_path):
+def test_check_logs_metrics_per_step_counts_tags_and_artifacts_to_an_mlflow_file_store(tmp_path, monkeypatch):
     pytest.importorskip("mlflow", reason=SKIP)
     from mlflow.tracking import MlflowClient
 
-    env = mlflow_env(tmp_path)
+    env = mlflow_env(tmp_path, monkeypatch)
     result = check(tmp_path, "--report-mlflow", "--mlflow-experiment", "tc-exp", "--mlflow-run-name", "buggy-check", env=env)
     assert "warning" not in result.stderr, result.stderr
     summary = json.loads((tmp_path / "out" / "buggy_run" / "violations_summary.json").read_text())
@@ -111,11 +115,11 @@ def test_check_logs_summary_tables_per_step_series_and_report_to_an_offline_wand
     assert run.config["traincheck/mode"] == "offline"
 
 
-def test_onlinecheck_logs_per_step_counts_while_following_and_the_final_summary_to_mlflow(tmp_path):
+def test_onlinecheck_logs_per_step_counts_while_following_and_the_final_summary_to_mlflow(tmp_path, monkeypatch):
     pytest.importorskip("mlflow", reason=SKIP)
     from mlflow.tracking import MlflowClient
 
-    env = mlflow_env(tmp_path)
+    env = mlflow_env(tmp_path, monkeypatch)
     check(tmp_path, "--report-mlflow", "--mlflow-run-name", "online", env=env, command="traincheck-onlinecheck",
           extra=("--exit-on-idle", "1", "--report-interval-seconds", "0.5"))
     entries = failed_entries(tmp_path / "out" / "failed.log")
