@@ -97,7 +97,7 @@ def _write_signatures_at_exit(report, output_dir: str) -> None:
 
 
 def _instrument(config: dict, core) -> dict:
-    from traincheck.instrument import selective
+    from traincheck.instrument import compile_support, selective
     from traincheck.instrument.installer import CallOptions, install
     from traincheck.instrument.walker import find_targets
     from traincheck.tracking.tracker import mutates_parameters
@@ -127,6 +127,7 @@ def _instrument(config: dict, core) -> dict:
         return dataclasses.replace(opts, dump_stack=True) if opts is not None and stack else opts
 
     report = install(targets, options_for)
+    compile_support.pause_recording_while_compiling(core)
     _write_signatures_at_exit(report, config["output_dir"])
     _start_online_check(config, core, report)
     if plan is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from traincheck import _core
 from traincheck.instrument.arg_filter import argument_filter
+from traincheck.instrument.compile_support import mark_traceable
 from traincheck.instrument.walker import Target
 
 
@@ -72,6 +73,7 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 arg_positions=selected[0] if selected else None,
                 arg_keywords=selected[1] if selected else (),
             )
+            mark_traceable(wrapper, t.original, binds)  # torch.compile traces the original
             wrappers[key] = wrapper
         if t.container == "staticmethod":
             replacement = staticmethod(wrapper)

@@ -1,0 +1,94 @@
+"""torch.compile under instrumentation (docs/collection.md §torch.compile).
+
+Two things keep a compiled program's graphs, graph breaks and results what they are without the tool:
+
+- Dynamo must trace the original wherever it meets a wrapper. A wrapper delegates `__class__`, `__code__`
+  and `__closure__` to its original, so dynamo takes a wrapped Python function for a function; but its
+  guards read `__closure__` through CPython's function struct, which a wrapper does not have ("Guard
+  failed on the same frame it was created"). `_torchdynamo_inline` (the attribute torch.jit.script and
+  torch.compile set on their own wrappers) makes dynamo trace and guard the original instead. Wrapped
+  builtins need nothing: dynamo's tables of torch functions are filled from the module attributes, i.e.
+  with the wrappers, and its own `fn is torch.is_complex` checks hold only while it sees the wrapper.
+  Methods (binding wrappers) are left alone too: dynamo reads `obj.method._torchdynamo_inline` back
+  unbound when a graph breaks inside the method, and `functools.wraps` (Optimizer's step hook) would copy
+  the attribute onto torch's own wrapper, making dynamo skip the step hooks.
+- Nothing is recorded while dynamo compiles: tracing runs thousands of torch's own functions (pytree,
+  fake tensors) that are compiler work, not training. Dynamo's compile-start/end callbacks (run once
+  for nested compiles: it counts them) switch the compiling thread's recording off and back on; they are registered when torch._dynamo is first imported (by the
+  script's torch.compile), so a run that never compiles never imports it.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+import threading
+import types
+
+_DYNAMO_CALLBACKS = "torch._dynamo.callback"
+
+
+def mark_traceable(wrapper, original, binds: bool) -> None:
+    """Let dynamo trace `original` where it finds the non-binding `wrapper` of a Python function."""
+    if not binds and type(original) is types.FunctionType:
+        wrapper._torchdynamo_inline = original
+
+
+def pause_recording_while_compiling(core) -> None:
+    """Register the compile callbacks now if dynamo is loaded, else once its callback module is imported."""
+    if _DYNAMO_CALLBACKS in sys.modules:
+        _register(core, sys.modules[_DYNAMO_CALLBACKS])
+    else:
+        sys.meta_path.insert(0, _AfterImport(_DYNAMO_CALLBACKS, lambda module: _register(core, module)))
+
+
+def _register(core, callback_module) -> None:
+    handler = getattr(callback_module, "callback_handler", None)
+    if handler is None:  # another torch version: compile still works, its tracing is recorded too
+        print(f"traincheck: warning: {_DYNAMO_CALLBACKS}.callback_handler not found; calls torch makes while "
+              "compiling will be recorded", file=sys.stderr)
+        return
+    saved = threading.local()  # the compiling thread's flag before the compile
+
+    def on_start(_args=None):
+        saved.flag = core.set_inside_recorder(True)
+
+    def on_end(_args=None):
+        core.set_inside_recorder(getattr(saved, "flag", False))
+
+    handler.register_start_callback(on_start)
+    handler.register_end_callback(on_end)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `then(module)` once `name` has been executed, then steps out of sys.meta_path."""
+
+    def __init__(self, name: str, then):
+        self._name, self._then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self._name:
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = _ThenLoader(spec.loader, self._then)
+                return spec
+        return None
+
+
+class _ThenLoader(importlib.abc.Loader):
+    def __init__(self, loader, then):
+        self._loader, self._then = loader, then
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        module.__loader__ = module.__spec__.loader = self._loader  # as if imported without us
+        try:
+            self._then(module)
+        except Exception as e:  # noqa: BLE001 - never break the user's import of torch._dynamo
+            print(f"traincheck: warning: could not register the torch.compile callbacks ({e})", file=sys.stderr)

@@ -1,0 +1,46 @@
+"""Small MLP trained with a torch.compile'd model and a torch.compile'd optimizer step on synthetic data.
+
+Writes the losses (as float hex), the final parameters and dynamo's graph-break, frame and graph counts
+to --result, so that a run under traincheck-collect can be compared with a plain run bit for bit.
+"""
+import argparse
+import json
+
+import torch
+import torch.nn as nn
+from torch._dynamo.utils import counters
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--iters", type=int, default=4)
+parser.add_argument("--backend", default="aot_eager")
+parser.add_argument("--result", required=True)
+args = parser.parse_args()
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+compiled = torch.compile(model, backend=args.backend)
+
+
+@torch.compile(backend=args.backend)
+def opt_step():
+    optimizer.step()
+
+
+inputs = torch.randn(args.iters, 8, 16)
+labels = torch.randint(0, 4, (args.iters, 8))
+losses = []
+for x, y in zip(inputs, labels):
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(compiled(x), y)
+    loss.backward()
+    opt_step()
+    losses.append(loss.item())
+with open(args.result, "w") as f:
+    json.dump({
+        "losses": [float(v).hex() for v in losses],
+        "params": [[float(v).hex() for v in p.detach().flatten().tolist()] for p in model.parameters()],
+        "graph_breaks": sum(counters["graph_break"].values()),
+        "frames": dict(counters["frames"]),
+        "unique_graphs": counters["stats"]["unique_graphs"],
+    }, f)
