@@ -3,6 +3,12 @@ last_step), per-step `traincheck_violations`, a violations table (violations.jso
 violations_summary.json files as artifacts. The tracking URI comes from MLFLOW_TRACKING_URI as usual."""
 import dataclasses
 
+from traincheck.reporting.results import renamed, totals
+
+# results.totals' names -> the metric names the original's MLflow reporter logs.
+TOTAL_NAMES = {"distinct_invariants_violated": "violations_distinct_invariants", "pass_rate_pct": "checks_pass_rate_pct",
+               "first_step": "violations_first_step", "last_step": "violations_last_step"}
+
 
 class MlflowSink:
     name = "mlflow"
@@ -21,16 +27,7 @@ class MlflowSink:
 
     def finish(self, res):
         m = self.mlflow
-        checks = res.checks
-        metrics = {"invariants_total": res.invariants_total, "violations_total": res.violations_total,
-                   "violations_distinct_invariants": len(res.violations)}
-        if res.mode == "offline":
-            metrics.update({f"checks_{k}": v for k, v in checks.items()})
-            metrics["checks_pass_rate_pct"] = round(100.0 * checks["passed"] / checks["total"], 1) if checks["total"] else 0.0
-        if res.first_step is not None:
-            metrics["violations_first_step"] = res.first_step
-            metrics["violations_last_step"] = res.last_step
-        m.log_metrics(metrics)
+        m.log_metrics(renamed(totals(res), TOTAL_NAMES))
         m.set_tag("traincheck.invariants_total", str(res.invariants_total))
         columns = [f.name for f in dataclasses.fields(res.violations[0])] if res.violations else []
         m.log_dict({"columns": columns, "data": [list(dataclasses.astuple(v)) for v in res.violations]}, "violations.json")

@@ -120,6 +120,38 @@ def _merge_counts(total: dict, more: dict):
         total[step] = total.get(step, 0) + n
 
 
+def _note_summary_file(res: Results, folder: str):
+    summary = os.path.join(folder, "violations_summary.json")
+    if os.path.exists(summary):
+        res.summary_files.append(summary)
+
+
+def _note_report(res: Results, out: str):
+    html = os.path.join(out, "report.html")
+    res.report_html = html if os.path.exists(html) else None
+
+
+def totals(res: Results) -> dict:
+    """The run's totals under neutral names; each sink renames them as the original's does
+    (TOTAL_NAMES in the sink): invariants, violations, distinct invariants violated, first and last
+    violating step, and offline the check counts and pass rate."""
+    out = {"invariants_total": res.invariants_total, "violations_total": res.violations_total,
+           "distinct_invariants_violated": len(res.violations)}
+    if res.mode == "offline":
+        checks = res.checks
+        out.update({f"checks_{k}": v for k, v in checks.items()})
+        out["pass_rate_pct"] = round(100.0 * checks["passed"] / checks["total"], 1) if checks["total"] else 0.0
+    if res.first_step is not None:
+        out["first_step"] = res.first_step
+        out["last_step"] = res.last_step
+    return out
+
+
+def renamed(values: dict, names: dict, prefix: str = "") -> dict:
+    """`values` with each key replaced by names.get(key, key), then prefixed."""
+    return {prefix + names.get(k, k): v for k, v in values.items()}
+
+
 def read_offline(out: str) -> Results:
     """traincheck-check's folder: <out>/<trace>/{failed,passed,not_triggered}.log and violations_summary.json."""
     res = Results("offline", out, count_invariants(os.path.join(out, "invariants.json")))
@@ -139,11 +171,8 @@ def read_offline(out: str) -> Results:
         res.violations += rows
         res.violations_total += sum(v.occurrences for v in rows)
         _merge_counts(res.step_counts, steps)
-        summary = os.path.join(trace_dir, "violations_summary.json")
-        if os.path.exists(summary):
-            res.summary_files.append(summary)
-    html = os.path.join(out, "report.html")
-    res.report_html = html if os.path.exists(html) else None
+        _note_summary_file(res, trace_dir)
+    _note_report(res, out)
     return res
 
 
@@ -163,11 +192,8 @@ def read_online(out: str) -> Results:
     for v in rows:
         res.relations.setdefault(v.relation, dict.fromkeys(RELATION_COUNTS, 0))["failed"] += 1
     res.checks["failed"] = len(rows)
-    summary = os.path.join(out, "violations_summary.json")
-    if os.path.exists(summary):
-        res.summary_files.append(summary)
-    html = os.path.join(out, "report.html")
-    res.report_html = html if os.path.exists(html) else None
+    _note_summary_file(res, out)
+    _note_report(res, out)
     return res
 
 

@@ -4,6 +4,11 @@ as an artifact and as `wandb.Html`, and per-step `traincheck/violations` plotted
 WANDB_MODE, WANDB_DIR and the API key come from the environment as usual."""
 import dataclasses
 
+from traincheck.reporting.results import renamed, totals
+
+# results.totals' names -> the summary keys (after "traincheck/") the original's W&B reporter sets.
+TOTAL_NAMES = {"first_step": "first_violation_step", "last_step": "last_violation_step"}
+
 
 class WandbSink:
     name = "wandb"
@@ -25,15 +30,7 @@ class WandbSink:
 
     def finish(self, res):
         wandb, run = self.wandb, self.run
-        checks = res.checks
-        summary = {"traincheck/invariants_total": res.invariants_total, "traincheck/violations_total": res.violations_total,
-                   "traincheck/distinct_invariants_violated": len(res.violations)}
-        if res.mode == "offline":
-            summary.update({f"traincheck/checks_{k}": v for k, v in checks.items()})
-            summary["traincheck/pass_rate_pct"] = round(100.0 * checks["passed"] / checks["total"], 1) if checks["total"] else 0.0
-        if res.first_step is not None:
-            summary["traincheck/first_violation_step"] = res.first_step
-            summary["traincheck/last_violation_step"] = res.last_step
+        summary = renamed(totals(res), TOTAL_NAMES, "traincheck/")
         run.config.update({"traincheck/invariants_total": res.invariants_total}, allow_val_change=True)
         tables = {
             "relation_breakdown": wandb.Table(columns=["relation", "failed", "passed", "not_triggered"],
