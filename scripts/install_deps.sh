@@ -14,6 +14,6 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get install -y "${need_apt[@]}" || { $SUDO apt-get update && $SUDO apt-get install -y "${need_apt[@]}"; }
 fi
-python3 -m pip install -q "torch==2.13.0" nanobind scikit-build-core pyyaml pytest matplotlib ninja cmake
+python3 -m pip install -q "torch==2.13.0" nanobind scikit-build-core pyyaml pytest pytest-xdist matplotlib ninja cmake
 # The `report` extra, for tests/python/test_external_reporting.py (~40 s the first time; it skips without them).
 python3 -m pip install -q wandb mlflow-skinny

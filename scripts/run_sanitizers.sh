@@ -3,7 +3,7 @@
 # its own build folder and fails on any finding:
 #   asan  build/asan  every C++ test (CTest) built with -Werror, AddressSanitizer and UndefinedBehaviorSanitizer
 #   tsan  build/tsan  the recorder's threaded tests (event stream, writer thread, record sink) under ThreadSanitizer
-#   fuzz  build/fuzz  each libFuzzer target in fuzz/ (clang, ASan + UBSan) for FUZZ_SECONDS, seeded from the test data
+#   fuzz  build/fuzz  each libFuzzer target in fuzz/ (clang, ASan + UBSan), side by side for FUZZ_SECONDS, seeded from the test data
 # Usage: scripts/run_sanitizers.sh [asan] [tsan] [fuzz]   (no argument: all three)
 # Environment: FUZZ_SECONDS (default 25), JOBS (parallel compile jobs, default 2), SKIP_DEPS=1 (do not
 # run scripts/install_deps.sh first).
@@ -56,15 +56,31 @@ fuzz() {
   timed "fuzz build" cmake --build build/fuzz -j"$JOBS" --target "${FUZZERS[@]/%/_fuzzer}"
   python3 fuzz/gather_seeds.py build/fuzz/seeds
   mkdir -p build/fuzz/artifacts
-  local f
+  # The targets run side by side, one process each (they are single-threaded): the stage takes
+  # FUZZ_SECONDS, not three times that. Each one's output goes to build/fuzz/<target>.log, printed after.
+  local f pids=() failed=0
   for f in "${FUZZERS[@]}"; do
     # The first folder collects what the run finds (kept between runs), the second holds the seeds; a
     # finding is written to build/fuzz/artifacts/ and ends the run with a non-zero status.
     mkdir -p build/fuzz/corpus/"$f"
-    timed "fuzz $f" build/fuzz/fuzz/"$f"_fuzzer -max_total_time="$FUZZ_SECONDS" -timeout=10 -max_len=4096 \
+    build/fuzz/fuzz/"$f"_fuzzer -max_total_time="$FUZZ_SECONDS" -timeout=10 -max_len=4096 \
       -dict=fuzz/json.dict -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/"$f"- \
-      build/fuzz/corpus/"$f" build/fuzz/seeds/"$f"
+      build/fuzz/corpus/"$f" build/fuzz/seeds/"$f" >build/fuzz/"$f".log 2>&1 &
+    pids+=($!)
   done
+  local i
+  for i in "${!FUZZERS[@]}"; do
+    f=${FUZZERS[$i]}
+    if wait "${pids[$i]}"; then
+      echo "== fuzz $f: no finding"
+      grep -E "^(stat::number_of_executed_units|Done )" build/fuzz/"$f".log || true
+    else
+      echo "== fuzz $f: FAILED (build/fuzz/$f.log; the input is in build/fuzz/artifacts/)"
+      tail -n 80 build/fuzz/"$f".log  # the sanitizer's report and the artifact's name
+      failed=1
+    fi
+  done
+  return "$failed"
 }
 
 for stage in "${STAGES[@]}"; do
