@@ -9,6 +9,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings/python_peer_store.h"
 #include "check/online_session.h"
 #include "check/process_summaries.h"
 
@@ -67,11 +68,53 @@ NB_MODULE(_online, m) {
       nb::arg("invariant_files"), nb::arg("signatures_json"), nb::arg("output_dir"), nb::arg("report_interval_s") = 10.0,
       "Load the invariants, open <output_dir>/failed.log and return the record sink capsule for _core.set_record_sink.");
   m.def(
-      "counts", [] { return to_dict(session().counts()); }, "Counts so far (violations, triggered, checked, ...).");
+      "counts",
+      [] {
+        OnlineCounts c;
+        {
+          nb::gil_scoped_release release;  // as in cross_rank_stats
+          c = session().counts();
+        }
+        return to_dict(c);
+      },
+      "Counts so far (violations, triggered, checked, ...).");
   m.def(
       "finish", [] { session().finish(); }, nb::call_guard<nb::gil_scoped_release>(),
       "End this process's checking now: judge what only the end of the trace decides, write report.html and "
       "summary_<pid>.json (the recorder does it at shutdown; idempotent).");
+  m.def(
+      "enable_cross_rank",
+      [](nb::object resolve, int peers, int64_t keep_steps) {
+        CrossRankOptions o;
+        o.peers = peers;
+        o.keep_steps = keep_steps;
+        return session().enable_cross_rank(std::make_unique<PythonPeerStore>(std::move(resolve)), o);
+      },
+      nb::arg("resolve"), nb::arg("peers") = 0, nb::arg("keep_steps") = 8,
+      "Check cross-rank invariants in-process through the job's store: `resolve()` returns None until "
+      "torch.distributed is set up, then (store, rank, world_size). False when no invariant compares ranks.");
+  m.def("cross_rank_stats", []() -> nb::object {
+    std::optional<CrossRankStats> st;
+    {
+      nb::gil_scoped_release release;  // the session's lock may be held by one waiting for the store's thread
+      st = session().cross_rank_stats();
+    }
+    if (!st) return nb::none();
+    nb::dict d;
+    d["rank"] = st->group ? nb::cast(st->group->rank) : nb::none();
+    d["world_size"] = st->group ? nb::cast(st->group->world_size) : nb::none();
+    d["peers"] = nb::cast(st->peers);
+    d["steps_published"] = st->steps_published;
+    d["bytes_published"] = st->bytes_published;
+    d["summaries_received"] = st->summaries_received;
+    d["records_received"] = st->records_received;
+    d["store_ops"] = st->store_ops;
+    d["store_errors"] = st->store_errors;
+    d["steps_skipped"] = st->steps_skipped;
+    d["lagging"] = nb::cast(std::vector<int>(st->lagging.begin(), st->lagging.end()));
+    d["last_error"] = st->last_error;
+    return d;
+  });
   m.def("errors", [] { return std::make_pair(session().errors(), session().last_error()); });
   m.def("report_path", [] { return session().report_path(); });
   m.def("run_violation_table", &format_run_violation_table, nb::arg("summary_texts"), nb::arg("max_rows") = 20,

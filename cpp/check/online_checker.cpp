@@ -96,7 +96,13 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
     if (interest.all_records) all_records_.push_back(id);
     for (const std::string& f : interest.functions) by_function_[f].push_back(id);
     for (const std::string& t : interest.var_types) by_var_type_[t].push_back(id);
+    if (interest.peer_step_ends) {
+      for (const std::string& t : interest.var_types) by_peer_var_type_[t].push_back(id);
+      peer_fields_.insert(interest.peer_fields.begin(), interest.peer_fields.end());
+    }
   }
+  for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
+  std::sort(peer_var_types_.begin(), peer_var_types_.end());
   // The context managers' records are wanted too (with no check of their own unless one names them).
   for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
 }
@@ -161,10 +167,24 @@ void OnlineChecker::dispatch(const Record& record) {
     }
   };
   offer(all_records_);
+  if (peer_state_observer_ && !r.is_api() && by_peer_var_type_.find(r.var_type) != by_peer_var_type_.end())
+    peer_state_observer_(record);
   const Table& table = r.is_api() ? by_function_ : by_var_type_;
   auto it = table.find(r.is_api() ? r.function : r.var_type);
   if (it != table.end()) offer(it->second);
   if (!context_managers_.empty()) context_managers_.after(record);
+}
+
+void OnlineChecker::check_peer_step_end(const Record& r) {
+  if (ended_ || r.is_api()) return;
+  auto it = by_peer_var_type_.find(r.var_type);
+  if (it == by_peer_var_type_.end()) return;
+  for (uint32_t id : it->second) {
+    OnlineInvariantState& s = states_[id];
+    s.check->on_peer_step_end(r, found_);
+    for (OnlineViolation& v : found_) report(s, v);
+    found_.clear();
+  }
 }
 
 void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -100,6 +101,18 @@ class OnlineChecker {
   // check judge what only the end decides (OnlineCheck::on_trace_end), reporting as records do. Once;
   // later calls, and records given after it, change nothing.
   void end_trace();
+  // Cross-rank checking (check/cross_rank_exchange.h). What other ranks must send: the var types of the
+  // checks that compare instances across processes (empty: nothing to exchange), and the fields those
+  // checks read from a peer's records.
+  const std::vector<std::string>& peer_var_types() const { return peer_var_types_; }
+  const std::set<std::string>& peer_fields() const { return peer_fields_; }
+  // Called with each of this process's records of a peer var type as it is checked (in check order).
+  void set_peer_state_observer(std::function<void(const Record&)> observer) { peer_state_observer_ = std::move(observer); }
+  // Another rank's step end (a record of a peer var type): offered to the checks that asked for them.
+  void check_peer_step_end(const Record& record);
+  // The highest meta_vars.step of this process's records seen so far.
+  std::optional<int64_t> current_step() const { return counts_.current_step; }
+
   // The time of the last line of `source` given to add_lines that was a valid record; nullopt if none.
   std::optional<int64_t> last_time(std::string_view source) const;
 
@@ -149,6 +162,10 @@ class OnlineChecker {
   std::vector<OnlineInvariantState> states_;
   Table by_function_, by_var_type_;
   std::vector<uint32_t> all_records_;  // checks that want every record
+  Table by_peer_var_type_;             // checks that take other ranks' step ends, by var type
+  std::vector<std::string> peer_var_types_;
+  std::set<std::string> peer_fields_;
+  std::function<void(const Record&)> peer_state_observer_;
   std::unique_ptr<JsonParser> parser_;
   std::string padded_;                 // the batch text plus the parser's padding
   std::vector<Record> pending_;        // this batch's records that some check needs

@@ -71,6 +71,24 @@ TcRecordSink OnlineSession::sink() {
   return s;
 }
 
+bool OnlineSession::enable_cross_rank(std::unique_ptr<PeerStore> store, CrossRankOptions options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (checker_->peer_var_types().empty()) return false;
+  cross_rank_ = std::make_unique<CrossRankExchange>(std::move(store), options, checker_->peer_var_types(), checker_->peer_fields());
+  checker_->set_peer_state_observer([exchange = cross_rank_.get()](const Record& r) { exchange->observe(r); });
+  return true;
+}
+
+std::optional<CrossRankStats> OnlineSession::cross_rank_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!cross_rank_) return std::nullopt;
+  return cross_rank_->stats();
+}
+
+void OnlineSession::check_peer_ends_locked(const std::vector<Record>& ends) {
+  for (const Record& r : ends) checker_->check_peer_step_end(r);
+}
+
 uint64_t OnlineSession::fail_locked(const char* what) {
   ++errors_;
   last_error_ = what;
@@ -105,6 +123,8 @@ uint64_t OnlineSession::on_lines(void* context, int kind, uint64_t pid, uint64_t
 uint64_t OnlineSession::on_pass_end(void* context) noexcept {
   return guarded(context, "unknown exception in on_pass_end", [](OnlineSession& self) {
     self.checker_->end_batch();
+    // Never waits: the store is the exchange's I/O thread's (cross_rank_exchange.h).
+    if (self.cross_rank_) self.check_peer_ends_locked(self.cross_rank_->exchange(self.checker_->current_step()));
     self.refresh_report_locked(false);
   });
 }
@@ -153,10 +173,14 @@ void OnlineSession::finish() {
   if (finished_ || ::getpid() != pid_) return;
   finished_ = true;
   try {
+    if (cross_rank_) {  // this rank's last steps out, the peers' in (bounded wait: CrossRankOptions)
+      checker_->end_batch();
+      check_peer_ends_locked(cross_rank_->finish());
+    }
     checker_->end_trace();  // also a batch the writer started but never ended (it should not happen)
     refresh_report_locked(true);
     std::string text;
-    append_value_json(text, checker_->summary(), JsonStyle::Indented, 2);
+    append_value_json(text, summary_locked(), JsonStyle::Indented, 2);
     text += '\n';
     const std::string tmp = summary_path_ + ".tmp";
     {
@@ -179,7 +203,33 @@ OnlineCounts OnlineSession::counts() const {
 
 Value OnlineSession::summary() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return checker_->summary();
+  return summary_locked();
+}
+
+// The checker's summary, plus what the cross-rank exchange did (docs/formats.md §summary_<pid>.json).
+Value OnlineSession::summary_locked() const {
+  Value summary = checker_->summary();
+  if (!cross_rank_) return summary;
+  const CrossRankStats st = cross_rank_->stats();
+  auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };
+  Array peers, lagging;
+  for (int p : st.peers) peers.push_back(Value::integer(p));
+  for (int p : st.lagging) lagging.push_back(Value::integer(p));
+  Object members = summary.as_object();
+  members.push_back(Member{intern_key("cross_rank"),
+                           make_object({{"rank", st.group ? Value::integer(st.group->rank) : Value()},
+                                        {"world_size", st.group ? Value::integer(st.group->world_size) : Value()},
+                                        {"peers", Value::array(std::move(peers))},
+                                        {"steps_published", n(st.steps_published)},
+                                        {"bytes_published", n(st.bytes_published)},
+                                        {"summaries_received", n(st.summaries_received)},
+                                        {"records_received", n(st.records_received)},
+                                        {"store_ops", n(st.store_ops)},
+                                        {"store_errors", n(st.store_errors)},
+                                        {"steps_skipped", n(st.steps_skipped)},
+                                        {"lagging", Value::array(std::move(lagging))},
+                                        {"last_error", Value::string(st.last_error)}})});
+  return Value::object(std::move(members));
 }
 
 uint64_t OnlineSession::errors() const {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "check/cross_rank_exchange.h"
 #include "check/online_checker.h"
 #include "record/record_sink.h"
 
@@ -40,6 +41,13 @@ class OnlineSession {
 
   // The sink to install in the recorder; its context is this session, which must outlive it.
   TcRecordSink sink();
+
+  // Cross-rank checking in-process (check/cross_rank_exchange.h): this process's step ends of the
+  // variables its invariants compare across ranks go to `store`, and its peers' come back to its checker.
+  // False (and the store unused) when no loaded invariant compares across ranks. Call before the sink
+  // is installed. A fork child's session never exchanges (it is not a rank).
+  bool enable_cross_rank(std::unique_ptr<PeerStore> store, CrossRankOptions options);
+  std::optional<CrossRankStats> cross_rank_stats() const;
 
   // Thread-safe snapshots.
   OnlineCounts counts() const;
@@ -66,6 +74,8 @@ class OnlineSession {
   template <typename Body>
   static uint64_t guarded(void* context, const char* where, Body&& body) noexcept;
   void refresh_report_locked(bool force);
+  void check_peer_ends_locked(const std::vector<Record>& ends);
+  Value summary_locked() const;
   uint64_t fail_locked(const char* what);
 
   OnlineSessionOptions options_;
@@ -78,6 +88,7 @@ class OnlineSession {
   uint64_t reported_violations_ = 0;
   uint64_t errors_ = 0;
   std::string last_error_;
+  std::unique_ptr<CrossRankExchange> cross_rank_;
   // In a fork child's copy of the parent's session: the child's own (a grandchild's is the child's).
   std::unique_ptr<OnlineSession> fork_child_;
 };

@@ -78,6 +78,12 @@ struct OnlineInterest {
   bool all_records = true;
   std::vector<std::string> functions;  // API records whose `function` is one of these
   std::vector<std::string> var_types;  // state records whose `var_type` is one of these
+  // Cross-rank checking (check/cross_rank_exchange.h): the check compares variable instances across
+  // processes, so the step ends of other ranks' instances of `var_types` are offered to it too
+  // (on_peer_step_end). `peer_fields`: the flattened keys it reads from those records, besides their
+  // identity (process, var name and type, step, stage, rank); peers send only these.
+  bool peer_step_ends = false;
+  std::vector<std::string> peer_fields;
 };
 
 class OnlineCheck {
@@ -91,6 +97,10 @@ class OnlineCheck {
   // what only the end of the trace decides, as the offline check does on a finished trace. Called at
   // most once, after every record. The default: nothing waits for the end.
   virtual void on_trace_end(std::vector<OnlineViolation>& violations) {}
+  // Another rank's instance ended a step with this record (its last state record of that step, sent
+  // through the job's store): only for checks whose interest asks for peer_step_ends. A peer's record is
+  // compared with this process's instances, never with another peer's (that rank compares its own).
+  virtual void on_peer_step_end(const Record& record, std::vector<OnlineViolation>& violations) {}
 };
 
 // What checking an invariant needs the collector to record about the APIs it names, beyond their calls

@@ -61,8 +61,11 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
  public:
   explicit ConsistencyOnlineCheck(const Invariant& invariant);
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
+  // Another rank's step end: its instance's step ends with this record at once (cross-rank checking).
+  void on_peer_step_end(const Record& record, std::vector<OnlineViolation>& violations) override;
   bool triggered() const override { return triggered_; }
-  // The state records of the params' var types.
+  // The state records of the params' var types, this process's and other ranks' step ends (the params'
+  // attributes and the precondition's fields).
   OnlineInterest interest() const override;
   // Step ends held now (running and kept ended ones, over all instances), for tests and memory reports.
   size_t tracked_states() const;
@@ -85,9 +88,13 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::optional<Value> value[2];  // per side: the last non-NaN value
     bool changed[2] = {false, false};  // per side: the value has changed once (past the initial state)
     std::optional<End> current[2];     // per side: the step now running, its last record so far
+    bool peer = false;                 // another rank's instance (its step ends come whole)
   };
   using InstanceKey = std::tuple<int64_t, std::string, std::string>;  // (pid, var_name, var_type)
 
+  Instance& instance_of(const Record& r);
+  // The record's value on `side` becomes the instance's running end; false when it has none.
+  bool update(Instance& inst, int side, const Record& r, int64_t step);
   void finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations);
   void compare(const End& a, const End& b, std::vector<OnlineViolation>& violations);
   void prune();

@@ -14,9 +14,13 @@
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
 // pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
 // difference, and that lagging ranks get the same verdicts). Context managers come with the records
-// (OnlineChecker: check/online_context_managers.h). The in-process checker of one DDP rank sees only that
-// rank's records: it finds pairs of that process's instances only; cross-rank checking needs
-// traincheck-onlinecheck on the shared trace folder.
+// (OnlineChecker: check/online_context_managers.h).
+//
+// Cross-rank, in-process: the checker of one DDP rank sees its own records, plus the step ends other
+// ranks publish through the job's store (check/cross_rank_exchange.h), given to on_peer_step_end. A
+// peer's end is final when it arrives, so it is finished at once and compared with this process's ends
+// of the same step (never with another peer's: that pair is the peers' own to compare). Pairing by step
+// is unchanged, so a rank that publishes late is judged as if it had not lagged.
 #include <algorithm>
 #include <limits>
 
@@ -39,24 +43,47 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
   if (const PreconditionGroup* g = inv.precondition_group(ConsistencyRelation::kGroup)) precondition_ = *g;
 }
 
+ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Record& r) {
+  Instance& inst = instances_[InstanceKey{r.process_id, std::string(r.var_name), std::string(r.var_type)}];
+  if (inst.var_name.empty()) {
+    inst.process_id = r.process_id;
+    inst.var_name = std::string(r.var_name);
+  }
+  return inst;
+}
+
+bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, int64_t step) {
+  const Value* value = state_value(r, key_[side]);
+  if (value == nullptr) return false;
+  if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
+  inst.value[side] = *value;
+  inst.current[side] = End{step, r, *value, !(skip_initial_[side] && !inst.changed[side]), &inst};
+  return true;
+}
+
 void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
   if (!valid_ || r.type != RecordType::StateChange) return;
   const int64_t step = ConsistencyRelation::step_of(r);
   for (int side = 0; side < (symmetric_ ? 1 : 2); ++side) {
-    if (r.var_type != type_[side]) continue;
-    const Value* value = state_value(r, key_[side]);
-    if (value == nullptr) continue;
-    Instance& inst = instances_[InstanceKey{r.process_id, std::string(r.var_name), std::string(r.var_type)}];
-    if (inst.var_name.empty()) {
-      inst.process_id = r.process_id;
-      inst.var_name = std::string(r.var_name);
-    }
-    if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
-    inst.value[side] = *value;
+    if (r.var_type != type_[side] || state_value(r, key_[side]) == nullptr) continue;
+    Instance& inst = instance_of(r);
     const bool step_ended = inst.current[side] && inst.current[side]->step != step;
     if (step_ended) finish_step(inst, side, violations);
-    inst.current[side] = End{step, r, *value, !(skip_initial_[side] && !inst.changed[side]), &inst};
+    update(inst, side, r, step);
     if (step_ended) prune();  // with this instance's new step known
+  }
+}
+
+void ConsistencyOnlineCheck::on_peer_step_end(const Record& r, std::vector<OnlineViolation>& violations) {
+  if (!valid_ || r.type != RecordType::StateChange) return;
+  const int64_t step = ConsistencyRelation::step_of(r);
+  for (int side = 0; side < (symmetric_ ? 1 : 2); ++side) {
+    if (r.var_type != type_[side]) continue;
+    Instance& inst = instance_of(r);
+    inst.peer = true;
+    if (!update(inst, side, r, step)) continue;
+    finish_step(inst, side, violations);
+    prune();
   }
 }
 
@@ -67,7 +94,7 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   if (done.compared) {
     if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end())
       for (const End& other : it->second) {
-        if (other.instance == &inst || !other.compared) continue;
+        if (other.instance == &inst || !other.compared || (inst.peer && other.instance->peer)) continue;
         if (symmetric_) {
           const bool mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
                                                                      other.instance->var_name);
@@ -101,6 +128,11 @@ OnlineInterest ConsistencyOnlineCheck::interest() const {
   if (!valid_) return in;
   in.var_types.push_back(type_[0]);
   if (type_[1] != type_[0]) in.var_types.push_back(type_[1]);
+  in.peer_step_ends = true;
+  for (int s = 0; s < 2; ++s) in.peer_fields.push_back(std::string(kAttributeFieldPrefix) + attr_[s]);
+  if (precondition_)
+    for (const Conjunction& c : precondition_->disjuncts)
+      for (const Clause& clause : c.clauses) in.peer_fields.push_back(clause.prop_name);
   return in;
 }
 

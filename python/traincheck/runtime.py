@@ -157,9 +157,19 @@ def _start_online_check(config: dict, core, report) -> None:
                 signatures[name] = entry
         interval = float(os.environ.get("TRAINCHECK_ONLINE_REPORT_INTERVAL_S", "10"))
         capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval)
+        _start_cross_rank_check(_online)
         core.set_record_sink(capsule)
     except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches
         print(f"traincheck: warning: online check disabled: {e}", file=sys.stderr)
+
+
+def _start_cross_rank_check(online) -> None:
+    """A rank of a multi-rank job compares its step ends with its peers' through the job's store
+    (traincheck.cross_rank), when some invariant compares ranks."""
+    from traincheck import cross_rank
+
+    if cross_rank.wanted():
+        online.enable_cross_rank(cross_rank.find_store, **cross_rank.options())
 
 
 def _start_tracking(config: dict, core) -> None:

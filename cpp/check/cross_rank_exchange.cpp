@@ -1,0 +1,347 @@
+#include "check/cross_rank_exchange.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <tuple>
+
+#include "trace/json_parse.h"
+#include "trace/trace_reader.h"
+#include "trace/value.h"
+
+namespace traincheck {
+
+namespace {
+
+// What identifies a step end and its rank, whatever the checks read (trace/var_state.h, the step and
+// stage of meta_vars, and the rank the collector records under torch.distributed).
+constexpr const char* kIdentityFields[] = {"type",     "process_id", "thread_id",       "time",
+                                           "var_name", "var_type",   "meta_vars.step", "meta_vars.stage",
+                                           "meta_vars._DATA_PARALLEL_RANK"};
+// Consecutive failed store calls after which the exchange stops (the store went away: the job's process
+// group was destroyed, or the rank that served it exited).
+constexpr int kMaxConsecutiveErrors = 3;
+
+std::string key_of(int64_t step, int rank) { return "s" + std::to_string(step) + "/r" + std::to_string(rank); }
+// A rank's latest published step: tells a rank waiting for a step whether the peer has not reached it
+// yet or has already deleted it (the waiting rank is the slow one).
+std::string latest_key(int rank) { return "latest/r" + std::to_string(rank); }
+
+}  // namespace
+
+CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::vector<std::string> var_types,
+                                     std::set<std::string> fields)
+    : options_(options), store_(std::move(store)), var_types_(var_types.begin(), var_types.end()),
+      parser_(std::make_unique<JsonParser>()) {
+  for (const char* f : kIdentityFields) kept_keys_.insert(intern_key(f));
+  for (const std::string& f : fields) kept_keys_.insert(intern_key(f));
+  io_ = std::thread([this] { io_loop(); });
+}
+
+CrossRankExchange::~CrossRankExchange() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    outbox_.clear();
+  }
+  wake_.notify_all();
+  if (io_.joinable()) io_.join();
+}
+
+// ---- writer side ------------------------------------------------------------------------------------
+
+void CrossRankExchange::observe(const Record& r) {
+  if (!r.has_step || r.is_api() || var_types_.count(std::string(r.var_type)) == 0) return;
+  if (next_to_publish_ && r.step < *next_to_publish_) return;  // a step already published
+  steps_[r.step][{std::string(r.var_type), std::string(r.var_name)}] = r;
+}
+
+std::string CrossRankExchange::summary_line(const Record& r) const {
+  Object kept;
+  r.for_each_field([&](const Field& f) {
+    if (kept_keys_.count(f.key)) kept.push_back(f);
+  });
+  std::sort(kept.begin(), kept.end(), [](const Member& a, const Member& b) { return key_name(a.key) < key_name(b.key); });
+  std::string line;
+  append_value_json(line, Value::object(std::move(kept)));
+  line += '\n';
+  return line;
+}
+
+void CrossRankExchange::hand_over_ended(int64_t last_ended) {
+  if (!next_to_publish_) next_to_publish_ = steps_.empty() ? last_ended + 1 : std::min(steps_.begin()->first, last_ended + 1);
+  if (last_ended < *next_to_publish_) return;
+  // Catching up (the store came late, or a long pause): only the steps peers can still compare.
+  const int64_t first = std::max(*next_to_publish_, last_ended - options_.keep_steps + 1);
+  std::vector<std::pair<int64_t, std::string>> ended;
+  for (int64_t s = first; s <= last_ended; ++s) {
+    std::string text;
+    if (auto it = steps_.find(s); it != steps_.end())
+      for (const auto& [name, record] : it->second) text += summary_line(record);
+    ended.emplace_back(s, std::move(text));
+  }
+  steps_.erase(steps_.begin(), steps_.upper_bound(last_ended));
+  next_to_publish_ = last_ended + 1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& e : ended) outbox_.push_back(std::move(e));
+  }
+  wake_.notify_all();
+}
+
+std::vector<Record> CrossRankExchange::take_received() {
+  std::vector<Received> got;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    got.swap(inbox_);
+  }
+  std::stable_sort(got.begin(), got.end(), [](const Received& a, const Received& b) { return std::tie(a.step, a.rank) < std::tie(b.step, b.rank); });
+  std::vector<Record> records;
+  std::string padded, error;
+  for (const Received& summary : got) {
+    size_t pos = 0;
+    while (pos < summary.text.size()) {
+      size_t eol = summary.text.find('\n', pos);
+      if (eol == std::string::npos) eol = summary.text.size();
+      padded.assign(summary.text, pos, eol - pos);
+      pos = eol + 1;
+      if (padded.empty()) continue;
+      const size_t len = padded.size();
+      padded.append(kJsonPadding, '\0');
+      Record r;
+      if (parse_trace_line(*parser_, padded.data(), len, r, error)) {
+        records.push_back(std::move(r));
+      } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.store_errors;
+        stats_.last_error = "rank " + std::to_string(summary.rank) + ", step " + std::to_string(summary.step) + ": " + error;
+      }
+    }
+  }
+  return records;
+}
+
+std::vector<Record> CrossRankExchange::exchange(std::optional<int64_t> current_step) {
+  if (current_step) hand_over_ended(*current_step - 1);
+  return take_received();
+}
+
+std::vector<Record> CrossRankExchange::finish() {
+  if (!steps_.empty() || next_to_publish_) {
+    const int64_t last = steps_.empty() ? *next_to_publish_ - 1 : steps_.rbegin()->first;
+    hand_over_ended(last);
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+    drained_.wait_for(lock, std::chrono::milliseconds(options_.final_wait_ms + 1000), [&] { return done_; });
+  }
+  if (io_.joinable()) {
+    bool done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done = done_;
+    }
+    // A thread stuck in the store (it never returns on its own) is left behind rather than waited for.
+    done ? io_.join() : io_.detach();
+  }
+  return take_received();
+}
+
+CrossRankStats CrossRankExchange::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+// ---- the I/O thread ---------------------------------------------------------------------------------
+
+void CrossRankExchange::note_error(const std::exception& e) {
+  ++stats_.store_errors;
+  stats_.last_error = e.what();
+  if (++consecutive_errors_ < kMaxConsecutiveErrors || disabled_) return;
+  disabled_ = true;
+  if (!stopping_)  // at the end of a run the store going away first is normal
+    std::fprintf(stderr, "traincheck: cross-rank check off in process rank %d: the store failed %d times (%s)\n",
+                 stats_.group ? stats_.group->rank : -1, kMaxConsecutiveErrors, e.what());
+}
+
+bool CrossRankExchange::connect(std::unique_lock<std::mutex>& lock) {
+  if (stats_.group) return true;
+  // Until the job sets torch.distributed up, asked every few polls only: each try takes the GIL.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_connect_) return false;
+  next_connect_ = now + std::chrono::milliseconds(10 * options_.poll_ms);
+  lock.unlock();  // connect() may wait for the GIL: never with our lock held (see the header)
+  std::optional<PeerGroup> group;
+  std::optional<std::string> failure;
+  try {
+    group = store_->connect();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  lock.lock();
+  if (failure) {
+    note_error(std::runtime_error(*failure));
+    return false;
+  }
+  if (!group) return false;
+  stats_.group = group;
+  const int n = group->world_size;
+  const int wanted = options_.peers <= 0 ? n - 1 : std::min(options_.peers, n - 1);
+  for (int i = 1; i <= wanted; ++i) stats_.peers.push_back((group->rank + i) % n);
+  std::sort(stats_.peers.begin(), stats_.peers.end());
+  return true;
+}
+
+void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
+  const int rank = stats_.group->rank;
+  while (!outbox_.empty() && !disabled_) {
+    auto [step, text] = std::move(outbox_.front());
+    outbox_.pop_front();
+    for (int peer : stats_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
+    std::vector<int64_t> expired;
+    while (!own_keys_.empty() && own_keys_.front() <= step - options_.keep_steps) {
+      expired.push_back(own_keys_.front());
+      own_keys_.pop_front();
+    }
+    const size_t bytes = text.size();
+    lock.unlock();
+    uint64_t ops = 0;
+    try {
+      store_->multi_set({key_of(step, rank), latest_key(rank)}, {text, std::to_string(step)});
+      ++ops;
+      for (int64_t old : expired) {
+        store_->erase(key_of(old, rank));
+        ++ops;
+      }
+      lock.lock();
+      consecutive_errors_ = 0;
+      own_keys_.push_back(step);
+      last_published_ = step;
+      ++stats_.steps_published;
+      stats_.bytes_published += bytes;
+    } catch (const std::exception& e) {
+      lock.lock();
+      note_error(e);
+    }
+    stats_.store_ops += ops;
+  }
+}
+
+void CrossRankExchange::skip_lagging_peers() {
+  const int64_t oldest = *last_published_ - options_.keep_steps + 1;  // the oldest step still compared
+  for (auto& [peer, next] : cursor_) {
+    if (next >= oldest) continue;
+    stats_.steps_skipped += static_cast<uint64_t>(oldest - next);
+    if (stats_.lagging.insert(peer).second)
+      std::fprintf(stderr,
+                   "traincheck: cross-rank check (rank %d): rank %d has not published step %lld, and this rank has ended "
+                   "step %lld: it lags or has stopped; its steps are compared again from those it publishes within %lld "
+                   "steps of this rank (traincheck-check compares them all after the run)\n",
+                   stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_),
+                   static_cast<long long>(options_.keep_steps));
+    next = oldest;
+  }
+}
+
+void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
+  constexpr int kStepsPerRound = 4;  // bounds one round's store calls when catching up
+  for (int round = 0; round < kStepsPerRound && last_published_ && !disabled_ && !cursor_.empty(); ++round) {
+    int64_t step = cursor_.begin()->second;
+    for (const auto& [peer, next] : cursor_) step = std::min(step, next);
+    if (step > *last_published_) break;  // every peer's summaries of our ended steps are in
+    // Waiting for a step we ended earlier than just now: the peers that have not published it are asked
+    // one by one, with their latest step (they may lag, or have deleted it while we lagged).
+    const bool behind = step < *last_published_;
+    std::vector<int> wanted;
+    std::vector<std::string> keys;
+    for (const auto& [peer, next] : cursor_)
+      if (next == step) {
+        wanted.push_back(peer);
+        keys.push_back(key_of(step, peer));
+      }
+    lock.unlock();
+    std::vector<std::pair<int, std::string>> got;
+    std::vector<std::pair<int, int64_t>> latest;  // of the peers whose summary is not there
+    bool all = false;
+    uint64_t ops = 0;
+    std::optional<std::string> failure;
+    try {
+      all = store_->check(keys);
+      ++ops;
+      if (all) {
+        std::vector<std::string> values = store_->multi_get(keys);
+        ++ops;
+        for (size_t i = 0; i < wanted.size() && i < values.size(); ++i) got.emplace_back(wanted[i], std::move(values[i]));
+      } else if (behind) {
+        for (size_t i = 0; i < wanted.size(); ++i) {
+          ops += 2;
+          if (store_->check({keys[i]})) {
+            got.emplace_back(wanted[i], std::move(store_->multi_get({keys[i]}).at(0)));
+          } else if (store_->check({latest_key(wanted[i])})) {
+            ++ops;
+            latest.emplace_back(wanted[i], std::stoll(store_->multi_get({latest_key(wanted[i])}).at(0)));
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    lock.lock();
+    stats_.store_ops += ops;
+    if (failure) {
+      note_error(std::runtime_error(*failure));
+      return;
+    }
+    consecutive_errors_ = 0;
+    for (auto& [peer, text] : got) {
+      if (stats_.lagging.erase(peer))
+        std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
+                     static_cast<long long>(step));
+      ++stats_.summaries_received;
+      stats_.records_received += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+      inbox_.push_back(Received{step, peer, std::move(text)});
+      cursor_[peer] = step + 1;
+    }
+    for (const auto& [peer, peer_latest] : latest) {
+      const int64_t oldest_kept = peer_latest - options_.keep_steps + 1;  // the peer deleted older steps
+      if (step >= oldest_kept) continue;                                   // not there yet: it lags
+      stats_.steps_skipped += static_cast<uint64_t>(oldest_kept - step);
+      cursor_[peer] = oldest_kept;
+    }
+    if (!all) break;  // the rest next poll
+  }
+  skip_lagging_peers();
+}
+
+void CrossRankExchange::io_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  while (true) {
+    if (!stopping_) wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms));
+    if (stopping_ && !deadline) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.final_wait_ms);
+    const bool connected = !disabled_ && connect(lock);
+    if (connected) {
+      publish(lock);
+      if (last_published_) fetch(lock);
+    } else {
+      // Not connected yet: keep only the steps peers can still compare once it is.
+      while (static_cast<int64_t>(outbox_.size()) > options_.keep_steps) outbox_.pop_front();
+    }
+    if (stopping_) {
+      bool complete = outbox_.empty() && last_published_.has_value();
+      for (const auto& [peer, next] : cursor_)
+        if (last_published_ && next <= *last_published_ && !stats_.lagging.count(peer)) complete = false;
+      if (complete || disabled_ || !connected || std::chrono::steady_clock::now() >= *deadline) break;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
+      lock.lock();
+    }
+  }
+  done_ = true;
+  drained_.notify_all();
+}
+
+}  // namespace traincheck

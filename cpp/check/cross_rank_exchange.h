@@ -1,0 +1,138 @@
+// In-process cross-rank checking (docs/analysis.md §Cross-rank checking in-process): the ranks of a job
+// exchange, through the job's c10d store, a compact summary of each step they end, and each rank's
+// online checker compares its own step ends with its peers' (Consistency invariants: data-parallel
+// replicas must hold the same parameters at the same step).
+//
+// Two sides:
+// - the writer side (observe, exchange, finish), called by the online session on the recorder's writer
+//   thread under the session's lock: it keeps, per step, the last record of each local variable of a
+//   type some check compares across ranks, and when the step has ended (a record of a later step was
+//   seen) turns it into that step's summary: one JSON line per variable with only the fields the checks
+//   read. It hands summaries to the I/O thread and takes the peers' summaries that arrived, parsed.
+// - the I/O thread, the only one that touches the store. Store calls may need the GIL (the c10d store is
+//   a Python object), and the writer thread must never wait for it: the recorder's locks are held there
+//   (a fork on the training thread, which holds the GIL, waits for them). The training thread never
+//   waits for either.
+//
+// Keys (under the store's prefix): "s<step>/r<rank>" -> the summary of that rank's step. Each rank
+// deletes its own key of step s - keep_steps when it publishes step s, so the store holds at most
+// keep_steps keys per rank. A rank fetches, for each step it has ended, the summaries of its peers: every
+// other rank, or the next `peers` ranks of the ring (a divergence between two groups of replicas always
+// separates some pair of ring neighbours). One check() for all of them and one multi_get() once all are
+// there; a peer that has not published a step this rank ended keep_steps ago is reported on stderr as
+// lagging or stopped and skipped (compared again from the steps it publishes later): nothing ever waits
+// for a key, so a dead rank never hangs the others.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "check/peer_store.h"
+#include "trace/key_table.h"
+#include "trace/record.h"
+
+namespace traincheck {
+
+class JsonParser;
+
+struct CrossRankOptions {
+  int peers = 0;             // ring neighbours compared (the next `peers` ranks); 0: every other rank
+  int64_t keep_steps = 8;    // steps a summary stays in the store; a peer further behind is lagging
+  int poll_ms = 20;          // how often the I/O thread looks again for summaries not there yet
+  int final_wait_ms = 2000;  // at the end, how long to wait for the peers' last steps
+};
+
+struct CrossRankStats {
+  std::optional<PeerGroup> group;  // once connected
+  std::vector<int> peers;          // the ranks this rank compares with
+  uint64_t steps_published = 0;
+  uint64_t bytes_published = 0;
+  uint64_t summaries_received = 0;
+  uint64_t records_received = 0;
+  uint64_t store_ops = 0;
+  uint64_t store_errors = 0;
+  uint64_t steps_skipped = 0;      // (peer, step) pairs never compared: the peer lagged or stopped
+  std::string last_error;
+  std::set<int> lagging;           // peers now behind by more than keep_steps
+};
+
+class CrossRankExchange {
+ public:
+  // `var_types`, `fields`: what the checks compare across ranks (OnlineChecker::peer_var_types,
+  // peer_fields). Starts the I/O thread.
+  CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::vector<std::string> var_types,
+                    std::set<std::string> fields);
+  ~CrossRankExchange();
+  CrossRankExchange(const CrossRankExchange&) = delete;
+  CrossRankExchange& operator=(const CrossRankExchange&) = delete;
+
+  // Writer side. A local record of a compared var type, as the checker checks it.
+  void observe(const Record& record);
+  // After a checked batch, with the highest step of this process's records so far: publishes the steps
+  // before it, and returns the peers' step ends that arrived since the last call, to be checked.
+  std::vector<Record> exchange(std::optional<int64_t> current_step);
+  // The trace has ended: every step has, the last one too. Publishes them, waits up to final_wait_ms for
+  // the peers' summaries of the steps this rank ended, stops the I/O thread and returns what arrived.
+  std::vector<Record> finish();
+
+  CrossRankStats stats() const;
+  // The summary line of one record: its identity and the fields the checks read, as flat JSON.
+  std::string summary_line(const Record& record) const;
+
+ private:
+  struct Received {
+    int64_t step;
+    int rank;
+    std::string text;
+  };
+  void hand_over_ended(int64_t last_ended);
+  std::vector<Record> take_received();
+  void io_loop();
+  bool connect(std::unique_lock<std::mutex>& lock);
+  void publish(std::unique_lock<std::mutex>& lock);
+  void fetch(std::unique_lock<std::mutex>& lock);
+  void skip_lagging_peers();
+  void note_error(const std::exception& e);
+
+  const CrossRankOptions options_;
+  std::unique_ptr<PeerStore> store_;  // the I/O thread's only
+  std::set<std::string> var_types_;
+  std::set<KeyId> kept_keys_;
+
+  // Writer side (the session's lock).
+  std::map<int64_t, std::map<std::pair<std::string, std::string>, Record>> steps_;  // step -> (type, name) -> last
+  std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
+  std::unique_ptr<JsonParser> parser_;
+
+  // Shared with the I/O thread.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;     // the I/O thread waits on it
+  std::condition_variable drained_;  // finish() waits on it
+  std::deque<std::pair<int64_t, std::string>> outbox_;  // step -> summary, in step order
+  std::vector<Received> inbox_;
+  bool stopping_ = false;  // finish(): the last steps are in the outbox
+  bool done_ = false;      // the I/O thread has finished its last round
+  CrossRankStats stats_;
+
+  // The I/O thread's own.
+  std::map<int, int64_t> cursor_;            // peer -> the next step wanted from it
+  std::deque<int64_t> own_keys_;             // steps of this rank's keys still in the store
+  std::optional<int64_t> last_published_;
+  std::chrono::steady_clock::time_point next_connect_{};
+  int consecutive_errors_ = 0;
+  bool disabled_ = false;
+  std::thread io_;
+};
+
+}  // namespace traincheck

@@ -1,0 +1,280 @@
+// In-process cross-rank checking: two ranks' sessions, each fed only its own rank's records, exchange
+// step summaries through a store (in memory here; the job's c10d store in training) and find the
+// divergent rank within one step, on both ranks; a lagging rank is no false alarm, a dead one is reported
+// and never waited for, old keys are deleted, and a store that fails turns the exchange off.
+#include "check/cross_rank_exchange.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "check/online_session.h"
+#include "testing/memory_peer_store.h"
+#include "trace/json_parse.h"
+#include "trace/trace_reader.h"
+
+namespace fs = std::filesystem;
+using namespace traincheck;
+using traincheck::testing::MemoryPeerStore;
+using traincheck::testing::MemoryStoreData;
+
+namespace {
+
+// The original's DDP invariant (docs/relations.md §ConsistencyRelation): replicas hold the same data.
+const char* kDdpInvariant =
+    R"({"text_description": "real", "relation": "ConsistencyRelation", "params": [)"
+    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"},)"
+    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"}],)"
+    R"("precondition": {"var": {"inverted": false, "preconditions": [{"clauses": [)"
+    R"({"type": "unequal", "prop_name": "process_id", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "unequal", "prop_name": "attributes._ML_DAIKON_data_ID", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "unequal", "prop_name": "meta_vars._DATA_PARALLEL_RANK", "additional_path": "None", "prop_dtype": "float"},)"
+    R"({"type": "consistent", "prop_name": "attributes.nbytes", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "consistent", "prop_name": "meta_vars.step", "additional_path": "None", "prop_dtype": "int"},)"
+    R"({"type": "consistent", "prop_name": "attributes.ndim", "additional_path": "None", "prop_dtype": "int"}]}]}},)"
+    R"("num_positive_examples": 448, "num_negative_examples": 2352})"
+    "\n";
+
+constexpr int kParams = 3;
+
+// One rank's state records of one step (the sampler tracker's shape), `bump` added to parameter 0;
+// parameters differ in shape, as the invariant's precondition (same nbytes) expects of different ones.
+std::string step_lines(int rank, int step, int64_t bump = 0) {
+  std::string out;
+  for (int p = 0; p < kParams; ++p) {
+    const int64_t data = 1000003LL * (p + 1) + 7919LL * step + (p == 0 ? bump : 0);
+    out += "{\"var_name\":\"model." + std::to_string(p) + ".weight\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":" +
+           std::to_string(100 + rank) + ",\"thread_id\":7,\"meta_vars\":{\"step\":" + std::to_string(step) +
+           ",\"stage\":\"training\",\"_DATA_PARALLEL_RANK\":" + std::to_string(rank) +
+           "},\"type\":\"state_change\",\"attributes\":{\"_TRAINCHECK_data_ID\":" + std::to_string(5000 + 100 * rank + p) +
+           ",\"data\":" + std::to_string(data) + ",\"dtype\":\"torch.float32\",\"shape\":[" + std::to_string(p + 1) +
+           ",4],\"ndim\":2,\"nbytes\":" + std::to_string(16 * (p + 1)) + "," +
+           "\"requires_grad\":true,\"is_leaf\":true},\"time\":" + std::to_string(1000 + step * 100 + rank) + "}\n";
+  }
+  return out;
+}
+
+struct Rank {
+  std::unique_ptr<OnlineSession> session;
+  TcRecordSink sink{};
+  MemoryPeerStore* store = nullptr;  // owned by the session's exchange
+
+  void feed(const std::string& text) {
+    ASSERT_EQ(sink.on_lines(sink.context, TC_SINK_VAR, 100, 7, text.data(), text.size()), 0u);
+    ASSERT_EQ(sink.on_pass_end(sink.context), 0u);
+  }
+  CrossRankStats stats() const { return *session->cross_rank_stats(); }
+};
+
+struct Job {
+  fs::path dir;
+  std::shared_ptr<MemoryStoreData> store = std::make_shared<MemoryStoreData>();
+  std::vector<Rank> ranks;
+
+  Job(const std::string& name, int world, CrossRankOptions options = fast_options(), const char* invariant = kDdpInvariant) {
+    dir = fs::temp_directory_path() / ("tc_cross_rank_" + name + "_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "inv.json") << invariant;
+    for (int r = 0; r < world; ++r) {
+      OnlineSessionOptions o;
+      o.invariant_files = {(dir / "inv.json").string()};
+      o.output_dir = (dir / "online_check").string();
+      o.report_interval_s = 0;
+      Rank rank;
+      rank.session = std::make_unique<OnlineSession>(o);
+      auto peer_store = std::make_unique<MemoryPeerStore>(store, PeerGroup{r, world});
+      rank.store = peer_store.get();
+      rank.session->enable_cross_rank(std::move(peer_store), options);
+      rank.sink = rank.session->sink();
+      ranks.push_back(std::move(rank));
+    }
+  }
+  static CrossRankOptions fast_options() {
+    CrossRankOptions o;
+    o.poll_ms = 2;
+    o.final_wait_ms = 500;
+    o.keep_steps = 4;
+    return o;
+  }
+  // Passes until `done` holds (the I/O threads run on their own; at most about 10 s), then one more, in
+  // which the writer side checks what the I/O threads received.
+  template <typename Done>
+  void settle(Done&& done) {
+    for (int i = 0; i < 2000 && !done(); ++i) {
+      for (Rank& r : ranks) r.feed("");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (Rank& r : ranks) r.feed("");
+  }
+  // Until every rank has published `steps` steps.
+  void settle_published(const std::vector<uint64_t>& steps) {
+    settle([&] {
+      for (size_t r = 0; r < ranks.size(); ++r)
+        if (ranks[r].stats().steps_published < steps[r]) return false;
+      return true;
+    });
+  }
+  // failed.log entries, each as its records' (rank, step) pairs.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> violations() const {
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
+    std::ifstream in(dir / "online_check" / "failed.log");
+    std::string line, error;
+    while (std::getline(in, line)) {
+      Value v;
+      EXPECT_TRUE(parse_json(line, v, error)) << error;
+      std::vector<std::pair<int64_t, int64_t>> records;
+      for (const Value& r : v.find("trace")->as_array())
+        records.emplace_back(r.find("meta_vars._DATA_PARALLEL_RANK")->as_int(), r.find("meta_vars.step")->as_int());
+      out.push_back(records);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST(CrossRankExchange, ASummaryLineKeepsTheIdentityAndTheFieldsTheChecksRead) {
+  CrossRankExchange exchange(std::make_unique<MemoryPeerStore>(std::make_shared<MemoryStoreData>(), PeerGroup{0, 2}, false), {},
+                             {"torch.nn.Parameter"}, {"attributes.data"});
+  const RawTrace raw = read_trace_text("r.log", step_lines(0, 3));
+  const std::string line = exchange.summary_line(raw.records.at(0));
+  for (const char* kept : {"\"attributes.data\":1023760", "\"meta_vars.step\":3", "\"process_id\":100", "\"var_name\":\"model.0.weight\"",
+                           "\"meta_vars._DATA_PARALLEL_RANK\":0", "\"type\":\"state_change\""})
+    EXPECT_NE(line.find(kept), std::string::npos) << kept << " in " << line;
+  for (const char* dropped : {"dtype", "requires_grad", "shape", "data_ID"}) EXPECT_EQ(line.find(dropped), std::string::npos) << dropped;
+  // Read back by the trace line parser, as the receiving rank does.
+  const RawTrace back = read_trace_text("peer", line);
+  ASSERT_EQ(back.records.size(), 1u);
+  EXPECT_EQ(back.records[0].step, 3);
+  EXPECT_EQ(back.records[0].var_name, "model.0.weight");
+}
+
+TEST(CrossRankExchange, RanksInSyncReportNothingAndADivergentRankIsReportedOnBothRanksWithinOneStep) {
+  Job job("diverge", 2);
+  const int kSteps = 8, kDiverge = 3;
+  for (int step = 0; step < kSteps; ++step) {
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, step, r == 1 && step >= kDiverge ? 424242 : 0));
+    // Both ranks have ended step - 1: its pairs are judged before either rank goes further.
+    job.settle([&] {
+      for (const Rank& r : job.ranks)
+        if (r.stats().summaries_received < static_cast<uint64_t>(step)) return false;
+      return true;
+    });
+    const auto found = job.violations();
+    if (step <= kDiverge) {
+      EXPECT_TRUE(found.empty()) << "step " << step;
+    } else {
+      // Parameter 0 of steps kDiverge..step-1, seen by each rank: 2 entries per divergent ended step.
+      EXPECT_EQ(found.size(), static_cast<size_t>(2 * (step - kDiverge))) << "step " << step;
+    }
+  }
+  const auto found = job.violations();
+  ASSERT_FALSE(found.empty());
+  for (const auto& records : found) {
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(records[0].second, records[1].second);  // same step
+    EXPECT_NE(records[0].first, records[1].first);    // different ranks
+    EXPECT_GE(records[0].second, kDiverge);
+  }
+  for (Rank& r : job.ranks) r.sink.on_close(r.sink.context);
+  const CrossRankStats st = job.ranks[0].stats();
+  EXPECT_EQ(st.peers, std::vector<int>{1});
+  EXPECT_EQ(st.store_errors, 0u);
+  EXPECT_GE(st.steps_published, static_cast<uint64_t>(kSteps - 1));
+}
+
+TEST(CrossRankExchange, ALaggingRankIsComparedByStepAndRaisesNoFalseAlarm) {
+  Job job("lagging", 2);
+  // Rank 1 runs three steps behind rank 0 all along (within keep_steps).
+  for (int step = 0; step < 10; ++step) {
+    job.ranks[0].feed(step_lines(0, step));
+    if (step >= 3) job.ranks[1].feed(step_lines(1, step - 3));
+    job.settle_published({static_cast<uint64_t>(step), static_cast<uint64_t>(std::max(0, step - 3))});
+  }
+  for (int step = 7; step < 10; ++step) {
+    job.ranks[1].feed(step_lines(1, step));
+    job.settle_published({9, static_cast<uint64_t>(step)});
+  }
+  job.settle([&] { return job.ranks[0].stats().summaries_received >= 9 && job.ranks[1].stats().summaries_received >= 9; });
+  EXPECT_TRUE(job.violations().empty());
+  for (const Rank& r : job.ranks) {
+    EXPECT_EQ(r.stats().summaries_received, 9u);
+    EXPECT_TRUE(r.stats().lagging.empty());
+  }
+}
+
+TEST(CrossRankExchange, ARankThatStopsIsReportedAsLaggingAndNeverWaitedFor) {
+  Job job("dead", 2);
+  for (int step = 0; step < 3; ++step) {
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, step));
+    job.settle_published({static_cast<uint64_t>(step), static_cast<uint64_t>(step)});
+  }
+  for (int step = 3; step < 20; ++step) job.ranks[0].feed(step_lines(0, step));  // rank 1 is gone
+  job.settle([&] { return !job.ranks[0].stats().lagging.empty(); });
+  const CrossRankStats st = job.ranks[0].stats();
+  EXPECT_EQ(st.lagging, std::set<int>{1});
+  EXPECT_GT(st.steps_skipped, 0u);
+  job.ranks[0].sink.on_close(job.ranks[0].sink.context);  // returns: waits at most final_wait_ms for rank 1
+  EXPECT_TRUE(job.violations().empty());
+}
+
+TEST(CrossRankExchange, EachRankKeepsOnlyItsLastKeepStepsKeysInTheStore) {
+  Job job("keys", 2);
+  for (int step = 0; step < 30; ++step) {
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, step));
+    job.settle_published({static_cast<uint64_t>(step), static_cast<uint64_t>(step)});
+  }
+  std::lock_guard<std::mutex> lock(job.store->mutex);
+  // Per rank: its summaries of the last keep_steps steps, and its latest step.
+  EXPECT_LE(job.store->values.size(), static_cast<size_t>(2 * Job::fast_options().keep_steps + 2));
+  EXPECT_TRUE(job.store->values.count("s28/r0"));
+  EXPECT_EQ(job.store->values.at("latest/r1"), "28");
+  EXPECT_FALSE(job.store->values.count("s3/r0"));
+}
+
+TEST(CrossRankExchange, AStoreThatFailsTurnsTheExchangeOffWithoutStoppingTheCheck) {
+  Job job("failing", 2);
+  job.store->failing = true;
+  for (int step = 0; step < 6; ++step) job.ranks[0].feed(step_lines(0, step));
+  job.settle([&] { return job.ranks[0].stats().store_errors >= 3; });
+  EXPECT_GE(job.ranks[0].stats().store_errors, 3u);
+  EXPECT_FALSE(job.ranks[0].stats().last_error.empty());
+  EXPECT_EQ(job.ranks[0].sink.on_close(job.ranks[0].sink.context), 0u);
+  EXPECT_GT(job.ranks[0].session->counts().records, 0u);
+}
+
+TEST(CrossRankExchange, InvariantsThatCompareNothingAcrossRanksNeedNoExchange) {
+  const fs::path dir = fs::temp_directory_path() / ("tc_cross_rank_none_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "inv.json")
+      << "{\"text_description\": \"step contains adam\", \"relation\": \"APIContainRelation\", \"params\": [{\"param_type\": "
+         "\"APIParam\", \"api_full_name\": \"torch.optim.adam.Adam.step\"}, {\"param_type\": \"APIParam\", \"api_full_name\": "
+         "\"torch.optim.adam.adam\"}], \"precondition\": {\"parent_func_call_pre\": {\"inverted\": false, \"preconditions\": "
+         "[{\"clauses\": \"Unconditional\"}]}}, \"num_positive_examples\": 5, \"num_negative_examples\": 0}\n";
+  OnlineSessionOptions o;
+  o.invariant_files = {(dir / "inv.json").string()};
+  o.output_dir = (dir / "online_check").string();
+  OnlineSession session(o);
+  EXPECT_FALSE(session.enable_cross_rank(std::make_unique<MemoryPeerStore>(std::make_shared<MemoryStoreData>(), PeerGroup{0, 2}), {}));
+  EXPECT_FALSE(session.cross_rank_stats().has_value());
+}
+
+TEST(CrossRankExchange, PeersAreTheNextRanksOfTheRingWhenLimited) {
+  CrossRankOptions o = Job::fast_options();
+  o.peers = 2;
+  Job job("ring", 5, o);
+  for (Rank& r : job.ranks) r.feed(step_lines(static_cast<int>(&r - &job.ranks[0]), 0));
+  job.settle([&] {
+    for (const Rank& r : job.ranks)
+      if (!r.stats().group) return false;
+    return true;
+  });
+  EXPECT_EQ(job.ranks[0].stats().peers, (std::vector<int>{1, 2}));
+  EXPECT_EQ(job.ranks[4].stats().peers, (std::vector<int>{0, 1}));
+}
