@@ -51,9 +51,9 @@ for step in range(1, steps + 1):
     if step == warmup + 1:
         cpu0, thread0 = time.process_time(), time.thread_time()
     t0, c0 = time.perf_counter(), time.thread_time()
-    x = torch.randn(32, 64)
+    x, y = torch.randn(32, 64), torch.randn(32, 10)
     optimizer.zero_grad()
-    model(x).sum().backward()
+    nn.functional.mse_loss(model(x), y).backward()
     if step == perturb and rank == 1:
         with torch.no_grad():
             model.module[0].weight[0, 0] += 1e-3

@@ -148,3 +148,75 @@ def test_a_killed_rank_leaves_the_other_training_with_a_clear_message(tmp_path, 
     steps = {r["meta_vars"]["step"] for recs in read_trace_files(tmp_path / "out", "VAR").values() for r in recs}
     assert max(steps) >= 24
     assert failed(tmp_path / "out") == []
+
+
+# HSDP on gloo/CPU (FSDP2's fully_shard on a 2-D mesh): 2 replicas of a model sharded over 2 ranks, so
+# ranks 0 and 2 hold shard 0 and ranks 1 and 3 shard 1. fully_shard replaces the parameters in place
+# after the model is tracked: the tracker follows them, digests each rank's shard and names it after the
+# shard (model.0.weight@shard(0)), so the invariant learns to pair replicas of the same shard only.
+HSDP_SCRIPT = """
+import os
+import torch, torch.distributed as dist, torch.nn as nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+for layer in (model[0], model[2]):
+    fully_shard(layer, mesh=mesh)
+fully_shard(model, mesh=mesh)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+torch.manual_seed(1 + rank)
+perturb = int(os.environ.get("PERTURB_STEP", "-1"))
+for step in range(1, 7):
+    x, y = torch.randn(4, 8), torch.randn(4, 4)
+    optimizer.zero_grad()
+    nn.functional.mse_loss(model(x), y).backward()
+    if step == perturb and rank == 2:  # one replica of shard 0 drifts
+        with torch.no_grad():
+            model[0].weight.to_local()[0, 0] += 1e-3
+    optimizer.step()
+dist.destroy_process_group()
+"""
+
+
+def test_with_hsdp_only_the_ranks_holding_the_same_shard_are_compared(tmp_path):
+    write_script(tmp_path, "hsdp.py", HSDP_SCRIPT)
+    (tmp_path / "run.sh").write_text("torchrun --standalone --nproc_per_node=4 hsdp.py\n")
+
+    def hsdp(out, *args, **env):
+        result = collect(tmp_path, "-p", "hsdp.py", "-s", "run.sh", "--output-dir", out, "--models-to-track", "model",
+                         "--model-tracker-style", "sampler", *args, env={k: str(v) for k, v in env.items()}, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "Warning" not in result.stderr  # the tracker's shard accesses are silent
+        return tmp_path / out
+
+    good = hsdp("good")
+    names = {}  # rank -> the names of its sharded parameters
+    for recs in read_trace_files(good, "VAR").values():
+        for r in recs:
+            if "@shard" in r["var_name"]:
+                names.setdefault(r["meta_vars"]["_DATA_PARALLEL_RANK"], set()).add(r["var_name"])
+    assert names[0] == names[2] == {f"model.{i}.{p}@shard(0)" for i in (0, 2) for p in ("weight", "bias")}
+    assert names[1] == names[3] == {f"model.{i}.{p}@shard(1)" for i in (0, 2) for p in ("weight", "bias")}
+    result = subprocess.run(["traincheck-infer", "-f", "good", "-o", "inv.json"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    cross = [line for line in (tmp_path / "inv.json").read_text().splitlines()
+             if json.loads(line)["relation"] == "ConsistencyRelation"
+             and [p.get("attr_name") for p in json.loads(line)["params"]] == ["data", "data"]]
+    assert cross
+    (tmp_path / "cross.json").write_text("\n".join(cross) + "\n")
+
+    bad = hsdp("bad", "-i", "cross.json", PERTURB_STEP=3)
+    entries = failed(bad)
+    assert entries
+    for e in entries:
+        assert {r["meta_vars._DATA_PARALLEL_RANK"] for r in e["trace"]} == {0, 2}
+        assert {r["var_name"] for r in e["trace"]} == {"model.0.weight@shard(0)"}
+        assert min(r["meta_vars.step"] for r in e["trace"]) >= 3
+    by_rank = {s["cross_rank"]["rank"]: s for s in summaries(bad).values()}
+    assert by_rank[0]["violations"] > 0 and by_rank[2]["violations"] > 0
+    assert by_rank[1]["violations"] == 0 and by_rank[3]["violations"] == 0

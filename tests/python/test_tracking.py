@@ -238,3 +238,31 @@ def test_classmethod_signatures_are_recorded_without_cls(tmp_path):
     signatures = json.loads((tmp_path / "out" / "api_signatures.json").read_text())
     params = [p["name"] for p in signatures["torch.nn.modules.sparse.Embedding.from_pretrained"]["params"]]
     assert params[0] == "embeddings"
+
+
+REPLACED_PARAMETER = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, x in enumerate(torch.randn(4, 5, 4)):
+    if i == 2:  # a new Parameter object takes the old one's place (as FSDP2's fully_shard does)
+        model[0].weight = nn.Parameter(torch.full((3, 4), 7.0))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer.zero_grad()
+    model(x).pow(2).sum().backward()
+    optimizer.step()
+"""
+
+
+def test_a_parameter_replaced_in_its_module_is_followed_under_its_name(tmp_path):
+    write_script(tmp_path, "replace.py", REPLACED_PARAMETER)
+    result = collect(tmp_path, "-p", "replace.py", "--output-dir", "out", "--models-to-track", "model",
+                     "--model-tracker-style", "sampler")
+    assert result.returncode == 0, result.stdout + result.stderr
+    weights = [r for r in var_records(tmp_path / "out") if r["var_name"] == "model.0.weight"]
+    ids = [r["attributes"]["_TRAINCHECK_data_ID"] for r in weights]
+    # The first parameter's states until the replacement, the new one's after it: two objects, in order.
+    assert len(set(ids)) == 2 and sum(a != b for a, b in zip(ids, ids[1:])) == 1
+    last_steps = {r["meta_vars"]["step"] for r in weights if r["attributes"]["_TRAINCHECK_data_ID"] == ids[-1]}
+    assert max(last_steps) == 4

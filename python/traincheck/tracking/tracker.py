@@ -14,6 +14,11 @@ When states are written:
   its pre-record, before its post-record), so inference can tie a change to the API that made it.
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved, so unchanged parameters cost no tensor work.
+
+A parameter replaced in its module after tracking began (FSDP2's fully_shard registers sharded
+parameters in place of the originals) is followed: each write first checks, with one dict lookup per
+parameter, that every tracked parameter is still the one its module holds, and tracks the module again if
+not. Sharded (DTensor) parameters are digested on this rank's shard, and named after it (shards.py).
 """
 
 from __future__ import annotations
@@ -21,17 +26,20 @@ from __future__ import annotations
 import torch
 
 from traincheck.meta_vars import get_meta_vars
+from traincheck.tracking import shards
 from traincheck.tracking.digest import Digester
 
 PARAMETER_TYPE = "torch.nn.Parameter"
 
 
 class _Entry:
-    __slots__ = ("name_id", "param", "signature", "data_digest", "grad_digest")
+    __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest")
 
-    def __init__(self, name_id: int, param: torch.Tensor):
+    def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None):
         self.name_id = name_id
         self.param = param
+        self.owner = owner  # the module whose _parameters[attr] is `param` (None: a tensor tracked itself)
+        self.attr = attr
         self.signature = None
         self.data_digest = None
         self.grad_digest = None
@@ -48,19 +56,31 @@ def mutates_parameters(api_name: str) -> bool:
 
 def _signature(p: torch.Tensor) -> tuple:
     g = p.grad
+    p = shards.local(p)
+    if g is not None:
+        g = shards.local(g)
     return (p._version, p.data_ptr(), None if g is None else (id(g), g._version, g.data_ptr()))
 
 
 def _parameters(obj, name: str):
-    """(dotted name, tensor) pairs of a module (or of the module inside a DDP wrapper), or of a tensor."""
+    """(dotted name, tensor, owner module, attribute) of each parameter of a module (or of the module
+    inside a DDP wrapper), in named_parameters' order and names; or of a tensor."""
     if isinstance(obj, torch.Tensor):
-        return [(name, obj)]
-    if isinstance(obj, torch.nn.Module):
-        inner = getattr(obj, "module", None)
-        if isinstance(obj, torch.nn.parallel.DistributedDataParallel) and isinstance(inner, torch.nn.Module):
-            obj = inner  # same parameters, same names as before the wrap
-        return [(f"{name}.{pname}", p) for pname, p in obj.named_parameters()]
-    return []
+        return [(name + shards.shard_suffix(obj), obj, None, None)]
+    if not isinstance(obj, torch.nn.Module):
+        return []
+    inner = getattr(obj, "module", None)
+    if isinstance(obj, torch.nn.parallel.DistributedDataParallel) and isinstance(inner, torch.nn.Module):
+        obj = inner  # same parameters, same names as before the wrap
+    out, seen = [], set()
+    for module_name, module in obj.named_modules():
+        for attr, p in module._parameters.items():
+            if p is None or id(p) in seen:
+                continue
+            seen.add(id(p))
+            dotted = f"{module_name}.{attr}" if module_name else attr
+            out.append((f"{name}.{dotted}{shards.shard_suffix(p)}", p, module, attr))
+    return out
 
 
 class ModelTracker:
@@ -69,6 +89,7 @@ class ModelTracker:
         self.style = style
         self.digester = Digester(tensor_hash)
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
+        self.objects: dict[str, object] = {}        # tracked name -> the module or tensor
         self._var_type_id = core.intern(PARAMETER_TYPE)
         self._ids: dict[str, int] = {}
         self._stepped_since_boundary = False
@@ -86,9 +107,10 @@ class ModelTracker:
         """Start tracking `obj` (a module or tensor) under `name`; re-tracking a name replaces it."""
         known = {id(e.param): e for e in self.entries.get(name, [])}
         entries = []
-        for pname, p in _parameters(obj, name):
-            entries.append(known.get(id(p)) or _Entry(self._id(pname), p))
+        for pname, p, owner, attr in _parameters(obj, name):
+            entries.append(known.get(id(p)) or _Entry(self._id(pname), p, owner, attr))
         self.entries[name] = entries
+        self.objects[name] = obj
         fresh = [e for e in entries if e.signature is None]
         if self.style == "sampler":
             self._write(fresh, mode=None, dump_loc=None, only_changed=False)
@@ -118,6 +140,9 @@ class ModelTracker:
 
     # -- internals ------------------------------------------------------------------------------------
     def _all(self) -> list[_Entry]:
+        for name, entries in list(self.entries.items()):
+            if any(e.owner is not None and e.owner._parameters.get(e.attr) is not e.param for e in entries):
+                self.track(self.objects[name], name)  # a parameter was replaced: follow the module
         return [e for entries in self.entries.values() for e in entries]
 
     def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool) -> None:
@@ -135,7 +160,7 @@ class ModelTracker:
             if written:
                 self.core.record_var_states(
                     [e.name_id for e in written],
-                    [e.param for e in written],
+                    [shards.local(e.param) for e in written],
                     [e.data_digest for e in written],
                     [e.grad_digest for e in written],
                     self._var_type_id,
@@ -149,13 +174,13 @@ class ModelTracker:
         tensors, slots = [], []
         for e, sig in changed:
             e.signature = sig
-            tensors.append(e.param)
+            tensors.append(shards.local(e.param))
             slots.append((e, "data_digest"))
             g = e.param.grad
             if g is None:
                 e.grad_digest = None
             else:
-                tensors.append(g)
+                tensors.append(shards.local(g))
                 slots.append((e, "grad_digest"))
         for (e, attr), value in zip(slots, self.digester.digests(tensors)):
             setattr(e, attr, value)
