@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "check/online_session.h"
+#include "relations/ddp_invariant.h"
 #include "testing/memory_peer_store.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -24,20 +25,7 @@ using traincheck::testing::MemoryStoreData;
 
 namespace {
 
-// The original's DDP invariant (docs/relations.md §ConsistencyRelation): replicas hold the same data.
-const char* kDdpInvariant =
-    R"({"text_description": "real", "relation": "ConsistencyRelation", "params": [)"
-    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"},)"
-    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"}],)"
-    R"("precondition": {"var": {"inverted": false, "preconditions": [{"clauses": [)"
-    R"({"type": "unequal", "prop_name": "process_id", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "unequal", "prop_name": "attributes._ML_DAIKON_data_ID", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "unequal", "prop_name": "meta_vars._DATA_PARALLEL_RANK", "additional_path": "None", "prop_dtype": "float"},)"
-    R"({"type": "consistent", "prop_name": "attributes.nbytes", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "consistent", "prop_name": "meta_vars.step", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "consistent", "prop_name": "attributes.ndim", "additional_path": "None", "prop_dtype": "int"}]}]}},)"
-    R"("num_positive_examples": 448, "num_negative_examples": 2352})"
-    "\n";
+const std::string kDdpInvariant = std::string(test_data::kDdpConsistencyInvariant) + "\n";
 
 constexpr int kParams = 3;
 
@@ -75,7 +63,7 @@ struct Job {
   std::shared_ptr<MemoryStoreData> store = std::make_shared<MemoryStoreData>();
   std::vector<Rank> ranks;
 
-  Job(const std::string& name, int world, CrossRankOptions options = fast_options(), const char* invariant = kDdpInvariant) {
+  Job(const std::string& name, int world, CrossRankOptions options = fast_options(), const std::string& invariant = kDdpInvariant) {
     dir = fs::temp_directory_path() / ("tc_cross_rank_" + name + "_" + std::to_string(getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);

@@ -8,6 +8,7 @@
 
 #include "case_trace.h"
 #include "infer/engine.h"
+#include "relations/ddp_invariant.h"
 #include "relations/registry.h"
 #include "trace/trace_reader.h"
 
@@ -55,22 +56,7 @@ TraceStore ddp_trace(const std::string& name, const DdpSpec& spec) {
   return TraceStore(name, read_trace_text(name, ddp_text(spec)));
 }
 
-// A real invariant of the original, used to detect DDP parameters going out of sync (docs/relations.md
-// §ConsistencyRelation).
-const char* kRealExample =
-    R"({"text_description": "real", "relation": "ConsistencyRelation", "params": [)"
-    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"},)"
-    R"({"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "data"}],)"
-    R"("precondition": {"var": {"inverted": false, "preconditions": [{"clauses": [)"
-    R"({"type": "unequal", "prop_name": "process_id", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "unequal", "prop_name": "attributes._ML_DAIKON_data_ID", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "unequal", "prop_name": "meta_vars._DATA_PARALLEL_RANK", "additional_path": "None", "prop_dtype": "float"},)"
-    R"({"type": "consistent", "prop_name": "attributes.nbytes", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "consistent", "prop_name": "meta_vars.step", "additional_path": "None", "prop_dtype": "int"},)"
-    R"({"type": "consistent", "prop_name": "attributes.ndim", "additional_path": "None", "prop_dtype": "int"}]}]}},)"
-    R"("num_positive_examples": 448, "num_negative_examples": 2352})";
-
-Invariant real_example() { return invariant_from_json(kRealExample); }
+Invariant real_example() { return invariant_from_json(test_data::kDdpConsistencyInvariant); }
 
 using PairKey = std::tuple<int64_t, std::string, int64_t, int64_t, std::string, int64_t>;  // (pid, name, step) x 2
 
