@@ -12,7 +12,7 @@ alternately, round by round:
 Per state and rank count, medians over ranks and rounds of:
   - step wall time and the training thread's CPU time per step (time.thread_time), after warm-up;
   - the rest of the process's CPU per step (process CPU minus the training thread's: the recorder's writer
-    thread, the exchange's I/O thread, gloo's threads);
+    thread, the exchange's I/O thread, gloo's threads), and the exchange's I/O thread's own CPU per step;
   - store calls and bytes published per step and rank (summary_<pid>.json's cross_rank counts).
 The candidate over the baseline is the overhead of checking across ranks in-run. Then one perturbed run
 per rank count (rank 1 changes one weight at step `--perturb-step`): the latency from divergence to report,
@@ -107,6 +107,7 @@ def measure(work: Path, out: str) -> dict:
         "other_cpu_ms": statistics.median(t["other_cpu_per_step"] for t in timings) * 1e3,
         "store_ops_per_step": statistics.median(c["store_ops"] / steps for c in cross) if cross else 0.0,
         "bytes_per_step": statistics.median(c["bytes_published"] / steps for c in cross) if cross else 0.0,
+        "io_cpu_us": statistics.median(c["io_cpu_ns"] / steps / 1e3 for c in cross) if cross else 0.0,
         "violations": sum(s["violations"] for s in summaries),
     }
 
@@ -159,12 +160,13 @@ def main() -> None:
         rows.append((n, med, lat_steps, lat_ms))
 
     print(f"\ncross-rank checking in-process, DDP MLP on gloo/CPU, {args.steps} steps, {args.rounds} rounds, work {work}")
-    print("ranks | state | step wall ms | train-thread CPU ms/step | other CPU ms/step | store ops/step/rank | bytes/step/rank | violations (good run)")
+    print("ranks | state | step wall ms | train-thread CPU ms/step | other CPU ms/step | exchange thread CPU us/step | "
+          "store ops/step/rank | bytes/step/rank | violations (good run)")
     for n, med, _, _ in rows:
         for state in ("baseline", "candidate"):
             m = med[state]
             print(f"{n} | {state} | {m['wall_ms']:.2f} | {m['thread_cpu_ms']:.3f} | {m['other_cpu_ms']:.3f} | "
-                  f"{m['store_ops_per_step']:.2f} | {m['bytes_per_step']:.0f} | {m['violations']}")
+                  f"{m['io_cpu_us']:.0f} | {m['store_ops_per_step']:.2f} | {m['bytes_per_step']:.0f} | {m['violations']:.0f}")
     print("\nranks | wall ratio | train-thread CPU ratio | other CPU ratio | latency (steps) | latency (ms after the step ended)")
     for n, med, lat_steps, lat_ms in rows:
         b, c = med["baseline"], med["candidate"]

@@ -111,6 +111,7 @@ NB_MODULE(_online, m) {
     d["store_ops"] = st->store_ops;
     d["store_errors"] = st->store_errors;
     d["steps_skipped"] = st->steps_skipped;
+    d["io_cpu_ns"] = st->io_cpu_ns;
     d["lagging"] = nb::cast(std::vector<int>(st->lagging.begin(), st->lagging.end()));
     d["last_error"] = st->last_error;
     return d;

@@ -1,5 +1,7 @@
 #include "check/cross_rank_exchange.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +24,12 @@ constexpr const char* kIdentityFields[] = {"type",     "process_id", "thread_id"
 // Consecutive failed store calls after which the exchange stops (the store went away: the job's process
 // group was destroyed, or the rank that served it exited).
 constexpr int kMaxConsecutiveErrors = 3;
+
+uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t.tv_nsec);
+}
 
 std::string key_of(int64_t step, int rank) { return "s" + std::to_string(step) + "/r" + std::to_string(rank); }
 // A rank's latest published step: tells a rank waiting for a step whether the peer has not reached it
@@ -330,6 +338,7 @@ void CrossRankExchange::io_loop() {
       // Not connected yet: keep only the steps peers can still compare once it is.
       while (static_cast<int64_t>(outbox_.size()) > options_.keep_steps) outbox_.pop_front();
     }
+    stats_.io_cpu_ns = thread_cpu_ns();
     if (stopping_) {
       bool complete = outbox_.empty() && last_published_.has_value();
       for (const auto& [peer, next] : cursor_)

@@ -63,6 +63,7 @@ struct CrossRankStats {
   uint64_t store_ops = 0;
   uint64_t store_errors = 0;
   uint64_t steps_skipped = 0;      // (peer, step) pairs never compared: the peer lagged or stopped
+  uint64_t io_cpu_ns = 0;          // CPU time of the I/O thread (store calls, GIL hand-overs included)
   std::string last_error;
   std::set<int> lagging;           // peers now behind by more than keep_steps
 };

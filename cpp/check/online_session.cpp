@@ -227,6 +227,7 @@ Value OnlineSession::summary_locked() const {
                                         {"store_ops", n(st.store_ops)},
                                         {"store_errors", n(st.store_errors)},
                                         {"steps_skipped", n(st.steps_skipped)},
+                                        {"io_cpu_ns", n(st.io_cpu_ns)},
                                         {"lagging", Value::array(std::move(lagging))},
                                         {"last_error", Value::string(st.last_error)}})});
   return Value::object(std::move(members));
