@@ -42,7 +42,11 @@
 //     towards a hypothesis (examples and checks use the 1e-8 tolerance);
 //   - hypotheses are not stage-restricted;
 //   - "same step" (consistent meta_vars.step) is kept in the precondition whenever every positive has
-//     it (see precondition_consistent_keys_to_keep); with step pairing it always holds.
+//     it (see precondition_consistent_keys_to_keep); with step pairing it always holds;
+//   - an equal pair is no example when its value is held by two or more instances of the same process at
+//     that step (Coincidences): zero-initialised biases of two layers are equal on every rank, and as
+//     positives they asked the precondition to pair different parameters, which no clause can, so the
+//     DDP invariant of a model whose biases start at zero was never learned.
 #include "relations/consistency.h"
 
 #include <algorithm>
@@ -132,16 +136,50 @@ Hypothesis make_hypothesis(const ParamPair& pp) {
   return h;
 }
 
+// The values that two or more instances of one list hold at the end of one step in one process: a
+// coincidence (biases initialised to zero, grads not set yet), not a sign that instances agree, since
+// different variables of one process are never replicas of each other.
+class Coincidences {
+ public:
+  Coincidences(const TraceStore& trace, const std::vector<StateList>& members) {
+    for (const StateList& m : members) {
+      const int64_t process = trace.var_instances()[m.var].process_id;
+      for (const ConsistencyRelation::StepEnd& e : m.ends)
+        if (e.compared) ++holders_[{process, e.step}][m.history->states[e.state].value];
+    }
+  }
+  bool has(int64_t process, int64_t step, const Value& value) const {
+    auto it = holders_.find({process, step});
+    if (it == holders_.end()) return false;
+    auto v = it->second.find(value);
+    return v != it->second.end() && v->second > 1;
+  }
+
+ private:
+  std::map<std::pair<int64_t, int64_t>, std::unordered_map<Value, int, ValueHash>> holders_;
+};
+
 void collect(const TraceStore& trace, const ParamPair& pp, Hypothesis& h) {
   const std::vector<StateList> first = members_of(trace, pp.t1, pp.a1);
   const std::vector<StateList> second = pp.symmetric() ? first : members_of(trace, pp.t2, pp.a2);
+  const Coincidences first_coincidences(trace, first);
+  const std::optional<Coincidences> second_coincidences =
+      pp.symmetric() ? std::nullopt : std::optional<Coincidences>(Coincidences(trace, second));
+  const Coincidences& in_second = second_coincidences ? *second_coincidences : first_coincidences;
+  const std::vector<VarInstance>& vars = trace.var_instances();
   for_each_pair(trace, first, second, pp.symmetric(),
                 [&](const StateList& m1, const ConsistencyRelation::StepEnd& a, const StateList& m2,
                     const ConsistencyRelation::StepEnd& b) {
-                  Example e{&trace, {{a.record, b.record}}};
-                  const bool equal = ConsistencyRelation::close_values(m1.history->states[a.state].value,
-                                                                       m2.history->states[b.state].value);
-                  (equal ? h.positives : h.negatives).push_back(std::move(e));
+                  const Value& v1 = m1.history->states[a.state].value;
+                  const Value& v2 = m2.history->states[b.state].value;
+                  const bool equal = ConsistencyRelation::close_values(v1, v2);
+                  // An equal pair whose value is a coincidence in either process shows nothing about
+                  // these two instances: no example. (The check never flags an equal pair, so what is
+                  // learned from a trace still holds on it.)
+                  if (equal && (first_coincidences.has(vars[m1.var].process_id, a.step, v1) ||
+                                in_second.has(vars[m2.var].process_id, b.step, v2)))
+                    return;
+                  (equal ? h.positives : h.negatives).push_back(Example{&trace, {{a.record, b.record}}});
                 });
 }
 

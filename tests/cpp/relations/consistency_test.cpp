@@ -26,6 +26,7 @@ struct DdpSpec {
   int diverge_from = -1;
   std::string prefix = "_TRAINCHECK_";
   int64_t base_pid = 1000;
+  int zero_step = -1;  // parameters 0 and 1 (then of one shape) hold zeros at this step, on every rank
 };
 
 std::string ddp_text(const DdpSpec& spec) {
@@ -34,15 +35,17 @@ std::string ddp_text(const DdpSpec& spec) {
     for (int r = 0; r < spec.ranks; ++r)
       for (int p = 0; p < spec.params; ++p) {
         int64_t data = 1000003LL * (p + 1) + 7919LL * step;
+        if (step == spec.zero_step && p < 2) data = 0;
         if (r == spec.diverge_rank && p == 0 && step >= spec.diverge_from) data += 424242;
+        const int rows = spec.zero_step >= 0 && p == 1 ? 1 : p + 1;
         const int64_t time = 1000000 + step * 10000 + r + p * 2;
         out += "{\"var_name\":\"model." + std::to_string(p) + ".weight\",\"var_type\":\"torch.nn.Parameter\",";
         out += "\"process_id\":" + std::to_string(spec.base_pid + r) + ",\"thread_id\":7,";
         out += "\"meta_vars\":{\"step\":" + std::to_string(step) + ",\"stage\":\"training\",\"_DATA_PARALLEL_RANK\":" +
                std::to_string(r) + "},\"type\":\"state_change\",\"attributes\":{\"" + spec.prefix +
                "data_ID\":" + std::to_string(5000 + 100 * r + p) + ",\"data\":" + std::to_string(data) +
-               ",\"dtype\":\"torch.float32\",\"shape\":[" + std::to_string(p + 1) + ",4],\"ndim\":2,\"nbytes\":" +
-               std::to_string(16 * (p + 1)) + ",\"requires_grad\":true},\"time\":" + std::to_string(time) + "}\n";
+               ",\"dtype\":\"torch.float32\",\"shape\":[" + std::to_string(rows) + ",4],\"ndim\":2,\"nbytes\":" +
+               std::to_string(16 * rows) + ",\"requires_grad\":true},\"time\":" + std::to_string(time) + "}\n";
       }
   // A later record (the run goes on after the last step), so the last states have a liveness.
   out += "{\"var_name\":\"end\",\"var_type\":\"Marker\",\"process_id\":" + std::to_string(spec.base_pid) +
@@ -156,6 +159,34 @@ TEST(Consistency, OnlineAgreesWithOfflineExceptForPairsOfLastStates) {
       EXPECT_EQ(online.front().records[0].step, 2);
     }
   }
+}
+
+// Two same-shaped parameters that hold zeros at one step (biases initialised to zero) are equal on every
+// rank: a coincidence, not replication. Taken as positives, they asked the precondition to pair different
+// parameters, and no precondition was found; they are no examples, so "same parameter" is learned.
+TEST(Consistency, ValuesTwoParametersOfOneProcessShareAreNoExamples) {
+  DdpSpec spec;
+  spec.zero_step = 1;
+  const TraceStore good = ddp_trace("zeros_good", spec);
+  spec.diverge_rank = 1;
+  spec.diverge_from = 3;
+  const TraceStore bad = ddp_trace("zeros_bad", spec);
+  const ConsistencyRelation rel;
+  const std::vector<const Relation*> relations = {&rel};
+  const InferResult result = infer_invariants({&good}, relations, InferOptions{});
+  const Invariant* learned = nullptr;
+  for (const Invariant& inv : result.invariants)
+    if (inv.params[0].attr_name == "data") learned = &inv;
+  ASSERT_NE(learned, nullptr) << "no precondition learned";
+  EXPECT_EQ(learned->num_positive_examples, 5 * 6 - 2);  // the two zero pairs of step 1 are no examples
+  std::set<std::string> clauses;
+  for (const Clause& c : learned->precondition->find("var")->disjuncts.at(0).clauses)
+    clauses.insert(std::string(clause_type_name(c.type)) + " " + c.prop_name);
+  EXPECT_TRUE(clauses.count("consistent var_name"));
+  EXPECT_TRUE(rel.check(good, *learned, {}).passed());
+  const CheckResult r = rel.check(bad, *learned, {});
+  ASSERT_FALSE(r.passed());
+  EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 3);
 }
 
 TEST(Consistency, OnlineInterestIsTheParamsVarTypes) {
