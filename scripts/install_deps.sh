@@ -17,3 +17,6 @@ fi
 python3 -m pip install -q "torch==2.13.0" nanobind scikit-build-core pyyaml pytest pytest-xdist matplotlib ninja cmake
 # The `report` extra, for tests/python/test_external_reporting.py (~40 s the first time; it skips without them).
 python3 -m pip install -q wandb mlflow-skinny
+# The `stacks` extra, for tests/python/test_transformers_trainer.py and test_lightning_trainer.py
+# (~30-60 s the first time; they skip without them).
+python3 -m pip install -q transformers accelerate lightning

@@ -27,7 +27,7 @@ VALID_STAGES = (
 _meta: dict[str, Any] = {"step": 0}
 _policy = {"interval": 1, "warm_up": 1}
 _recorder = None  # traincheck._core once recording has started
-_recording = {"on": True}  # the original's `not config.DISABLE_WRAPPER`, kept here before a recorder exists
+_recording = {"on": True, "sampled_out": False}  # the original's `not config.DISABLE_WRAPPER`, kept here before a recorder exists
 _step_end_hooks: list = []  # called at each iteration boundary, before the step number moves on
 
 
@@ -68,6 +68,7 @@ def _set_recording(on: bool, sampled_out: bool = False) -> None:
     """`sampled_out`: recording is off only because the step is not sampled; rare calls (once per epoch,
     say) are then still recorded by the wrappers, so that sampling never drops them (issue 10, item 7)."""
     _recording["on"] = bool(on)
+    _recording["sampled_out"] = bool(sampled_out)
     if _recorder is not None:
         _recorder.set_recording(bool(on), rare_calls=sampled_out and not on)
 
@@ -118,6 +119,33 @@ def annotate_stage(stage: str) -> None:
     _changed_other_keys()
     _publish()
     _set_recording(True)
+
+
+_stage_stack: list = []  # what enter_stage saved: (stage or None, recording on, sampled out)
+
+
+def enter_stage(stage: str) -> None:
+    """Switch to `stage` until the matching leave_stage(), which restores the stage and the recording state
+    that held before. For library code that runs a phase inside another (a Trainer evaluating in the middle
+    of training): annotate_stage would leave the stage changed and recording on in a sampled-out step."""
+    _stage_stack.append((_meta.get("stage"), _recording["on"], _recording["sampled_out"]))
+    annotate_stage(stage)
+
+
+def leave_stage() -> None:
+    if not _stage_stack:
+        return
+    stage, on, sampled_out = _stage_stack.pop()
+    if stage is not None and _meta.get("stage") != stage:
+        _meta["stage"] = stage
+        _changed_other_keys()
+        _publish()
+    _set_recording(on, sampled_out)
+
+
+def is_collecting() -> bool:
+    """True inside a program that traincheck-collect runs (the recorder has started)."""
+    return _recorder is not None
 
 
 def start_step() -> None:

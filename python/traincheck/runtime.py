@@ -210,11 +210,13 @@ def _hide_our_frames(script: str) -> None:
 
 
 def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: list[str]) -> None:
-    from traincheck import source_rewrite
+    from traincheck import integrations, source_rewrite
 
     _hide_our_frames(path)
     with open(path, "rb") as f:
         source = f.read().decode("utf-8")
+    # Trainer loops inside libraries (transformers, Lightning) get their steps and stages from callbacks.
+    integrations.install(script_numbers_steps=source_rewrite.numbers_own_steps(source, path))
     tree = source_rewrite.annotate_source(source, path, tuple(models_to_track)) if annotate else source
     code = compile(tree, path, "exec")
     main = types.ModuleType("__main__")

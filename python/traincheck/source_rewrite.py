@@ -241,6 +241,11 @@ def annotate_source(source: str, filename: str, models_to_track: tuple[str, ...]
     return tree
 
 
+def numbers_own_steps(source: str, filename: str) -> bool:
+    """Whether the script calls start_step()/start_eval_step() itself (then nothing else numbers its steps)."""
+    return bool({"start_step", "start_eval_step"} & _user_calls(ast.parse(source, filename=filename)))
+
+
 def _insert_init_stage(tree: ast.Module) -> None:
     """annotate_stage("init") at the top of main() when the script has a __main__ guard, else after imports."""
     has_guard = any(

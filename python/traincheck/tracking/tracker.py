@@ -8,12 +8,16 @@ When states are written:
 - once when a model is tracked, for every parameter;
 - after every optimizer step, for every parameter (torch's global optimizer step post-hook), or, in a
   loop that updates parameters by hand (no optimizer), at the end of each iteration;
+- at the end of each iteration after an optimizer step, for the parameters that changed since (a
+  `zero_grad` after the step, as library Trainer loops do it): the last state of a step is what
+  ConsistencyRelation compares, and selective mode wraps no zero_grad that would write it;
 - before and after each call of an API that mutates parameters (optimizer steps, zero_grad; full mode)
   or that an invariant over variables names (selective mode), for the parameters that changed since they
   were last written (mode "selective-sample"): what the call changes is written inside its window (after
   its pre-record, before its post-record), so inference can tie a change to the API that made it.
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
-digest is computed only for a tensor whose signal moved, so unchanged parameters cost no tensor work.
+digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
+cost no tensor work.
 
 A parameter replaced in its module after tracking began (FSDP2's fully_shard registers sharded
 parameters in place of the originals) is followed: each write first checks, with one dict lookup per
@@ -40,7 +44,7 @@ class _Entry:
         self.param = param
         self.owner = owner  # the module whose _parameters[attr] is `param` (None: a tensor tracked itself)
         self.attr = attr
-        self.signature = None
+        self.signature = None  # (data signal, grad signal) when last written
         self.data_digest = None
         self.grad_digest = None
 
@@ -59,14 +63,17 @@ def _signature(p: torch.Tensor) -> tuple:
     p = shards.local(p)
     if g is not None:
         g = shards.local(g)
-    return (p._version, p.data_ptr(), None if g is None else (id(g), g._version, g.data_ptr()))
+    return ((p._version, p.data_ptr()), None if g is None else (id(g), g._version, g.data_ptr()))
 
 
 def _parameters(obj, name: str):
     """(dotted name, tensor, owner module, attribute) of each parameter of a module (or of the module
-    inside a DDP wrapper), in named_parameters' order and names; or of a tensor."""
+    inside a DDP wrapper), in named_parameters' order and names; or of a tensor. An object that holds its
+    model in `.model` (transformers' Trainer) stands for that model."""
     if isinstance(obj, torch.Tensor):
         return [(name + shards.shard_suffix(obj), obj, None, None)]
+    if not isinstance(obj, torch.nn.Module) and isinstance(getattr(obj, "model", None), torch.nn.Module):
+        obj = obj.model
     if not isinstance(obj, torch.nn.Module):
         return []
     inner = getattr(obj, "module", None)
@@ -123,14 +130,14 @@ class ModelTracker:
         self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
 
     def at_step_end(self) -> None:
-        """Iteration boundary (start_step): write states if no optimizer step did during the iteration."""
-        if self._stepped_since_boundary:
-            self._stepped_since_boundary = False
-            return
-        if get_meta_vars().get("step", 0) == 0:
+        """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
+        step only what changed since it; without one (parameters updated by hand), every state."""
+        stepped = self._stepped_since_boundary
+        self._stepped_since_boundary = False
+        if not stepped and get_meta_vars().get("step", 0) == 0:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
-        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
+        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=stepped)
 
     def around_api(self, api_name: str, phase: str) -> None:
         """The recorder's variable hook, before and after calls of the APIs it wraps: write what changed.
@@ -173,13 +180,15 @@ class ModelTracker:
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []
         for e, sig in changed:
+            old = e.signature or (None, None)
             e.signature = sig
-            tensors.append(shards.local(e.param))
-            slots.append((e, "data_digest"))
+            if sig[0] != old[0]:
+                tensors.append(shards.local(e.param))
+                slots.append((e, "data_digest"))
             g = e.param.grad
             if g is None:
                 e.grad_digest = None
-            else:
+            elif sig[1] != old[1]:
                 tensors.append(shards.local(g))
                 slots.append((e, "grad_digest"))
         for (e, attr), value in zip(slots, self.digester.digests(tensors)):
