@@ -59,11 +59,11 @@ def mutates_parameters(api_name: str) -> bool:
 
 
 def _signature(p: torch.Tensor) -> tuple:
+    # A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
+    # on the tensor itself, storage pointers on the shard.
     g = p.grad
-    p = shards.local(p)
-    if g is not None:
-        g = shards.local(g)
-    return ((p._version, p.data_ptr()), None if g is None else (id(g), g._version, g.data_ptr()))
+    data = (p._version, shards.local(p).data_ptr())
+    return (data, None if g is None else (id(g), g._version, shards.local(g).data_ptr()))
 
 
 def _parameters(obj, name: str):
