@@ -48,7 +48,8 @@ void Record::set(KeyId key, Value value) {
     fields.insert(it, Field{key, std::move(value)});
 }
 
-static std::string_view string_view_of(const Value* v) {
+std::string_view Record::func_call_id() const {
+  const Value* v = get(keys().func_call_id);
   return v != nullptr && v->is_string() ? std::string_view(v->as_string()) : std::string_view();
 }
 
@@ -66,11 +67,10 @@ void Record::refresh_cached() {
   const Value* step_value = get(k.meta_vars_step);
   has_step = step_value != nullptr && step_value->is_number() && !step_value->is_nan();
   step = has_step ? step_value->as_int() : 0;
-  function = string_view_of(get(k.function));
-  func_call_id = string_view_of(get(k.func_call_id));
-  var_name = string_view_of(get(k.var_name));
-  var_type = string_view_of(get(k.var_type));
-  stage = string_view_of(get(k.meta_vars_stage));
+  function = Name::of(get(k.function));
+  var_name = Name::of(get(k.var_name));
+  var_type = Name::of(get(k.var_type));
+  stage = Name::of(get(k.meta_vars_stage));
 }
 
 Value Record::to_value() const {

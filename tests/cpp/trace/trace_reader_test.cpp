@@ -288,7 +288,7 @@ TEST(TraceReader, AFileLargerThanTheReadBlockGivesTheRecordsOfOneWholeRead) {
     ASSERT_EQ(a.line, b.line);
     ASSERT_EQ(to_json(a.to_value()), to_json(b.to_value())) << "line " << a.line;
   }
-  EXPECT_EQ(from_file.records.back().func_call_id, "c" + std::to_string(i - 1));
+  EXPECT_EQ(from_file.records.back().func_call_id(), "c" + std::to_string(i - 1));
 }
 
 TEST(TraceReader, SharedArraysAndObjectsKeepIntsAndFloatsApart) {
@@ -348,7 +348,7 @@ TEST(TraceReader, FilesFillTheirSlicesAndGapsCloseInFileAndLineOrder) {
       const Record& r = t->records[i];
       const bool first_file = i < 9;
       EXPECT_EQ(r.file, first_file ? 0u : 1u);
-      EXPECT_EQ(r.func_call_id, (first_file ? "a" : "b") + std::to_string(first_file ? i : i - 9));
+      EXPECT_EQ(r.func_call_id(), (first_file ? "a" : "b") + std::to_string(first_file ? i : i - 9));
     }
   }
 }
