@@ -153,7 +153,7 @@ std::vector<ConsistencyRelation::StepEnd> ConsistencyRelation::step_ends(const T
                                                                          bool skip_initial) {
   std::vector<StepEnd> ends;
   for (uint32_t s = 0; s < history.states.size(); ++s) {
-    for (uint32_t r : history.records_of(history.states[s])) {
+    for (uint32_t r : history.records_of(s)) {
       const int64_t step = step_of(trace.record(r));
       const bool compared = !(skip_initial && s == 0);
       if (!ends.empty() && ends.back().step == step) ends.back() = StepEnd{step, r, s, compared};

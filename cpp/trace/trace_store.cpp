@@ -240,8 +240,8 @@ std::span<const VarChange> TraceStore::contained_var_changes(const CallEvent& ca
   if (it == changes_by_process_.end()) return {};
   const std::vector<VarChange>& list = it->second;
   auto lo = std::lower_bound(list.begin(), list.end(), call.start,
-                             [](const VarChange& c, int64_t t) { return c.time < t; });
-  auto hi = std::upper_bound(lo, list.end(), call.end, [](int64_t t, const VarChange& c) { return t < c.time; });
+                             [&](const VarChange& c, int64_t t) { return time_of(c) < t; });
+  auto hi = std::upper_bound(lo, list.end(), call.end, [&](int64_t t, const VarChange& c) { return t < time_of(c); });
   return std::span<const VarChange>(list.data() + (lo - list.begin()), static_cast<size_t>(hi - lo));
 }
 

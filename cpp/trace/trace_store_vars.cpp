@@ -20,8 +20,9 @@ const AttrHistory* VarInstance::attr(std::string_view name) const {
 
 void TraceStore::index_vars() {
   std::map<std::tuple<int64_t, std::string_view, std::string_view>, uint32_t> by_id;
-  // Per var instance: attribute key -> slot in attrs.
+  // Per var instance: attribute key -> slot in attrs, and the var's state records.
   std::vector<std::unordered_map<KeyId, uint32_t>> slots;
+  std::vector<std::vector<uint32_t>> var_records;
   std::vector<std::pair<std::string_view, const Field*>> attributes;  // of one record
   for (uint32_t ri = 0; ri < records_.size(); ++ri) {
     const Record& r = records_[ri];
@@ -30,9 +31,11 @@ void TraceStore::index_vars() {
     if (inserted) {
       vars_.push_back(VarInstance{r.process_id, r.var_name, r.var_type, {}});
       slots.emplace_back();
+      var_records.emplace_back();
     }
     const uint32_t vi = it->second;
     VarInstance& var = vars_[vi];
+    var_records[vi].push_back(ri);
     // Attributes by name, not by key id: ids follow the order in which parser threads met the names,
     // and the order of attrs and of one record's changes reaches the relations' output.
     attributes.clear();
@@ -47,21 +50,33 @@ void TraceStore::index_vars() {
     for (const auto& [attr, field] : attributes) {
       const Field& f = *field;
       auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
-      if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}, {}});
-      AttrHistory& h = var.attrs[slot_it->second];
-      h.records.push_back(ri);
-      if (!starts_new_state(h.states.empty() ? nullptr : &h.states.back().value, f.value)) {
-        ++h.states.back().count;
-        continue;
+      if (new_slot) {
+        var.attrs.emplace_back();
+        var.attrs.back().key = f.key;
+        var.attrs.back().name = std::string(attr);
+        var.attrs.back().last_end = end_time_;
       }
-      if (!h.states.empty()) h.states.back().end = r.time;
-      h.states.push_back(AttrState{f.value, static_cast<uint32_t>(h.records.size() - 1), 1, r.time, end_time_});
+      AttrHistory& h = var.attrs[slot_it->second];
+      h.records_->push_back(ri);
+      if (!starts_new_state(h.states.empty() ? nullptr : &h.states.back().value, f.value)) continue;
+      h.states.push_back(AttrState{f.value, static_cast<uint32_t>(h.records_->size() - 1), r.time});
       if (h.states.size() > 1)
-        changes_by_process_[r.process_id].push_back(
-            VarChange{vi, slot_it->second, static_cast<uint32_t>(h.states.size() - 1), r.time});
+        changes_by_process_[r.process_id].push_back(VarChange{vi, slot_it->second, static_cast<uint32_t>(h.states.size() - 1)});
     }
   }
-  // Records are visited in time order, so each process's change list is already sorted.
+  // Records are visited in time order, so each process's change list is already sorted. The lists were
+  // grown by doubling: kept at their size, they are a tenth of the store.
+  for (auto& [pid, changes] : changes_by_process_) changes.shrink_to_fit();
+  for (uint32_t vi = 0; vi < vars_.size(); ++vi) {
+    auto shared = std::make_shared<std::vector<uint32_t>>(std::move(var_records[vi]));
+    shared->shrink_to_fit();
+    for (AttrHistory& h : vars_[vi].attrs) {
+      h.states.shrink_to_fit();
+      // An attribute's records are a subsequence of its variable's: equal when as many.
+      if (h.records_->size() == shared->size()) h.records_ = shared;
+      else h.records_->shrink_to_fit();
+    }
+  }
 }
 
 namespace {
