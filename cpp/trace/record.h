@@ -63,8 +63,17 @@ class Record {
 
   // Inserts or replaces a field, keeping the order. Call refresh_cached() after changing cached ones.
   void set(KeyId key, Value value);
-  // Recomputes the typed members from `fields`.
+
+  // The fields the typed members come from, found in one pass (nullptr: absent). The pointers stay
+  // valid while the record is not changed.
+  struct KnownFields {
+    const Value *type = nullptr, *process_id = nullptr, *thread_id = nullptr, *time = nullptr, *step = nullptr,
+                *function = nullptr, *func_call_id = nullptr, *var_name = nullptr, *var_type = nullptr, *stage = nullptr;
+  };
+  KnownFields known_fields() const;
+  // Recomputes the typed members from the fields (`known`: this record's known_fields()).
   void refresh_cached();
+  void refresh_cached(const KnownFields& known);
 
   // The record as a flat JSON object (keys as read, in name order; used in checker outputs).
   Value to_value() const;
