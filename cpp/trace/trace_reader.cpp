@@ -206,7 +206,7 @@ void report_file(const std::string& name, std::span<const Piece> pieces, std::os
 }
 
 // Files are read this much at a time, so a reader holds one block of text, never a whole file.
-constexpr size_t kReadBlockBytes = size_t{8} << 20;
+constexpr size_t kReadBlockBytes = size_t{1} << 20;
 
 // A read block's memory, mapped directly so that it goes back to the system when freed: from malloc,
 // each freed block raised glibc's mmap threshold and the next blocks stayed in the heap, 8 MiB of
