@@ -3,14 +3,17 @@
 //
 // Each command runs as a child process (fork + exec); its peak RSS is wait4's ru_maxrss and its speed
 // the trace's size over its wall time. Rows:
-//   io             the files' bytes read into memory, nothing else (the floor for MB/s);
-//   reader         read_trace_files alone, in a forked child (records, no indexes);
+//   io             the files' bytes read into memory, nothing else (a forked child: the floor for MB/s);
+//   reader         trace_read TRACE: read_trace_files alone (records, no indexes);
+//   read+index     traincheck-check -f TRACE -i EMPTY: the reader and the trace store's indexes;
 //   check          traincheck-check -f TRACE -i INV (invariants inferred from a small trace);
 //   infer          traincheck-infer -f TRACE;
 //   online backlog traincheck-onlinecheck started on the finished trace (the idle wait that ends it is
 //                  subtracted from its time).
-// With --baseline-bin DIR (a folder holding another build's traincheck-* executables, e.g. copied before
-// a change), every command row is measured with both builds in the same run and their ratio printed.
+// With --baseline-bin DIR (a folder holding another build's traincheck-* and trace_read executables,
+// e.g. copied before a change), every command row is measured with both builds in the same run, the two
+// one after the other per row, and their ratio printed (RSS: candidate / baseline; speed: baseline time /
+// candidate time). A baseline without trace_read (built before it existed) skips that row's baseline.
 //
 // With --keep, the work folder (traces, invariants, logs) is left for profiling one command by hand.
 //
@@ -161,6 +164,8 @@ int main(int argc, char** argv) {
   const fs::path small = work / "small";
   write_synthetic_trace(small.string(), spec);
   const fs::path invariants = work / "invariants.json";
+  const fs::path no_invariants = work / "no_invariants.json";  // read+index: checks nothing
+  std::ofstream(no_invariants).flush();
   if (run_command({(bin / "traincheck-infer").string(), "-f", small.string(), "-o", invariants.string()}, work / "infer_small.log").status)
     return 1;
 
@@ -190,13 +195,6 @@ int main(int argc, char** argv) {
       return true;
     });
     print_row("io", "-", io, mb);
-    const Run reader = run_forked([&] {
-      std::ofstream quiet("/dev/null");
-      ReadOptions options;
-      options.warnings = &quiet;
-      return !read_trace_files(files, options).records.empty();
-    });
-    print_row("reader", "candidate", reader, mb);
 
     struct Command {
       const char* name;
@@ -206,6 +204,8 @@ int main(int argc, char** argv) {
     };
     const fs::path out = work / "out";
     std::vector<Command> commands = {
+        {"reader", {trace.string()}, "trace_read", 0},
+        {"read+index", {"-f", trace.string(), "-i", no_invariants.string(), "-o", out.string(), "--no-html-report"}, "traincheck-check", 0},
         {"check", {"-f", trace.string(), "-i", invariants.string(), "-o", out.string(), "--no-html-report"}, "traincheck-check", 0},
         {"online backlog",
          {"-f", trace.string(), "-i", invariants.string(), "-o", out.string(), "--no-html-report", "--poll-interval-ms", "20",
@@ -217,6 +217,10 @@ int main(int argc, char** argv) {
     for (const Command& c : commands) {
       std::vector<Run> runs;
       for (const Build& b : builds) {
+        if (!fs::exists(b.dir / c.exe)) {
+          std::printf("  %-15s %-9s (no %s in %s)\n", c.name, b.name, c.exe, b.dir.c_str());
+          continue;
+        }
         fs::remove_all(out);
         fs::create_directories(out);
         std::vector<std::string> argv = {(b.dir / c.exe).string()};

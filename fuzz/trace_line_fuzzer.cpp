@@ -36,9 +36,14 @@ void check_line(const std::string& text) {
     if (error.empty()) fail("parse_trace_line rejected a line without saying why");
     return;
   }
-  // An accepted line has the fields every index relies on, and can be written out (failed.log does).
-  if (record.stage.data() == nullptr) fail("accepted record without a stage");
-  if (record.is_api() ? record.function.data() == nullptr : record.var_name.data() == nullptr)
+  // An accepted line has the fields every index relies on, as strings its cached names hold, and can be
+  // written out (failed.log does).
+  auto names_field = [&](Name name, KeyId key) {
+    const Value* v = record.get(key);
+    return v != nullptr && v->is_string() && name == std::string_view(v->as_string());
+  };
+  if (!names_field(record.stage, keys().meta_vars_stage)) fail("accepted record without a stage");
+  if (record.is_api() ? !names_field(record.function, keys().function) : !names_field(record.var_name, keys().var_name))
     fail("accepted record without its function or var_name");
   (void)to_json(record.to_value());
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 namespace traincheck {
 
@@ -40,7 +41,7 @@ Conjunction make_conjunction(std::vector<Clause> clauses) {
 class Learner {
  public:
   Learner(const std::vector<ExampleView>& examples, const PreconditionKeys& keys, const PreconditionOptions& opt)
-      : examples_(examples), keys_(keys), opt_(opt), local_(examples.size()) {}
+      : examples_(examples), keys_(keys), opt_(opt), local_(examples.size()), local_done_(examples.size(), false) {}
 
   // The clauses every positive supports that the relation keeps regardless of negatives; with no
   // negatives at all they are the whole precondition (none: unconditional).
@@ -129,23 +130,29 @@ class Learner {
   }
 
  private:
-  // Local clauses of an example with their keys; the same at every depth, so computed once.
-  const std::vector<std::pair<Clause, std::string>>& local(uint32_t example) {
-    if (!local_[example]) {
-      std::vector<std::pair<Clause, std::string>> keyed;
+  // Local clauses of an example (ids into clauses_); the same at every depth, so computed once. Most
+  // are the same clause for every example (same process, same function), so each distinct clause is
+  // kept once: held per example, clauses were most of the learner's memory (bench/memory_bench).
+  const std::vector<uint32_t>& local(uint32_t example) {
+    if (!local_done_[example]) {
+      std::vector<uint32_t>& ids = local_[example];
       for (Clause& c : find_local_clauses(examples_[example], keys_.skip)) {
         std::string key = c.key();
-        keyed.emplace_back(std::move(c), std::move(key));
+        auto [it, inserted] = clause_ids_.try_emplace(key, static_cast<uint32_t>(clauses_.size()));
+        if (inserted) clauses_.emplace_back(std::move(c), std::move(key));
+        ids.push_back(it->second);
       }
-      local_[example] = std::move(keyed);
+      ids.shrink_to_fit();
+      local_done_[example] = true;
     }
-    return *local_[example];
+    return local_[example];
   }
 
   std::vector<Candidate> merged_candidates(const std::vector<uint32_t>& pos) {
     std::map<std::string, Candidate> exact;
     for (uint32_t i = 0; i < pos.size(); ++i) {
-      for (const auto& [c, key] : local(pos[i])) {
+      for (uint32_t id : local(pos[i])) {
+        const auto& [c, key] = clauses_[id];
         if (pruned_.count(key)) continue;
         auto [it, inserted] = exact.try_emplace(key);
         if (inserted) it->second = Candidate{c, key, {}};
@@ -211,7 +218,10 @@ class Learner {
   const std::vector<ExampleView>& examples_;
   const PreconditionKeys& keys_;
   const PreconditionOptions& opt_;
-  std::vector<std::optional<std::vector<std::pair<Clause, std::string>>>> local_;
+  std::vector<std::vector<uint32_t>> local_;  // per example: its local clauses
+  std::vector<bool> local_done_;
+  std::vector<std::pair<Clause, std::string>> clauses_;  // distinct local clauses, with their keys
+  std::unordered_map<std::string, uint32_t> clause_ids_;  // key -> position in clauses_
   std::set<std::string> pruned_;  // per learner, i.e. per group of one hypothesis
 };
 

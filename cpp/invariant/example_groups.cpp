@@ -1,6 +1,7 @@
 #include "invariant/example_groups.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "common/assert.h"
 
@@ -19,15 +20,41 @@ ExampleGroups::ExampleGroups(const std::vector<std::vector<uint32_t>>& groups) {
 }
 
 ExampleGroups::ExampleGroups(const ExampleGroups& other)
-    : spilled_(other.spilled_ ? std::make_unique<std::vector<std::vector<uint32_t>>>(*other.spilled_) : nullptr),
-      inline_count_(other.inline_count_),
-      inline_groups_(other.inline_groups_) {
-  std::copy(std::begin(other.inline_records_), std::end(other.inline_records_), inline_records_);
+    : inline_count_(other.inline_count_), inline_groups_(other.inline_groups_), spilled_(other.spilled_) {
+  if (spilled_) heap_ = new std::vector<std::vector<uint32_t>>(*other.heap_);
+  else std::copy(std::begin(other.inline_records_), std::end(other.inline_records_), inline_records_);
 }
 
 ExampleGroups& ExampleGroups::operator=(const ExampleGroups& other) {
   if (this != &other) *this = ExampleGroups(other);
   return *this;
+}
+
+ExampleGroups::ExampleGroups(ExampleGroups&& other) noexcept { take(other); }
+
+ExampleGroups& ExampleGroups::operator=(ExampleGroups&& other) noexcept {
+  if (this != &other) {
+    release();
+    take(other);
+  }
+  return *this;
+}
+
+void ExampleGroups::take(ExampleGroups& other) {
+  inline_count_ = other.inline_count_;
+  inline_groups_ = other.inline_groups_;
+  spilled_ = other.spilled_;
+  if (spilled_) heap_ = other.heap_;
+  else std::copy(std::begin(other.inline_records_), std::end(other.inline_records_), inline_records_);
+  other.spilled_ = false;
+  other.inline_count_ = other.inline_groups_ = 0;
+}
+
+ExampleGroups::~ExampleGroups() { release(); }
+
+void ExampleGroups::release() {
+  if (spilled_) delete heap_;
+  spilled_ = false;
 }
 
 void ExampleGroups::assign(std::span<const std::span<const uint32_t>> groups) {
@@ -38,14 +65,16 @@ void ExampleGroups::assign(std::span<const std::span<const uint32_t>> groups) {
     return;
   }
   if (groups.empty()) return;
-  spilled_ = std::make_unique<std::vector<std::vector<uint32_t>>>();
-  spilled_->reserve(groups.size());
-  for (std::span<const uint32_t> g : groups) spilled_->emplace_back(g.begin(), g.end());
+  auto heap = std::make_unique<std::vector<std::vector<uint32_t>>>();
+  heap->reserve(groups.size());
+  for (std::span<const uint32_t> g : groups) heap->emplace_back(g.begin(), g.end());
+  heap_ = heap.release();
+  spilled_ = true;
 }
 
 std::span<const uint32_t> ExampleGroups::operator[](size_t g) const {
   TC_ASSERT(g < size(), "a group of this example");
-  if (spilled_) return (*spilled_)[g];
+  if (spilled_) return (*heap_)[g];
   return {inline_records_, inline_count_};
 }
 

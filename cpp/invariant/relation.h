@@ -21,6 +21,7 @@ struct Example {
   const TraceStore* trace = nullptr;
   ExampleGroups groups;  // parallel to Hypothesis::group_names
 };
+static_assert(sizeof(Example) == 24, "inference holds millions of examples");
 
 struct Hypothesis {
   Invariant invariant;                   // relation, params, text; precondition not yet inferred

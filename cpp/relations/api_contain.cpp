@@ -58,6 +58,7 @@
 // time, with state bounded by the open calls and the tracked variables instead of the original's
 // ever-growing maps.
 #include "relations/api_contain.h"
+#include "relations/api_contain_var_values.h"
 
 #include <algorithm>
 #include <cmath>
@@ -65,7 +66,6 @@
 #include <optional>
 #include <set>
 #include <tuple>
-#include <unordered_set>
 
 #include "invariant/precondition.h"
 #include "relations/module_mode.h"
@@ -226,11 +226,6 @@ struct ApiChild {
   bool seen = false;
 };
 
-struct VarValueHypothesis {
-  Value pre, post;
-  std::vector<uint32_t> positions;
-};
-
 // One named variable's changes of one attribute inside the parent calls: the positions of the calls
 // that changed it, and each side's distinct values while they are few (a constraint needs one).
 struct NamedVarChanges {
@@ -339,8 +334,8 @@ struct ParentChildren {
   // Per child function and stage of the parent call: the parent calls containing it, and the argument
   // values all its calls there share.
   std::map<std::string_view, std::map<std::string_view, ApiChild>> api;
-  // Per (var type, attribute): a hypothesis per distinct (pre, post) value pair.
-  std::map<std::pair<std::string_view, std::string>, std::map<std::string, VarValueHypothesis>> var_values;
+  // Per (var type, attribute): its changes, a hypothesis per distinct (pre, post) value pair.
+  std::map<std::pair<std::string_view, std::string>, VarValueChanges> var_values;
   // Per (var type, var name, attribute): a named variable's changes.
   std::map<std::tuple<std::string_view, std::string_view, std::string_view>, NamedVarChanges> named;
 };
@@ -367,13 +362,7 @@ void note_var_changes(const TraceStore& trace, const CallEvent& call, uint32_t p
     const AttrHistory& attr = trace.attr(change);
     const Value& pre = attr.states[change.new_state - 1].value;
     const Value& post = attr.states[change.new_state].value;
-    auto& group = out.var_values[{trace.var(change).var_type, attr.name}];
-    VarValueHypothesis& vh = group[to_json(pre) + "\x1f" + to_json(post)];
-    if (vh.positions.empty()) {
-      vh.pre = pre;
-      vh.post = post;
-    }
-    if (vh.positions.empty() || vh.positions.back() != pos) vh.positions.push_back(pos);
+    out.var_values[{trace.var(change).var_type, attr.name}].add(trace, change, pos);
     const VarInstance& var = trace.var(change);
     if (var.var_name.empty()) continue;
     NamedVarChanges& named = out.named[{var.var_type, var.var_name, attr.name}];
@@ -419,8 +408,8 @@ void add_named_var_hypotheses(const TraceStore& trace, std::string_view parent, 
 }
 
 void add_var_value_hypotheses(const TraceStore& trace, std::string_view parent, const std::vector<uint32_t>& calls,
-                              const ParentChildren& children, std::vector<Hypothesis>& out) {
-  for (const auto& [target, values] : children.var_values) {
+                              ParentChildren& children, std::vector<Hypothesis>& out) {
+  for (auto& [target, changes] : children.var_values) {
     const auto& [var_type, attr] = target;
     auto make_var_param = [&](Value pre, Value post) {
       Param p = Param::var_type_param(std::string(var_type), attr);
@@ -428,32 +417,38 @@ void add_var_value_hypotheses(const TraceStore& trace, std::string_view parent, 
       p.post_value = std::move(post);
       return p;
     };
+    const std::vector<VarValueChanges::Distinct> values = changes.distinct(trace);
     // Merge the value hypotheses when one generalised hypothesis explains the calls much better.
     std::set<uint32_t> all;
     double mean = 0;
-    for (const auto& [k, vh] : values) {
+    for (const VarValueChanges::Distinct& vh : values) {
       all.insert(vh.positions.begin(), vh.positions.end());
       mean += likelihood(vh.positions.size(), calls.size());
     }
     mean /= static_cast<double>(values.size());
     if (values.size() > 1 && likelihood(all.size(), calls.size()) / mean >= kMergeLikelihoodRatio) {
-      std::vector<Value> pres, posts;
-      std::unordered_set<Value, ValueHash> seen_pre, seen_post;  // thousands of distinct hashes are common
-      for (const auto& [k, vh] : values) {
-        if (seen_pre.insert(vh.pre).second) pres.push_back(vh.pre);
-        if (seen_post.insert(vh.post).second) posts.push_back(vh.post);
-      }
-      Value pre = pres.size() == 1 ? pres.front() : generalize_values(pres);
-      Value post = posts.size() == 1 ? posts.front() : generalize_values(posts);
+      // One value when all are equal (the first, in key order), else their generalisation, which does
+      // not depend on order or repeats.
+      auto merged = [&](auto side) {
+        const Value& first = *side(values.front());
+        const bool one = std::all_of(values.begin() + 1, values.end(), [&](const auto& vh) { return *side(vh) == first; });
+        if (one) return first;
+        std::vector<Value> all_values;
+        all_values.reserve(values.size());
+        for (const VarValueChanges::Distinct& vh : values) all_values.push_back(*side(vh));
+        return generalize_values(all_values);
+      };
+      Value pre = merged([](const VarValueChanges::Distinct& vh) { return vh.pre; });
+      Value post = merged([](const VarValueChanges::Distinct& vh) { return vh.post; });
       Hypothesis h = make_hypothesis(trace, parent, make_var_param(std::move(pre), std::move(post)));
       fill_examples(trace, calls, std::vector<uint32_t>(all.begin(), all.end()), h);
       out.push_back(std::move(h));
       continue;
     }
-    for (const auto& [k, vh] : values) {
+    for (const VarValueChanges::Distinct& vh : values) {
       // A call that made a sibling change (other values) is a negative: the check judges it too.
-      Hypothesis h = make_hypothesis(trace, parent, make_var_param(vh.pre, vh.post));
-      fill_examples(trace, calls, vh.positions, h);
+      Hypothesis h = make_hypothesis(trace, parent, make_var_param(*vh.pre, *vh.post));
+      fill_examples(trace, calls, std::vector<uint32_t>(vh.positions.begin(), vh.positions.end()), h);
       out.push_back(std::move(h));
     }
   }

@@ -30,10 +30,10 @@ void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& v
   if (function_.empty() || !r.is_api() || r.function != function_) return;
   if (r.type == RecordType::FunctionPre) {
     if (precondition_ && !precondition_->holds_on(r)) return;
-    open_.insert_or_assign(std::string(r.func_call_id), r);
+    open_.insert_or_assign(std::string(r.func_call_id()), r);
     return;
   }
-  auto it = open_.find(std::string(r.func_call_id));
+  auto it = open_.find(std::string(r.func_call_id()));
   if (it == open_.end()) return;
   Record pre = std::move(it->second);
   open_.erase(it);

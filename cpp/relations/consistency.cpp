@@ -191,7 +191,7 @@ std::vector<ConsistencyRelation::StepEnd> ConsistencyRelation::step_ends(const T
                                                                          bool skip_initial) {
   std::vector<StepEnd> ends;
   for (uint32_t s = 0; s < history.states.size(); ++s) {
-    for (uint32_t r : history.records_of(history.states[s])) {
+    for (uint32_t r : history.records_of(s)) {
       const int64_t step = step_of(trace.record(r));
       const bool compared = !(skip_initial && s == 0);
       if (!ends.empty() && ends.back().step == step) ends.back() = StepEnd{step, r, s, compared};
@@ -222,6 +222,17 @@ bool ConsistencyRelation::close_values(const Value& a, const Value& b) {
   return a == b;
 }
 
+namespace {
+
+// An entry pairs only with another of equal value at the same step: equal (value, step), equal hash.
+uint64_t value_step_hash(const Value& v, int64_t step) {
+  uint64_t h = static_cast<uint64_t>(v.hash()) ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ULL);
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
 std::vector<Hypothesis> ConsistencyRelation::generate(const TraceStore& trace) const {
   // Groups: the (type, attr) histories present; entries: their compared step ends.
   std::map<std::pair<std::string_view, std::string_view>, uint32_t> group_ids;
@@ -230,21 +241,44 @@ std::vector<Hypothesis> ConsistencyRelation::generate(const TraceStore& trace) c
     int64_t step;
     uint32_t group, var;
   };
-  std::unordered_map<Value, std::vector<Entry>, ValueHash> buckets;
   const std::vector<VarInstance>& vars = trace.var_instances();
-  for (uint32_t vi = 0; vi < vars.size(); ++vi) {
-    const VarInstance& v = vars[vi];
-    const bool skip_initial = skips_initial_state(v.var_type);
-    for (const AttrHistory& h : v.attrs) {
-      if (h.states.empty()) continue;
-      const std::vector<StepEnd> ends = step_ends(trace, h, skip_initial);
-      if (std::none_of(ends.begin(), ends.end(), [](const StepEnd& e) { return e.compared; })) continue;
-      auto [it, inserted] = group_ids.try_emplace({v.var_type, h.name}, static_cast<uint32_t>(groups.size()));
-      if (inserted) groups.emplace_back(v.var_type, h.name);
-      for (const StepEnd& e : ends)
-        if (e.compared) buckets[h.states[e.state].value].push_back(Entry{e.step, it->second, vi});
+  // Calls f(value, step, group, var) for every compared step end, in one fixed order.
+  auto for_each_entry = [&](auto&& f) {
+    for (uint32_t vi = 0; vi < vars.size(); ++vi) {
+      const VarInstance& v = vars[vi];
+      const bool skip_initial = skips_initial_state(v.var_type);
+      for (const AttrHistory& h : v.attrs) {
+        if (h.states.empty()) continue;
+        const std::vector<StepEnd> ends = step_ends(trace, h, skip_initial);
+        if (std::none_of(ends.begin(), ends.end(), [](const StepEnd& e) { return e.compared; })) continue;
+        auto [it, inserted] = group_ids.try_emplace({v.var_type, h.name}, static_cast<uint32_t>(groups.size()));
+        if (inserted) groups.emplace_back(v.var_type, h.name);
+        for (const StepEnd& e : ends)
+          if (e.compared) f(h.states[e.state].value, e.step, it->second, vi);
+      }
     }
+  };
+  // Most step ends hold a value no other instance holds at that step (a digest): they can pair with
+  // nothing, so a first pass finds the (value, step) hashes seen more than once, and only entries with
+  // one of those are bucketed. The buckets of every step end were a fifth of traincheck-infer's peak
+  // memory (bench/memory_bench); leaving out entries that pair with nothing changes no count below.
+  std::vector<uint64_t> repeated;
+  for_each_entry([&](const Value& value, int64_t step, uint32_t, uint32_t) { repeated.push_back(value_step_hash(value, step)); });
+  std::sort(repeated.begin(), repeated.end());
+  size_t kept = 0;
+  for (size_t i = 0; i + 1 < repeated.size();) {
+    size_t j = i + 1;
+    while (j < repeated.size() && repeated[j] == repeated[i]) ++j;
+    if (j - i > 1) repeated[kept++] = repeated[i];
+    i = j;
   }
+  repeated.resize(kept);
+  repeated.shrink_to_fit();
+  std::unordered_map<Value, std::vector<Entry>, ValueHash> buckets;
+  for_each_entry([&](const Value& value, int64_t step, uint32_t group, uint32_t var) {
+    if (std::binary_search(repeated.begin(), repeated.end(), value_step_hash(value, step))) buckets[value].push_back(Entry{step, group, var});
+  });
+  std::vector<uint64_t>().swap(repeated);
   // Equal pairs of different instances at one step, per unordered group pair; two make a hypothesis.
   std::map<std::pair<uint32_t, uint32_t>, int> counts;
   auto combo = [](uint32_t a, uint32_t b) { return a < b ? std::pair{a, b} : std::pair{b, a}; };

@@ -78,6 +78,34 @@ struct JsonParser::Impl {
       return static_cast<size_t>(h ^ (h >> 31));
     }
   };
+  // A direct-mapped cache in front of a map: a trace repeats the same few hundred keys and strings, and
+  // an array slot compared once costs far less than the map's bucket walk (a third of the reader's time
+  // went to these lookups).
+  template <typename V>
+  struct RecentTexts {
+    static constexpr size_t kSlots = 1024;
+    struct Slot {
+      std::string text;
+      V value{};
+      bool used = false;
+    };
+    std::vector<Slot> slots = std::vector<Slot>(kSlots);
+    Slot& slot(std::string_view text) { return slots[StringHash{}(text) & (kSlots - 1)]; }
+    const V* find(std::string_view text) {
+      Slot& s = slot(text);
+      return s.used && s.text == text ? &s.value : nullptr;
+    }
+    void put(std::string_view text, const V& value) {
+      Slot& s = slot(text);
+      s.text.assign(text);
+      s.value = value;
+      s.used = true;
+    }
+  };
+  RecentTexts<KeyId> recent_keys;
+  RecentTexts<Value> recent_strings, recent_composites;
+
+  const WellKnownKeys& known_keys = keys();
   std::unordered_map<std::string, KeyId, StringHash, std::equal_to<>> raw_keys;
   std::unordered_map<uint64_t, KeyId> flat_keys;         // (prefix id, raw id) -> flattened id
   std::unordered_map<std::string, Value, StringHash, std::equal_to<>> strings;
@@ -85,10 +113,15 @@ struct JsonParser::Impl {
   bool sentinels = false;  // the current line had non-finite literals rewritten
 
   KeyId raw_key(std::string_view k) {
-    auto it = raw_keys.find(k);
-    if (it != raw_keys.end()) return it->second;
-    KeyId id = intern_key(k);
-    raw_keys.emplace(std::string(k), id);
+    if (const KeyId* recent = recent_keys.find(k)) return *recent;
+    KeyId id;
+    if (auto it = raw_keys.find(k); it != raw_keys.end()) {
+      id = it->second;
+    } else {
+      id = intern_key(k);
+      raw_keys.emplace(std::string(k), id);
+    }
+    recent_keys.put(k, id);
     return id;
   }
 
@@ -128,10 +161,14 @@ struct JsonParser::Impl {
       if (s == kNegInfToken) return Value::real(-std::numeric_limits<double>::infinity());
     }
     if (!cache || s.size() > 96) return Value::string(std::string(s));
+    if (const Value* recent = recent_strings.find(s)) return *recent;
     auto it = strings.find(s);
-    if (it != strings.end()) return it->second;
-    if (strings.size() > 200000) strings.clear();  // bound memory on traces with many unique strings
-    return strings.emplace(std::string(s), Value::string(std::string(s))).first->second;
+    if (it == strings.end()) {
+      if (strings.size() > 200000) strings.clear();  // bound memory on traces with many unique strings
+      it = strings.emplace(std::string(s), Value::string(std::string(s))).first;
+    }
+    recent_strings.put(s, it->second);
+    return it->second;
   }
 
   // Small arrays and objects repeat across records ({"0": {"torch.optim.adam.Adam": {}}}, [16, 16],
@@ -196,13 +233,16 @@ struct JsonParser::Impl {
     if (sentinels) return build();
     composite_key.clear();
     if (!append_key(e, composite_key, 0)) return build();
+    if (const Value* recent = recent_composites.find(composite_key)) return *recent;
     auto it = composites.find(std::string_view(composite_key));
-    if (it != composites.end()) return it->second;
-    std::string key = composite_key;  // converting the children reuses composite_key
-    Value v = build();
-    if (composites.size() > 100000) composites.clear();  // bound memory on traces of ever-new values
-    composites.emplace(std::move(key), v);
-    return v;
+    if (it == composites.end()) {
+      std::string key = composite_key;  // converting the children reuses composite_key
+      Value v = build();
+      if (composites.size() > 100000) composites.clear();  // bound memory on traces of ever-new values
+      it = composites.emplace(std::move(key), std::move(v)).first;
+    }
+    recent_composites.put(it->first, it->second);
+    return it->second;
   }
 
   Value convert(simdjson::dom::element e) {
@@ -235,11 +275,34 @@ struct JsonParser::Impl {
     return Value::null();
   }
 
+  // The keys of the previous record in visiting order: a file's records mostly repeat one shape, so a
+  // field's key is usually the one at its position last time, found by one comparison.
+  struct SeenKey {
+    std::string text;
+    KeyId prefix, raw, flat;
+  };
+  std::vector<SeenKey> seen_keys;
+  size_t key_position = 0;  // in the record being flattened
+
+  void flatten_record(simdjson::dom::object obj, std::vector<Field>& out) {
+    key_position = 0;
+    flatten(obj, kNoKey, out);
+  }
+
   void flatten(simdjson::dom::object obj, KeyId prefix, std::vector<Field>& out) {
-    const WellKnownKeys& k = keys();
+    const WellKnownKeys& k = known_keys;
     for (auto field : obj) {
-      const KeyId raw = raw_key(field.key);
-      const KeyId key = prefix == kNoKey ? raw : flat_key(prefix, raw);
+      KeyId raw, key;
+      const size_t at = key_position++;
+      if (at < seen_keys.size() && seen_keys[at].prefix == prefix && seen_keys[at].text == field.key) {
+        raw = seen_keys[at].raw;
+        key = seen_keys[at].flat;
+      } else {
+        raw = raw_key(field.key);
+        key = prefix == kNoKey ? raw : flat_key(prefix, raw);
+        if (at >= seen_keys.size()) seen_keys.resize(at + 1);
+        seen_keys[at] = SeenKey{std::string(field.key), prefix, raw, key};
+      }
       simdjson::dom::object child;
       const bool nested_kept = prefix == kNoKey && (raw == k.args || raw == k.kwargs || raw == k.return_values);
       if (!nested_kept && field.value.get_object().get(child) == simdjson::SUCCESS && child.size() > 0) {
@@ -298,7 +361,7 @@ bool JsonParser::parse_record_padded(const char* data, size_t len, std::vector<F
     error = "a trace line must be a JSON object";
     return false;
   }
-  impl_->flatten(obj, kNoKey, fields);
+  impl_->flatten_record(obj, fields);
   // Stable insertion sort: a record has a dozen or two fields, mostly in order already, and
   // std::stable_sort would allocate a buffer per record.
   for (size_t i = 1; i < fields.size(); ++i) {

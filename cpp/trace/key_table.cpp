@@ -1,42 +1,12 @@
 #include "trace/key_table.h"
 
-#include <array>
-#include <atomic>
-#include <memory>
-#include <mutex>
-#include <shared_mutex>
-#include <stdexcept>
-#include <unordered_map>
-
-#include "common/assert.h"
+#include "trace/interned_strings.h"
 
 namespace traincheck {
 namespace {
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
-// Names live in fixed-size chunks that never move, so key_name() can read them without the lock while
-// another thread appends.
-constexpr size_t kChunkBits = 12;
-constexpr size_t kChunkSize = size_t{1} << kChunkBits;
-constexpr size_t kMaxChunks = 4096;  // 16M distinct keys
-
-struct KeyTable {
-  std::shared_mutex mutex;
-  std::unordered_map<std::string, KeyId, StringHash, std::equal_to<>> ids;
-  std::array<std::atomic<std::string*>, kMaxChunks> chunks{};
-  size_t count = 0;
-
-  ~KeyTable() {
-    for (auto& c : chunks) delete[] c.load();
-  }
-};
-
-KeyTable& table() {
-  static KeyTable* t = new KeyTable();  // never destroyed: ids may be used during static destruction
+InternedStrings& table() {
+  static InternedStrings* t = new InternedStrings();  // never destroyed: ids may be used during static destruction
   return *t;
 }
 
@@ -64,47 +34,16 @@ std::string_view folded_key(std::string_view raw, std::string& buffer) {
 }  // namespace
 
 std::optional<KeyId> find_key(std::string_view raw) {
-  KeyTable& t = table();
   std::string folded;
-  const std::string_view name = folded_key(raw, folded);
-  std::shared_lock lock(t.mutex);
-  auto it = t.ids.find(name);
-  if (it == t.ids.end()) return std::nullopt;
-  return it->second;
+  return table().find(folded_key(raw, folded));
 }
 
 KeyId intern_key(std::string_view raw) {
-  KeyTable& t = table();
   std::string folded;
-  const std::string_view name = folded_key(raw, folded);
-  {
-    std::shared_lock lock(t.mutex);
-    auto it = t.ids.find(name);
-    if (it != t.ids.end()) return it->second;
-  }
-  std::unique_lock lock(t.mutex);
-  auto it = t.ids.find(name);
-  if (it != t.ids.end()) return it->second;
-  const size_t id = t.count;
-  const size_t chunk = id >> kChunkBits;
-  if (chunk >= kMaxChunks) throw std::length_error("key table full");
-  std::string* block = t.chunks[chunk].load(std::memory_order_relaxed);
-  if (block == nullptr) {
-    block = new std::string[kChunkSize];
-    t.chunks[chunk].store(block, std::memory_order_release);
-  }
-  block[id & (kChunkSize - 1)] = std::string(name);
-  t.ids.emplace(std::string(name), static_cast<KeyId>(id));
-  ++t.count;
-  return static_cast<KeyId>(id);
+  return table().intern(folded_key(raw, folded));
 }
 
-std::string_view key_name(KeyId id) {
-  KeyTable& t = table();
-  std::string* block = t.chunks[id >> kChunkBits].load(std::memory_order_acquire);
-  TC_ASSERT(block != nullptr, "a KeyId comes from intern_key or find_key");
-  return block[id & (kChunkSize - 1)];
-}
+std::string_view key_name(KeyId id) { return table().text(id); }
 
 const WellKnownKeys& keys() {
   static const WellKnownKeys k{

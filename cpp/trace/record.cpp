@@ -48,29 +48,44 @@ void Record::set(KeyId key, Value value) {
     fields.insert(it, Field{key, std::move(value)});
 }
 
-static std::string_view string_view_of(const Value* v) {
+std::string_view Record::func_call_id() const {
+  const Value* v = get(keys().func_call_id);
   return v != nullptr && v->is_string() ? std::string_view(v->as_string()) : std::string_view();
 }
 
-void Record::refresh_cached() {
+Record::KnownFields Record::known_fields() const {
+  const WellKnownKeys& k = keys();
+  KnownFields known;
+  for_each_field([&](const Field& f) {
+    if (f.key == k.type) known.type = &f.value;
+    else if (f.key == k.process_id) known.process_id = &f.value;
+    else if (f.key == k.thread_id) known.thread_id = &f.value;
+    else if (f.key == k.time) known.time = &f.value;
+    else if (f.key == k.meta_vars_step) known.step = &f.value;
+    else if (f.key == k.function) known.function = &f.value;
+    else if (f.key == k.func_call_id) known.func_call_id = &f.value;
+    else if (f.key == k.var_name) known.var_name = &f.value;
+    else if (f.key == k.var_type) known.var_type = &f.value;
+    else if (f.key == k.meta_vars_stage) known.stage = &f.value;
+  });
+  return known;
+}
+
+void Record::refresh_cached() { refresh_cached(known_fields()); }
+
+void Record::refresh_cached(const KnownFields& known) {
   TC_ASSERT(std::is_sorted(fields.begin(), fields.end(), [](const Field& a, const Field& b) { return a.key < b.key; }),
             "a record's fields are sorted by key (get and set search them)");
-  const WellKnownKeys& k = keys();
-  auto int_of = [&](KeyId key) -> int64_t {
-    const Value* v = get(key);
-    return v != nullptr && v->is_number() ? v->as_int() : 0;
-  };
-  process_id = int_of(k.process_id);
-  thread_id = int_of(k.thread_id);
-  time = int_of(k.time);
-  const Value* step_value = get(k.meta_vars_step);
-  has_step = step_value != nullptr && step_value->is_number() && !step_value->is_nan();
-  step = has_step ? step_value->as_int() : 0;
-  function = string_view_of(get(k.function));
-  func_call_id = string_view_of(get(k.func_call_id));
-  var_name = string_view_of(get(k.var_name));
-  var_type = string_view_of(get(k.var_type));
-  stage = string_view_of(get(k.meta_vars_stage));
+  auto int_of = [](const Value* v) -> int64_t { return v != nullptr && v->is_number() ? v->as_int() : 0; };
+  process_id = int_of(known.process_id);
+  thread_id = int_of(known.thread_id);
+  time = int_of(known.time);
+  has_step = known.step != nullptr && known.step->is_number() && !known.step->is_nan();
+  step = has_step ? known.step->as_int() : 0;
+  function = Name::of(known.function);
+  var_name = Name::of(known.var_name);
+  var_type = Name::of(known.var_type);
+  stage = Name::of(known.stage);
 }
 
 Value Record::to_value() const {

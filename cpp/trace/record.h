@@ -4,8 +4,8 @@
 // "meta_vars.context_managers.X"), except `args`, `kwargs` and `return_values`, which stay nested; empty
 // objects stay values.
 //
-// The handful of fields every index needs are also cached in typed members (views into the fields'
-// shared string payloads, which never move).
+// The handful of fields every index needs are also cached in typed members (numbers, and names interned
+// as 4-byte ids: trace/name.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "trace/key_table.h"
+#include "trace/name.h"
 #include "trace/value.h"
 
 namespace traincheck {
@@ -36,20 +37,21 @@ class Record {
   int64_t thread_id = 0;
   int64_t time = 0;
   int64_t step = 0;
-  std::string_view function;      // API records
-  std::string_view func_call_id;  // API records
-  std::string_view var_name;      // state records
-  std::string_view var_type;      // state records
-  std::string_view stage;         // meta_vars.stage ("init" when the trace had none)
   std::vector<Field> fields;      // the record's own fields, sorted by key
   Value shared_fields;            // null, or an object of fields shared with other records of its file
                                   // (trace/shared_fields.h), sorted by key; a key in `fields` wins
+  Name function;  // API records
+  Name var_name;  // state records
+  Name var_type;  // state records
+  Name stage;     // meta_vars.stage ("init" when the trace had none)
   uint32_t file = 0;  // index into TraceStore::files()
   uint32_t line = 0;  // 1-based line in that file
   RecordType type = RecordType::FunctionPre;
   bool has_step = false;
 
   bool is_api() const { return type != RecordType::StateChange; }
+  // API records; not cached, since every call has its own (a view into the field's payload).
+  std::string_view func_call_id() const;
 
   // Lookups and iteration see own and shared fields as one set.
   const Value* get(KeyId key) const;
@@ -61,8 +63,17 @@ class Record {
 
   // Inserts or replaces a field, keeping the order. Call refresh_cached() after changing cached ones.
   void set(KeyId key, Value value);
-  // Recomputes the typed members from `fields`.
+
+  // The fields the typed members come from, found in one pass (nullptr: absent). The pointers stay
+  // valid while the record is not changed.
+  struct KnownFields {
+    const Value *type = nullptr, *process_id = nullptr, *thread_id = nullptr, *time = nullptr, *step = nullptr,
+                *function = nullptr, *func_call_id = nullptr, *var_name = nullptr, *var_type = nullptr, *stage = nullptr;
+  };
+  KnownFields known_fields() const;
+  // Recomputes the typed members from the fields (`known`: this record's known_fields()).
   void refresh_cached();
+  void refresh_cached(const KnownFields& known);
 
   // The record as a flat JSON object (keys as read, in name order; used in checker outputs).
   Value to_value() const;

@@ -26,17 +26,97 @@ uint64_t fingerprint(const Value& v) {
   return v.is_bool() ? (v.as_bool() ? 1 : 2) : 3;
 }
 
+// A value's kind and its bits (a scalar's word, a string's, array's or object's payload address): equal
+// identities, equal values. The reader shares repeated strings' payloads, so a repeat is told in O(1).
+struct Identity {
+  ValueKind kind;
+  uint64_t bits;
+  bool operator==(const Identity&) const = default;
+};
+
+Identity identity(const Value& v) {
+  if (const void* payload = v.payload_id()) return {v.kind(), reinterpret_cast<uintptr_t>(payload)};
+  if (v.is_double()) {
+    const double d = v.as_double();
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    return {v.kind(), bits};
+  }
+  return {v.kind(), v.is_bool() ? uint64_t{v.as_bool()} : static_cast<uint64_t>(v.is_int() ? v.as_int() : 0)};
+}
+
 }  // namespace
 
+SharedFieldBlocks::KeyValues& SharedFieldBlocks::values_of(KeyId key) {
+  if (key >= slot_of_key_.size()) slot_of_key_.resize(key + 1, 0);
+  if (slot_of_key_[key] == 0) {
+    keys_.emplace_back();
+    slot_of_key_[key] = static_cast<uint32_t>(keys_.size());
+  }
+  return keys_[slot_of_key_[key] - 1];
+}
+
+std::vector<KeyId> SharedFieldBlocks::varying_keys() const {
+  std::vector<KeyId> out;
+  for (KeyId key = 0; key < slot_of_key_.size(); ++key)
+    if (slot_of_key_[key] != 0 && keys_[slot_of_key_[key] - 1].varies) out.push_back(key);
+  return out;
+}
+
+void SharedFieldBlocks::assume_varying(const std::vector<KeyId>& keys) {
+  for (KeyId key : keys) {
+    KeyValues& values = values_of(key);
+    values.varies = true;
+    std::unordered_set<uint64_t>().swap(values.seen);
+  }
+}
+
 bool SharedFieldBlocks::shareable(const Field& f) {
-  if (f.key == keys().func_call_id) return false;  // unique to one call
-  KeyValues& values = keys_[f.key];
+  if (f.key == func_call_id_) return false;  // unique to one call
+  KeyValues& values = values_of(f.key);
   if (values.varies) return false;
+  const Identity id = identity(f.value);
+  if (values.has_last && values.last_kind == id.kind && values.last_bits == id.bits) return true;  // in `seen` already
+  values.has_last = true;
+  values.last_kind = id.kind;
+  values.last_bits = id.bits;
   values.seen.insert(fingerprint(f.value));
   if (values.seen.size() <= kMaxDistinct) return true;
   values.varies = true;
   std::unordered_set<uint64_t>().swap(values.seen);
   return false;
+}
+
+bool SharedFieldBlocks::same_content(const std::vector<Field>& shared, const Value& block) {
+  const Object& members = block.as_object();
+  if (members.size() != shared.size()) return false;
+  for (size_t i = 0; i < shared.size(); ++i) {
+    const Value& a = shared[i].value;
+    const Value& b = members[i].value;
+    if (shared[i].key != members[i].key || a.kind() != b.kind()) return false;
+    switch (a.kind()) {
+      case ValueKind::Null: break;
+      case ValueKind::Bool:
+        if (a.as_bool() != b.as_bool()) return false;
+        break;
+      case ValueKind::Int:
+        if (a.as_int() != b.as_int()) return false;
+        break;
+      case ValueKind::Double: {
+        const double x = a.as_double(), y = b.as_double();
+        if (std::memcmp(&x, &y, sizeof x) != 0) return false;
+        break;
+      }
+      case ValueKind::String:
+        if (!a.same_payload(b) && a.as_string() != b.as_string()) return false;
+        break;
+      case ValueKind::Array:
+      case ValueKind::Object:
+        if (!a.same_payload(b)) return false;
+        break;
+    }
+  }
+  return true;
 }
 
 std::vector<Field> SharedFieldBlocks::split(Record& record) {
@@ -47,6 +127,17 @@ std::vector<Field> SharedFieldBlocks::split(Record& record) {
   buffer.clear();
   record.fields = std::vector<Field>(std::make_move_iterator(own_.begin()), std::make_move_iterator(own_.end()));
   if (shared_.empty()) return buffer;
+  uint64_t h = 0x9E3779B97F4A7C15ULL;
+  for (const Field& f : shared_) {
+    const Identity id = identity(f.value);
+    h = (h ^ (uint64_t{f.key} << 8 | static_cast<uint64_t>(id.kind))) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ id.bits) * 0x94D049BB133111EBULL;
+  }
+  RecentBlock& recent = recent_[(h ^ (h >> 29)) & (kRecentBlocks - 1)];
+  if (recent.hash == h && recent.block.is_object() && same_content(shared_, recent.block)) {
+    record.shared_fields = recent.block;
+    return buffer;
+  }
 
   // The exact content: key ids, kinds and values (string bytes with their length), so that equal keys
   // mean equal blocks.
@@ -80,6 +171,7 @@ std::vector<Field> SharedFieldBlocks::split(Record& record) {
     it = blocks_.emplace(key_, Value::object(std::move(members))).first;
   }
   record.shared_fields = it->second;
+  recent = RecentBlock{h, it->second};
   return buffer;
 }
 

@@ -31,15 +31,40 @@ class SharedFieldBlocks {
   // field vector, emptied, for its capacity (the reader parses the next line into it).
   std::vector<Field> split(Record& record);
 
+  // The keys found to vary too much to share, and a start from those found elsewhere in the same file
+  // (the reader's later pieces of a file start from its first piece's).
+  std::vector<KeyId> varying_keys() const;
+  void assume_varying(const std::vector<KeyId>& keys);
+
  private:
   bool shareable(const Field& f);
+  struct KeyValues;
+  KeyValues& values_of(KeyId key);
+  // Whether `shared` holds the very fields of `block` (same keys, kinds and values, arrays and objects
+  // by payload): the test the content key stands for.
+  static bool same_content(const std::vector<Field>& shared, const Value& block);
+
   // Per key: the fingerprints of the values seen so far, until there are too many (then `varies`).
   struct KeyValues {
     bool varies = false;
+    bool has_last = false;
+    ValueKind last_kind = ValueKind::Null;  // the latest value (kind and bits or payload): records mostly
+    uint64_t last_bits = 0;                 // repeat their predecessor's, already counted
     std::unordered_set<uint64_t> seen;
   };
-  std::unordered_map<KeyId, KeyValues> keys_;
+  const KeyId func_call_id_ = keys().func_call_id;
+  std::vector<uint32_t> slot_of_key_;  // KeyId -> position in keys_ + 1 (0: not seen yet)
+  std::vector<KeyValues> keys_;
   std::unordered_map<std::string, Value> blocks_;  // exact content key -> block
+  // Blocks found lately, by a hash of their fields' identities (shared payloads, scalar bits): a file's
+  // records cycle through a few dozen blocks (one per function or variable), so most find theirs here
+  // without building and hashing the content key. Only a confirmed equal content is taken.
+  static constexpr size_t kRecentBlocks = 256;
+  struct RecentBlock {
+    uint64_t hash = 0;
+    Value block;
+  };
+  std::vector<RecentBlock> recent_ = std::vector<RecentBlock>(kRecentBlocks);
   std::string key_;
   std::vector<Field> own_, shared_;
 };

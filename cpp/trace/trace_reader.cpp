@@ -1,13 +1,15 @@
 #include "trace/trace_reader.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <condition_variable>
 #include <iostream>
 #include <mutex>
-#include <optional>
+#include <new>
 #include <span>
 
 #include "common/parallel.h"
@@ -66,51 +68,59 @@ const Value& init_stage() {
 
 // Checks the fields an index relies on and fills the typed members. Throws on a missing field.
 void validate(Record& r, const std::string& file, size_t line) {
-  const WellKnownKeys& k = keys();
-  const Value* type = r.get(k.type);
+  const Record::KnownFields known = r.known_fields();
+  const Value* type = known.type;
   if (type == nullptr || !type->is_string()) throw TraceReadError(file, line, "type", "missing or not a string");
   auto parsed = parse_record_type(type->as_string());
   if (!parsed) throw TraceReadError(file, line, "type", "unknown record type '" + type->as_string() + "'");
   r.type = *parsed;
-  auto require_number = [&](KeyId key) {
-    const Value* v = r.get(key);
-    if (v == nullptr || !v->is_number() || v->is_nan())
-      throw TraceReadError(file, line, std::string(key_name(key)), "missing or not a number");
+  auto require_number = [&](const Value* v, std::string_view name) {
+    if (v == nullptr || !v->is_number() || v->is_nan()) throw TraceReadError(file, line, std::string(name), "missing or not a number");
   };
-  auto require_string = [&](KeyId key) {
-    const Value* v = r.get(key);
-    if (v == nullptr || !v->is_string())
-      throw TraceReadError(file, line, std::string(key_name(key)), "missing or not a string");
+  auto require_string = [&](const Value* v, std::string_view name) {
+    if (v == nullptr || !v->is_string()) throw TraceReadError(file, line, std::string(name), "missing or not a string");
   };
-  require_number(k.process_id);
-  require_number(k.thread_id);
-  require_number(k.time);
+  require_number(known.process_id, "process_id");
+  require_number(known.thread_id, "thread_id");
+  require_number(known.time, "time");
   if (r.type == RecordType::StateChange) {
-    require_string(k.var_name);
-    require_string(k.var_type);
+    require_string(known.var_name, "var_name");
+    require_string(known.var_type, "var_type");
   } else {
-    require_string(k.function);
-    require_string(k.func_call_id);
+    require_string(known.function, "function");
+    require_string(known.func_call_id, "func_call_id");
   }
   // The original fills a missing or NaN stage with "init" (docs/collection.md §Meta-vars and sampling).
-  const Value* stage = r.get(k.meta_vars_stage);
+  const Value* stage = known.stage;
   if (stage == nullptr || stage->is_nan() || stage->is_null()) {
-    r.set(k.meta_vars_stage, init_stage());
-  } else if (!stage->is_string()) {
-    throw TraceReadError(file, line, "meta_vars.stage", "not a string");  // every index groups by it
+    r.set(keys().meta_vars_stage, init_stage());
+    r.refresh_cached();  // the insertion moved the fields
+    return;
   }
-  r.refresh_cached();
+  if (!stage->is_string()) throw TraceReadError(file, line, "meta_vars.stage", "not a string");  // every index groups by it
+  r.refresh_cached(known);
 }
 
-// One file's records go straight into their slice of the trace's record array (sized by a line count
-// taken first), so the records are never held twice, as merging per-file arrays would. Records beyond
-// the slice (the file grew after it was counted) wait in `overflow`.
-struct FileResult {
+// A file is read in pieces: byte ranges that start at a line start, each parsed by one worker straight
+// into its own slice of the trace's record array (sized by a line count taken first), so the records are
+// never held twice, as merging per-file arrays would, and one large file keeps every worker busy (the
+// collector's state file is often most of a trace). Records beyond a slice (the file grew after it was
+// counted) wait in `overflow`.
+constexpr uint64_t kToEnd = UINT64_MAX;
+
+struct Piece {
+  uint32_t file = 0;
+  uint64_t begin = 0;
+  uint64_t end = kToEnd;  // exclusive, just after a newline; kToEnd: to the end of the file, however long
+  size_t lines = 0;       // lines counted in [begin, end): the slice's slots
+  size_t first_line = 1;  // the 1-based number of the line at `begin`
+
   std::span<Record> slots;
   size_t placed = 0;
   std::vector<Record> overflow;
   uint64_t bytes = 0;
   size_t skipped = 0;
+  std::vector<TraceReadError> problems;  // the first few, in line order
 
   size_t count() const { return placed + overflow.size(); }
   void add(Record&& r) {
@@ -122,19 +132,17 @@ struct FileResult {
 // Warnings printed per file before only a count is given: a file of garbage must not flood the terminal.
 constexpr size_t kMaxLineWarnings = 5;
 
-// A line that is not a valid record (torn by a full disk or a kill, or damaged) is skipped with a warning
-// naming file, line and why, as the online checker does: one bad line never costs the whole trace. A
-// file without a single valid record is not a trace: that is an error, with its first problem.
-class FileParser {
+// A line that is not a valid record (torn by a full disk or a kill, or damaged) is skipped; its problem
+// is kept for the file's warnings (report_file).
+class PieceParser {
  public:
-  FileParser(const std::string& name, uint32_t file_index, JsonParser& parser, FileResult& result, std::ostream& warn,
-             std::mutex& warn_mutex)
-      : name_(name), file_index_(file_index), parser_(parser), result_(result), warn_(warn), warn_mutex_(warn_mutex) {}
+  PieceParser(const std::string& name, JsonParser& parser, SharedFieldBlocks& shared_blocks, Piece& piece)
+      : name_(name), parser_(parser), shared_blocks_(shared_blocks), piece_(piece), line_no_(piece.first_line - 1) {}
 
   // Parses the lines of data[0, size): every line ends with '\n' except perhaps the file's last.
   // `data` has kJsonPadding readable bytes after `size`.
   void feed(const char* data, size_t size) {
-    result_.bytes += size;
+    piece_.bytes += size;
     size_t pos = 0;
     while (pos < size) {
       const void* nl = std::memchr(data + pos, '\n', size - pos);
@@ -148,21 +156,9 @@ class FileParser {
     }
   }
 
-  void finish() {
-    if (result_.count() == 0 && first_problem_) throw *first_problem_;
-    if (result_.skipped > kMaxLineWarnings) {
-      std::lock_guard lock(warn_mutex_);
-      warn_ << "warning: " << name_ << ": " << result_.skipped << " lines skipped in all\n";
-    }
-  }
-
  private:
-  void skip(const TraceReadError& problem) {
-    if (!first_problem_) first_problem_ = problem;
-    if (++result_.skipped <= kMaxLineWarnings) {
-      std::lock_guard lock(warn_mutex_);
-      warn_ << "warning: " << problem.what() << " (line skipped)\n";
-    }
+  void skip(TraceReadError problem) {
+    if (++piece_.skipped <= kMaxLineWarnings) piece_.problems.push_back(std::move(problem));
   }
 
   void parse_line(const char* data, size_t len) {
@@ -172,7 +168,7 @@ class FileParser {
     }
     Record r;
     r.fields.swap(fields_);  // validated in the parse buffer, then split into exact-size own fields
-    r.file = file_index_;
+    r.file = piece_.file;
     r.line = static_cast<uint32_t>(line_no_);
     try {
       validate(r, name_, line_no_);
@@ -181,39 +177,85 @@ class FileParser {
       return;
     }
     fields_ = shared_blocks_.split(r);
-    result_.add(std::move(r));
+    piece_.add(std::move(r));
   }
 
   const std::string& name_;
-  uint32_t file_index_;
   JsonParser& parser_;
-  FileResult& result_;
-  std::ostream& warn_;
-  std::mutex& warn_mutex_;
+  SharedFieldBlocks& shared_blocks_;  // one table per piece
+  Piece& piece_;
   std::vector<Field> fields_;  // reused: its capacity is the largest record's
-  SharedFieldBlocks shared_blocks_;  // one table per file
   std::string error_;
-  std::optional<TraceReadError> first_problem_;
-  size_t line_no_ = 0;
+  size_t line_no_;
 };
 
-// Files are read this much at a time, so a reader holds one block of text, never a whole file.
-constexpr size_t kReadBlockBytes = size_t{8} << 20;
+// One file's verdict from its pieces (in order): the first problems as warnings, a count past them, and
+// an error, with its first problem, for a file without a single valid record: that is not a trace.
+void report_file(const std::string& name, std::span<const Piece> pieces, std::ostream& warn) {
+  size_t records = 0, skipped = 0, warned = 0;
+  for (const Piece& p : pieces) {
+    records += p.count();
+    skipped += p.skipped;
+    for (const TraceReadError& problem : p.problems)
+      if (warned++ < kMaxLineWarnings) warn << "warning: " << problem.what() << " (line skipped)\n";
+  }
+  if (records == 0 && skipped > 0)
+    for (const Piece& p : pieces)
+      if (!p.problems.empty()) throw p.problems.front();
+  if (skipped > kMaxLineWarnings) warn << "warning: " << name << ": " << skipped << " lines skipped in all\n";
+}
 
-void read_one_file(const std::string& path, uint32_t file_index, JsonParser& parser, FileResult& result, std::ostream& warn,
-                   std::mutex& warn_mutex) {
+// Files are read this much at a time, so a reader holds one block of text, never a whole file.
+constexpr size_t kReadBlockBytes = size_t{1} << 20;
+
+// A read block's memory, mapped directly so that it goes back to the system when freed: from malloc,
+// each freed block raised glibc's mmap threshold and the next blocks stayed in the heap, 8 MiB of
+// unused memory per block read per worker for the rest of the run (bench/memory_bench).
+class ReadBuffer {
+ public:
+  ReadBuffer() = default;
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+  ~ReadBuffer() { unmap(); }
+
+  char* data() { return data_; }
+  size_t size() const { return size_; }
+  // Makes room for `n` bytes, keeping the first size() ones.
+  void grow(size_t n) {
+    if (n <= size_) return;
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (size_ > 0) std::memcpy(p, data_, size_);
+    unmap();
+    data_ = static_cast<char*>(p);
+    size_ = n;
+  }
+
+ private:
+  void unmap() {
+    if (data_ != nullptr) munmap(data_, size_);
+  }
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+void read_piece(const std::string& path, JsonParser& parser, SharedFieldBlocks& shared_blocks, Piece& piece) {
   std::ifstream in;
   std::string error;
   if (!open_plain_file(path, in, error)) throw TraceReadError(path, 0, "", error);
-  FileParser lines(path, file_index, parser, result, warn, warn_mutex);
-  std::string buffer;  // a partial line carried over, then the block read, then the padding
+  if (piece.begin > 0) in.seekg(static_cast<std::streamoff>(piece.begin));
+  uint64_t left = piece.end == kToEnd ? kToEnd : piece.end - piece.begin;
+  PieceParser lines(path, parser, shared_blocks, piece);
+  ReadBuffer buffer;  // a partial line carried over, then the block read, then the padding
   size_t carried = 0;
   for (;;) {
-    buffer.resize(carried + kReadBlockBytes + kJsonPadding);
-    in.read(buffer.data() + carried, static_cast<std::streamsize>(kReadBlockBytes));
-    const size_t got = static_cast<size_t>(in.gcount());
+    buffer.grow(carried + kReadBlockBytes + kJsonPadding);  // more only when a line outgrows a block
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kReadBlockBytes, left));
+    if (want > 0) in.read(buffer.data() + carried, static_cast<std::streamsize>(want));
+    const size_t got = want > 0 ? static_cast<size_t>(in.gcount()) : 0;
+    left -= got;
     const size_t size = carried + got;
-    if (got == 0) {  // end of file: what was carried is the last line (no newline)
+    if (got == 0) {  // end of the piece or of the file: what was carried is its last line (no newline)
       if (in.bad()) throw TraceReadError(path, 0, "", "cannot read file");
       std::memset(buffer.data() + size, 0, kJsonPadding);
       lines.feed(buffer.data(), size);
@@ -229,71 +271,147 @@ void read_one_file(const std::string& path, uint32_t file_index, JsonParser& par
     }
     carried = size - complete;
   }
-  lines.finish();
 }
 
-// Lines a file may hold (newlines, plus an unterminated last line): an upper bound on its records. A
-// file that cannot be opened or read counts 0 here; parsing it reports the error.
-size_t count_lines(const std::string& path) {
+// Counts a file's lines (newlines, plus an unterminated last line: an upper bound on its records) and
+// cuts it into pieces of about `piece_bytes` at line starts. A file that cannot be opened or read is one
+// piece of 0 lines here; parsing it reports the error.
+std::vector<Piece> plan_pieces(const std::string& path, uint32_t file, uint64_t piece_bytes) {
+  std::vector<Piece> pieces(1);
+  pieces[0].file = file;
   std::ifstream in;
   std::string error;
-  if (!open_plain_file(path, in, error)) return 0;
-  std::string block(kReadBlockBytes, '\0');
-  size_t lines = 0;
+  if (!open_plain_file(path, in, error)) return pieces;
+  ReadBuffer buffer;
+  buffer.grow(kReadBlockBytes);
+  char* const block = buffer.data();
+  uint64_t offset = 0;  // of the block in the file
+  size_t lines = 0;     // in the file so far
   char last = '\n';
   for (;;) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    in.read(block, static_cast<std::streamsize>(kReadBlockBytes));
     const size_t got = static_cast<size_t>(in.gcount());
     if (got == 0) break;
-    lines += static_cast<size_t>(std::count(block.data(), block.data() + got, '\n'));
+    // Line by line with memchr (vectorised): std::count went byte by byte.
+    const char* end = block + got;
+    for (const char* p = block; (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)))) != nullptr; ++p) {
+      ++lines;
+      const uint64_t after = offset + static_cast<uint64_t>(p - block) + 1;
+      Piece& current = pieces.back();
+      if (after - current.begin < piece_bytes) continue;
+      current.end = after;
+      current.lines = lines - (current.first_line - 1);
+      Piece next;
+      next.file = file;
+      next.begin = after;
+      next.first_line = lines + 1;
+      pieces.push_back(std::move(next));
+    }
+    offset += got;
     last = block[got - 1];
   }
-  return lines + (last != '\n' ? 1 : 0);
+  Piece& tail = pieces.back();
+  tail.lines = lines + (last != '\n' ? 1 : 0) - (tail.first_line - 1);
+  return pieces;
 }
 
-// Gives each file its slice of `records` (one slot per counted line).
-void assign_slices(std::vector<Record>& records, const std::vector<size_t>& lines, std::vector<FileResult>& results) {
+// Gives each piece its slice of `records` (one slot per counted line).
+void assign_slices(std::vector<Record>& records, std::vector<Piece>& pieces) {
   size_t total = 0;
-  for (size_t n : lines) total += n;
+  for (const Piece& p : pieces) total += p.lines;
   records.resize(total);
   size_t offset = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    results[i].slots = std::span<Record>(records.data() + offset, lines[i]);
-    offset += lines[i];
+  for (Piece& p : pieces) {
+    p.slots = std::span<Record>(records.data() + offset, p.lines);
+    offset += p.lines;
   }
 }
 
-// Closes the gaps the slices left (blank, skipped or torn lines) in place, file after file, keeping
+// Closes the gaps the slices left (blank, skipped or torn lines) in place, piece after piece, keeping
 // file order and line order; only a file that outgrew its slice makes a second array.
-RawTrace assemble(std::vector<std::string> files, std::vector<Record> records, std::vector<FileResult>& results) {
+RawTrace assemble(std::vector<std::string> files, std::vector<Record> records, std::vector<Piece>& pieces) {
   RawTrace out;
   out.files = std::move(files);
   bool overflowed = false;
-  for (const FileResult& r : results) {
-    out.bytes += r.bytes;
-    out.skipped_lines += r.skipped;
-    overflowed = overflowed || !r.overflow.empty();
+  for (const Piece& p : pieces) {
+    out.bytes += p.bytes;
+    out.skipped_lines += p.skipped;
+    overflowed = overflowed || !p.overflow.empty();
   }
   if (overflowed) {
     size_t total = 0;
-    for (const FileResult& r : results) total += r.count();
+    for (const Piece& p : pieces) total += p.count();
     out.records.reserve(total);
-    for (FileResult& r : results) {
-      for (size_t j = 0; j < r.placed; ++j) out.records.push_back(std::move(r.slots[j]));
-      for (Record& extra : r.overflow) out.records.push_back(std::move(extra));
-      std::vector<Record>().swap(r.overflow);
+    for (Piece& p : pieces) {
+      for (size_t j = 0; j < p.placed; ++j) out.records.push_back(std::move(p.slots[j]));
+      for (Record& extra : p.overflow) out.records.push_back(std::move(extra));
+      std::vector<Record>().swap(p.overflow);
     }
     return out;
   }
   size_t write = 0;
-  for (const FileResult& r : results) {
-    Record* from = r.slots.data();
-    for (size_t j = 0; j < r.placed; ++j, ++write)
+  for (const Piece& p : pieces) {
+    Record* from = p.slots.data();
+    for (size_t j = 0; j < p.placed; ++j, ++write)
       if (&records[write] != from + j) records[write] = std::move(from[j]);
   }
   records.resize(write);
   out.records = std::move(records);
   return out;
+}
+
+// Parses the planned pieces of `files` in parallel, then reports each file and assembles the trace.
+RawTrace read_pieces(const std::vector<std::string>& files, std::vector<Piece> pieces, const ReadOptions& options) {
+  std::ostream& warn = options.warnings ? *options.warnings : std::cerr;
+  std::vector<Record> records;
+  assign_slices(records, pieces);
+  // A file's later pieces start from the keys its first piece found to vary too much to share: each
+  // piece learning them anew filled its first thousands of records' blocks with times and steps (a MiB a
+  // piece). First pieces are handed out first, so a piece never waits for one that no worker holds.
+  struct FileLearning {
+    std::mutex mutex;
+    std::condition_variable learnt;
+    bool done = false;
+    std::vector<KeyId> varying;
+  };
+  std::vector<FileLearning> learning(files.size());
+  auto is_first = [&](size_t i) { return i == 0 || pieces[i - 1].file != pieces[i].file; };
+  std::vector<size_t> order;
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (is_first(i)) order.push_back(i);
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (!is_first(i)) order.push_back(i);
+  parallel_for(order.size(), options.threads, [&](size_t n) {
+    thread_local JsonParser parser;
+    const size_t i = order[n];
+    FileLearning& file = learning[pieces[i].file];
+    SharedFieldBlocks shared_blocks;
+    if (!is_first(i)) {
+      std::unique_lock lock(file.mutex);
+      file.learnt.wait(lock, [&] { return file.done; });
+      shared_blocks.assume_varying(file.varying);
+    }
+    auto publish = [&] {  // also when the first piece fails, so that no piece waits forever
+      std::lock_guard lock(file.mutex);
+      file.varying = shared_blocks.varying_keys();
+      file.done = true;
+      file.learnt.notify_all();
+    };
+    try {
+      read_piece(files[pieces[i].file], parser, shared_blocks, pieces[i]);
+    } catch (...) {
+      if (is_first(i)) publish();
+      throw;
+    }
+    if (is_first(i)) publish();
+  });
+  for (size_t lo = 0; lo < pieces.size();) {
+    size_t hi = lo;
+    while (hi < pieces.size() && pieces[hi].file == pieces[lo].file) ++hi;
+    report_file(files[pieces[lo].file], std::span<const Piece>(pieces.data() + lo, hi - lo), warn);
+    lo = hi;
+  }
+  return assemble(files, std::move(records), pieces);
 }
 
 }  // namespace
@@ -315,40 +433,38 @@ bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& 
 }
 
 RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptions& options) {
-  std::vector<size_t> lines(files.size());
-  parallel_for(files.size(), options.threads, [&](size_t i) { lines[i] = count_lines(files[i]); });
-  return read_trace_files_counted(files, lines, options);
+  std::vector<std::vector<Piece>> planned(files.size());
+  parallel_for(files.size(), options.threads, [&](size_t i) { planned[i] = plan_pieces(files[i], static_cast<uint32_t>(i), options.piece_bytes); });
+  std::vector<Piece> pieces;
+  for (std::vector<Piece>& file_pieces : planned)
+    for (Piece& p : file_pieces) pieces.push_back(std::move(p));
+  return read_pieces(files, std::move(pieces), options);
 }
 
 RawTrace read_trace_files_counted(const std::vector<std::string>& files, const std::vector<size_t>& lines,
                                   const ReadOptions& options) {
-  std::ostream& warn = options.warnings ? *options.warnings : std::cerr;
-  std::mutex warn_mutex;
-  std::vector<Record> records;
-  std::vector<FileResult> results(files.size());
-  assign_slices(records, lines, results);
-  parallel_for(files.size(), options.threads, [&](size_t i) {
-    thread_local JsonParser parser;
-    read_one_file(files[i], static_cast<uint32_t>(i), parser, results[i], warn, warn_mutex);
-  });
-  return assemble(files, std::move(records), results);
+  std::vector<Piece> pieces(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    pieces[i].file = static_cast<uint32_t>(i);
+    pieces[i].lines = lines[i];
+  }
+  return read_pieces(files, std::move(pieces), options);
 }
 
 RawTrace read_trace_text(const std::string& name, const std::string& text, const ReadOptions& options) {
   std::ostream& warn = options.warnings ? *options.warnings : std::cerr;
-  std::mutex warn_mutex;
-  const size_t line_count = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
-                            (!text.empty() && text.back() != '\n' ? 1 : 0);
+  std::vector<Piece> pieces(1);
+  pieces[0].lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + (!text.empty() && text.back() != '\n' ? 1 : 0);
   std::vector<Record> records;
-  std::vector<FileResult> results(1);
-  assign_slices(records, {line_count}, results);
+  assign_slices(records, pieces);
   JsonParser parser;
+  SharedFieldBlocks shared_blocks;
   std::string buffer = text;
   buffer.append(kJsonPadding, '\0');
-  FileParser lines(name, 0, parser, results[0], warn, warn_mutex);
+  PieceParser lines(name, parser, shared_blocks, pieces[0]);
   lines.feed(buffer.data(), text.size());
-  lines.finish();
-  return assemble({name}, std::move(records), results);
+  report_file(name, pieces, warn);
+  return assemble({name}, std::move(records), pieces);
 }
 
 }  // namespace traincheck

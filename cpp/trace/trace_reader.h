@@ -2,11 +2,12 @@
 //
 // A trace is either a folder (every file whose name starts with "trace_", plus "proxy_log.json") or an
 // explicit list of files combined into one trace (-t). Files are parsed in parallel, one simdjson
-// parser per worker.
+// parser per worker, a large file in pieces of about 32 MiB (cut at line starts) so that one file never
+// leaves the other workers idle.
 //
-// Damage policy: a malformed *last* line of a file (a writer killed mid-line) is skipped with a warning
-// and everything before it is kept; a malformed line anywhere else, or a record missing a required
-// field, is an error naming the file, the line and the field.
+// Damage policy: a malformed line (a writer killed mid-line, a full disk) or a record missing a required
+// field is skipped with a warning naming the file, the line and the field (the first five per file, then
+// a count); a file without a single valid record is an error with its first problem.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ class TraceReadError : public std::runtime_error {
 struct ReadOptions {
   std::ostream* warnings = nullptr;  // nullptr: std::cerr
   size_t threads = 0;                // 0: one per hardware thread
+  uint64_t piece_bytes = uint64_t{32} << 20;  // a file is parsed in pieces of about this size
 };
 
 struct RawTrace {
@@ -50,9 +52,9 @@ std::vector<std::string> list_trace_files(const std::string& folder);
 // Reads the given files as one trace. Throws TraceReadError.
 RawTrace read_trace_files(const std::vector<std::string>& files, const ReadOptions& options = {});
 
-// read_trace_files once the files' lines are counted (`lines[i]` for files[i]): each file's records go
-// into a slice of that many slots of one array. A file that has grown since it was counted still reads
-// whole. Exposed for tests of that case.
+// read_trace_files once the files' lines are counted (`lines[i]` for files[i]), each file read whole as
+// one piece: its records go into a slice of that many slots of one array. A file that has grown since it
+// was counted still reads whole. Exposed for tests of that case.
 RawTrace read_trace_files_counted(const std::vector<std::string>& files, const std::vector<size_t>& lines,
                                   const ReadOptions& options = {});
 

@@ -132,12 +132,12 @@ void TraceStore::index_calls(std::ostream& warn) {
       c.pre = ri;
       c.start = r.time;
       c.thread = t;
-      ids.add(r.func_call_id, static_cast<uint32_t>(calls_.size()));
+      ids.add(r.func_call_id(), static_cast<uint32_t>(calls_.size()));
       calls_.push_back(c);
     }
   }
   ids.sort();
-  auto id_of = [&](uint32_t call) { return records_[calls_[call].pre].func_call_id; };
+  auto id_of = [&](uint32_t call) { return records_[calls_[call].pre].func_call_id(); };
   // Pair pre and post records per thread with a call stack.
   size_t orphan_posts = 0, lost_posts = 0;
   std::vector<bool> dropped(calls_.size(), false);  // per call
@@ -149,15 +149,15 @@ void TraceStore::index_calls(std::ostream& warn) {
       if (!r.is_api()) continue;
       if (r.type == RecordType::FunctionPre) {
         const uint32_t call = next_call++;
-        if (ids.find(r.func_call_id, id_of) != call)
+        if (ids.find(r.func_call_id(), id_of) != call)
           throw TraceReadError(files_[r.file], r.line, "func_call_id",
-                               "more than one pre-record for call '" + std::string(r.func_call_id) + "'");
+                               "more than one pre-record for call '" + std::string(r.func_call_id()) + "'");
         stack.push_back(call);
         continue;
       }
       // Only calls whose pre-record came earlier in this walk pair up (as they did with a map filled
       // while walking): a post before its pre, or on a thread walked before the pre's, is an orphan.
-      const uint32_t call = ids.find(r.func_call_id, id_of);
+      const uint32_t call = ids.find(r.func_call_id(), id_of);
       if (call == kNone || call >= next_call) {
         ++orphan_posts;  // its pre-record was not traced (or was lost): nothing to pair with
         continue;
@@ -165,7 +165,7 @@ void TraceStore::index_calls(std::ostream& warn) {
       CallEvent& c = calls_[call];
       if (c.post != kNone)
         throw TraceReadError(files_[r.file], r.line, "func_call_id",
-                             "more than two records for call '" + std::string(r.func_call_id) + "'");
+                             "more than two records for call '" + std::string(r.func_call_id()) + "'");
       c.post = ri;
       c.end = r.time;
       c.status = r.type == RecordType::FunctionException ? CallStatus::Exception : CallStatus::Complete;
@@ -197,7 +197,7 @@ void TraceStore::index_calls(std::ostream& warn) {
     CallEvent& c = calls_[i];
     if (c.status == CallStatus::Incomplete) c.end = end_time_;
     TC_ASSERT((c.post == kNone) == (c.status == CallStatus::Incomplete), "a call has a post record unless incomplete");
-    TC_ASSERT(c.post == kNone || records_[c.post].func_call_id == records_[c.pre].func_call_id,
+    TC_ASSERT(c.post == kNone || records_[c.post].func_call_id() == records_[c.pre].func_call_id(),
               "a call's post record is its own (same func_call_id)");
     TC_ASSERT(c.start <= c.end, "a call ends after it starts (records are in time order)");
     calls_by_function_[function_of(c)].push_back(i);
@@ -213,7 +213,7 @@ void TraceStore::index_calls(std::ostream& warn) {
 
 const CallEvent* TraceStore::find_call(std::string_view id) const {
   for (const CallEvent& c : calls_)
-    if (records_[c.pre].func_call_id == id) return &c;
+    if (records_[c.pre].func_call_id() == id) return &c;
   return nullptr;
 }
 
@@ -240,8 +240,8 @@ std::span<const VarChange> TraceStore::contained_var_changes(const CallEvent& ca
   if (it == changes_by_process_.end()) return {};
   const std::vector<VarChange>& list = it->second;
   auto lo = std::lower_bound(list.begin(), list.end(), call.start,
-                             [](const VarChange& c, int64_t t) { return c.time < t; });
-  auto hi = std::upper_bound(lo, list.end(), call.end, [](int64_t t, const VarChange& c) { return t < c.time; });
+                             [&](const VarChange& c, int64_t t) { return time_of(c) < t; });
+  auto hi = std::upper_bound(lo, list.end(), call.end, [&](int64_t t, const VarChange& c) { return t < time_of(c); });
   return std::span<const VarChange>(list.data() + (lo - list.begin()), static_cast<size_t>(hi - lo));
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,24 +49,37 @@ struct CallEvent {
 };
 static_assert(sizeof(CallEvent) == 32, "a call is four indices and two times");
 
+// 24 bytes: a digest (data, grad) changes at every record, and a trace holds millions of states. Where
+// a state ends and how many records hold it follow from the next state (AttrHistory::end_of, records_of).
 struct AttrState {
   Value value;
-  uint32_t first = 0;  // its records: AttrHistory::records[first, first + count)
-  uint32_t count = 0;
+  uint32_t first = 0;  // its records: AttrHistory::records()[first, next state's first)
   int64_t start = 0;   // time of the first record with this value
-  int64_t end = 0;     // time of the next change, or the trace end
 };
+static_assert(sizeof(AttrState) == 24, "a state is a value, an index and a time");
 
 // One attribute of a variable over time. Its states' records are consecutive runs of one array, not an
-// array each: a digest (data, grad) changes at every record, and a trace holds millions of states.
+// array each; attributes that every state record of their variable holds (most of them) share one array.
 struct AttrHistory {
   KeyId key = kNoKey;  // the flattened record key, e.g. "attributes.grad"
   std::string name;    // the attribute name, e.g. "grad"
   std::vector<AttrState> states;
-  std::vector<uint32_t> records;  // record indices holding the attribute, in time order
+  int64_t last_end = 0;  // when the last state ends: the trace end
 
-  // The record indices holding `state`'s value, in time order.
-  std::span<const uint32_t> records_of(const AttrState& state) const { return {records.data() + state.first, state.count}; }
+  // The record indices holding the attribute, in time order.
+  const std::vector<uint32_t>& records() const { return *records_; }
+  // The record indices holding state `s`'s value, in time order.
+  std::span<const uint32_t> records_of(uint32_t s) const {
+    const uint32_t first = states[s].first;
+    const uint32_t next = s + 1 < states.size() ? states[s + 1].first : static_cast<uint32_t>(records_->size());
+    return {records_->data() + first, next - first};
+  }
+  // When state `s` ends: the next state's start, or the trace end.
+  int64_t end_of(uint32_t s) const { return s + 1 < states.size() ? states[s + 1].start : last_end; }
+
+ private:
+  friend class TraceStore;
+  std::shared_ptr<std::vector<uint32_t>> records_ = std::make_shared<std::vector<uint32_t>>();
 };
 
 struct VarInstance {
@@ -76,11 +90,12 @@ struct VarInstance {
   const AttrHistory* attr(std::string_view name) const;
 };
 
+// 12 bytes, one per state after an attribute's first; its time is the new state's start
+// (TraceStore::time_of).
 struct VarChange {
   uint32_t var = 0;        // index into var_instances()
   uint32_t attr = 0;       // index into VarInstance::attrs
   uint32_t new_state = 0;  // the old state is new_state - 1
-  int64_t time = 0;        // when the new state begins
 };
 
 struct ThreadInfo {
@@ -151,6 +166,8 @@ class TraceStore {
     TC_ASSERT(c.new_state > 0 && c.new_state < a.states.size(), "a var change lies between two states");
     return a;
   }
+  // When the change happens: its new state's start.
+  int64_t time_of(const VarChange& c) const { return vars_[c.var].attrs[c.attr].states[c.new_state].start; }
 
   // Context managers active on (pid, tid) at `time`, as fields "meta_vars.context_managers.<X>" ->
   // {arg: value}, sorted by key: what the original injects into example records

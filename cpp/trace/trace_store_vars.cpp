@@ -20,8 +20,13 @@ const AttrHistory* VarInstance::attr(std::string_view name) const {
 
 void TraceStore::index_vars() {
   std::map<std::tuple<int64_t, std::string_view, std::string_view>, uint32_t> by_id;
-  // Per var instance: attribute key -> slot in attrs.
+  // Per var instance: attribute key -> slot in attrs, its state records, and per attribute how many of
+  // them hold it. An attribute's own record list is made only when it is not in all of them (rare):
+  // building one per attribute and dropping most for the shared list left a third of the store's memory
+  // behind as freed blocks (bench/memory_bench).
   std::vector<std::unordered_map<KeyId, uint32_t>> slots;
+  std::vector<std::vector<uint32_t>> var_records;
+  std::vector<std::vector<uint32_t>> held;  // per var, per attr slot
   std::vector<std::pair<std::string_view, const Field*>> attributes;  // of one record
   for (uint32_t ri = 0; ri < records_.size(); ++ri) {
     const Record& r = records_[ri];
@@ -30,9 +35,12 @@ void TraceStore::index_vars() {
     if (inserted) {
       vars_.push_back(VarInstance{r.process_id, r.var_name, r.var_type, {}});
       slots.emplace_back();
+      var_records.emplace_back();
+      held.emplace_back();
     }
     const uint32_t vi = it->second;
     VarInstance& var = vars_[vi];
+    var_records[vi].push_back(ri);
     // Attributes by name, not by key id: ids follow the order in which parser threads met the names,
     // and the order of attrs and of one record's changes reaches the relations' output.
     attributes.clear();
@@ -47,21 +55,39 @@ void TraceStore::index_vars() {
     for (const auto& [attr, field] : attributes) {
       const Field& f = *field;
       auto [slot_it, new_slot] = slots[vi].try_emplace(f.key, static_cast<uint32_t>(var.attrs.size()));
-      if (new_slot) var.attrs.push_back(AttrHistory{f.key, std::string(attr), {}, {}});
-      AttrHistory& h = var.attrs[slot_it->second];
-      h.records.push_back(ri);
-      if (!starts_new_state(h.states.empty() ? nullptr : &h.states.back().value, f.value)) {
-        ++h.states.back().count;
-        continue;
+      if (new_slot) {
+        var.attrs.emplace_back();
+        var.attrs.back().key = f.key;
+        var.attrs.back().name = std::string(attr);
+        var.attrs.back().last_end = end_time_;
+        held[vi].push_back(0);
       }
-      if (!h.states.empty()) h.states.back().end = r.time;
-      h.states.push_back(AttrState{f.value, static_cast<uint32_t>(h.records.size() - 1), 1, r.time, end_time_});
+      AttrHistory& h = var.attrs[slot_it->second];
+      const uint32_t position = held[vi][slot_it->second]++;  // in the attribute's records
+      if (!starts_new_state(h.states.empty() ? nullptr : &h.states.back().value, f.value)) continue;
+      h.states.push_back(AttrState{f.value, position, r.time});
       if (h.states.size() > 1)
-        changes_by_process_[r.process_id].push_back(
-            VarChange{vi, slot_it->second, static_cast<uint32_t>(h.states.size() - 1), r.time});
+        changes_by_process_[r.process_id].push_back(VarChange{vi, slot_it->second, static_cast<uint32_t>(h.states.size() - 1)});
     }
   }
-  // Records are visited in time order, so each process's change list is already sorted.
+  // Records are visited in time order, so each process's change list is already sorted. Lists keep the
+  // capacity their growth left: memory never written is never resident, and shrinking them copied each
+  // and left the old, written block behind in the heap (bench/memory_bench).
+  for (uint32_t vi = 0; vi < vars_.size(); ++vi) {
+    auto all = std::make_shared<std::vector<uint32_t>>(std::move(var_records[vi]));
+    for (uint32_t a = 0; a < vars_[vi].attrs.size(); ++a) {
+      AttrHistory& h = vars_[vi].attrs[a];
+      // Held by every state record: its records are the variable's.
+      if (held[vi][a] == all->size()) {
+        h.records_ = all;
+        continue;
+      }
+      h.records_->reserve(held[vi][a]);
+      for (uint32_t ri : *all)
+        if (state_value(records_[ri], h.key) != nullptr) h.records_->push_back(ri);
+      TC_ASSERT(h.records_->size() == held[vi][a], "an attribute's records are those that held a state value of it");
+    }
+  }
 }
 
 namespace {

@@ -89,7 +89,7 @@ TEST(OnlineChecker, AParentCallWithoutItsChildIsOneViolationCarryingTheParentsPr
   ASSERT_EQ(checker.states()[0].samples.size(), 1u);
   const Record& evidence = checker.states()[0].samples[0];
   EXPECT_EQ(evidence.type, RecordType::FunctionPre);
-  EXPECT_EQ(evidence.func_call_id, "p2");
+  EXPECT_EQ(evidence.func_call_id(), "p2");
   EXPECT_EQ(evidence.step, 2);
   EXPECT_EQ(checker.states()[0].first_step, 2);
 }
@@ -166,7 +166,7 @@ TEST(OnlineChecker, AThreadsOnlyCallOfTheLeaderIsJudgedAtTheEndOfTheTraceAsOffli
   EXPECT_TRUE(result.triggered);
   ASSERT_EQ(result.violations.size(), 1u);
   ASSERT_EQ(result.violations[0].records.size(), 1u);
-  EXPECT_EQ(store.record(result.violations[0].records[0]).func_call_id, "a2");
+  EXPECT_EQ(store.record(result.violations[0].records[0]).func_call_id(), "a2");
 }
 
 TEST(OnlineChecker, RecordsOfApisNoInvariantNamesAreNotDispatched) {

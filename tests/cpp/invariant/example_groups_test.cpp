@@ -55,5 +55,28 @@ TEST(ExampleGroups, CopiesAreIndependentOfTheOriginal) {
   EXPECT_EQ(group(moved, 0), std::vector<uint32_t>({1, 2, 3}));
 }
 
+// The heap copy shares its 8 bytes with the inline records: moves hand it over whole and leave the
+// source empty, whichever shapes meet.
+TEST(ExampleGroups, MovesHandOverEitherShapeAndLeaveTheSourceEmpty) {
+  ExampleGroups spilled = {{1, 2, 3}};
+  ExampleGroups other_spilled = {{4}, {5}};
+  other_spilled = std::move(spilled);
+  EXPECT_TRUE(spilled.empty());
+  EXPECT_EQ(group(other_spilled, 0), std::vector<uint32_t>({1, 2, 3}));
+  ExampleGroups inline_one = {{7, 8}};
+  other_spilled = std::move(inline_one);
+  EXPECT_TRUE(other_spilled.is_inline());
+  EXPECT_EQ(group(other_spilled, 0), std::vector<uint32_t>({7, 8}));
+  ExampleGroups again = {{9, 9, 9}};
+  ExampleGroups target = {{6}};
+  target = std::move(again);
+  EXPECT_FALSE(target.is_inline());
+  EXPECT_EQ(group(target, 0), std::vector<uint32_t>({9, 9, 9}));
+  std::vector<ExampleGroups> grown;
+  for (uint32_t i = 0; i < 100; ++i) grown.push_back(i % 2 ? ExampleGroups{{i}} : ExampleGroups{{i, i, i}});
+  EXPECT_EQ(group(grown[98], 0), std::vector<uint32_t>({98, 98, 98}));
+  EXPECT_EQ(group(grown[99], 0), std::vector<uint32_t>({99}));
+}
+
 }  // namespace
 }  // namespace traincheck

@@ -23,7 +23,7 @@ namespace {
 // What identifies a reported parent call: its pre-record's place and step.
 using Found = std::tuple<uint32_t, uint32_t, int64_t, std::string>;  // file, line, step, func_call_id
 
-Found found_of(const Record& r) { return {r.file, r.line, r.step, std::string(r.func_call_id)}; }
+Found found_of(const Record& r) { return {r.file, r.line, r.step, std::string(r.func_call_id())}; }
 
 std::vector<Found> offline(const TraceStore& t, const Invariant& inv) {
   std::vector<Found> out;

@@ -83,6 +83,30 @@ TEST(Consistency, IsRegistered) {
   EXPECT_EQ(find_relation("ConsistencyRelation")->name(), "ConsistencyRelation");
 }
 
+// Generation needs two equal pairs of different instances at one step each; values no other instance
+// holds at that step (most of a digest's) are left out before bucketing, and must not change that.
+TEST(Consistency, GenerationFindsTheFewStepsWhereDigestsAgree) {
+  auto trace = [](const std::vector<int>& rank1) {
+    const std::vector<int> rank0 = {10, 11, 12, 13, 14};
+    std::string text;
+    for (size_t step = 0; step < rank0.size(); ++step)
+      for (int r = 0; r < 2; ++r)
+        text += "{\"var_name\":\"w\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":" + std::to_string(r) +
+                ",\"thread_id\":1,\"meta_vars\":{\"step\":" + std::to_string(step) +
+                "},\"type\":\"state_change\",\"attributes\":{\"data\":" + std::to_string(r == 0 ? rank0[step] : rank1[step]) +
+                "},\"time\":" + std::to_string(10 * step + r) + "}\n";
+    return TraceStore("t", read_trace_text("t", text));
+  };
+  const ConsistencyRelation rel;
+  // Equal at steps 1 and 3, and 12 at step 2 on rank 0 meets 12 at step 4 on rank 1 (another step).
+  const std::vector<Hypothesis> two = rel.generate(trace({20, 11, 22, 13, 12}));
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(two[0].invariant.text_description, "torch.nn.Parameter.data is consistent across variable instances");
+  EXPECT_EQ(two[0].positives.size(), 2u);
+  EXPECT_EQ(two[0].negatives.size(), 2u);
+  EXPECT_TRUE(rel.generate(trace({20, 11, 22, 23, 12})).empty());  // one equal pair only
+}
+
 TEST(Consistency, StepEndsHoldEachStepsLastRecordAndTheTolerance) {
   const TraceStore t = TraceStore("t", read_trace_text("t",
       R"({"var_name":"w","var_type":"torch.nn.Parameter","process_id":1,"thread_id":1,"meta_vars":{"step":0},"type":"state_change","attributes":{"data":1},"time":1})" "\n"

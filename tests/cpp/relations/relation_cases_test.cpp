@@ -71,7 +71,7 @@ std::string describe(const std::vector<const Record*>& records) {
     const Record& r = *records[i];
     // An API record by its call id; a state record by its variable and process.
     const std::string who = r.type == RecordType::StateChange ? std::string(r.var_name) + " of pid " + std::to_string(r.process_id)
-                                                              : std::string(r.func_call_id);
+                                                              : std::string(r.func_call_id());
     out += std::string(i ? ", " : " ") + who + " " + std::string(short_type(r.type));
     if (r.step != step) out += " (step " + std::to_string(r.step) + ")";
   }

@@ -288,7 +288,56 @@ TEST(TraceReader, AFileLargerThanTheReadBlockGivesTheRecordsOfOneWholeRead) {
     ASSERT_EQ(a.line, b.line);
     ASSERT_EQ(to_json(a.to_value()), to_json(b.to_value())) << "line " << a.line;
   }
-  EXPECT_EQ(from_file.records.back().func_call_id, "c" + std::to_string(i - 1));
+  EXPECT_EQ(from_file.records.back().func_call_id(), "c" + std::to_string(i - 1));
+}
+
+// A file cut into many pieces parsed on several threads reads as one whole read: the same records and
+// line numbers, and the same warnings (the first five bad lines of the file in line order, then a count),
+// though its bad lines fall in different pieces.
+TEST(TraceReader, AFileReadInPiecesGivesTheRecordsAndWarningsOfOneWholeRead) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) {
+    text += "{\"type\": \"function_call (pre)\", \"function\": \"f" + std::to_string(i % 5) + "\", \"func_call_id\": \"c" +
+            std::to_string(i) + "\", \"process_id\": 1, \"thread_id\": 1, \"time\": " + std::to_string(i) + "}\n";
+    if (i % 40 == 7) text += "{\"type\": broken\n";
+    if (i % 50 == 3) text += "\n   \n";
+  }
+  text += "{\"type\": \"function_call (pre)\", \"function\": \"g\", \"func_call_id\": \"last\", \"process_id\": 1, \"thread_id\": 1, \"time\": 999}";
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("tc_pieces_" + std::to_string(::getpid()) + ".log");
+  std::ofstream(path, std::ios::binary) << text;
+  std::ostringstream warn_pieces, warn_text;
+  ReadOptions pieces_options, text_options;
+  pieces_options.warnings = &warn_pieces;
+  pieces_options.threads = 3;
+  pieces_options.piece_bytes = 500;  // about 4 lines a piece
+  text_options.warnings = &warn_text;
+  const RawTrace pieces = read_trace_files({path.string()}, pieces_options);
+  const RawTrace whole = read_trace_text(path.string(), text, text_options);
+  EXPECT_EQ(pieces.bytes, text.size());
+  EXPECT_EQ(pieces.skipped_lines, 8u);
+  EXPECT_EQ(warn_pieces.str(), warn_text.str());
+  EXPECT_NE(warn_pieces.str().find("8 lines skipped in all"), std::string::npos) << warn_pieces.str();
+  ASSERT_EQ(pieces.records.size(), 301u);
+  ASSERT_EQ(whole.records.size(), pieces.records.size());
+  for (size_t r = 0; r < pieces.records.size(); ++r) {
+    ASSERT_EQ(pieces.records[r].line, whole.records[r].line);
+    ASSERT_EQ(to_json(pieces.records[r].to_value()), to_json(whole.records[r].to_value())) << "line " << whole.records[r].line;
+  }
+  EXPECT_EQ(pieces.records.back().func_call_id(), "last");
+
+  // Not one valid record in any piece: an error naming the file's first bad line.
+  std::ofstream(path, std::ios::binary) << std::string(50, '\n') + [] {
+    std::string bad;
+    for (int i = 0; i < 100; ++i) bad += "{\"type\": broken " + std::to_string(i) + "}\n";
+    return bad;
+  }();
+  try {
+    read_trace_files({path.string()}, pieces_options);
+    ADD_FAILURE() << "a file without a valid record was read";
+  } catch (const TraceReadError& e) {
+    EXPECT_EQ(e.line(), 51u);
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(TraceReader, SharedArraysAndObjectsKeepIntsAndFloatsApart) {
@@ -348,7 +397,7 @@ TEST(TraceReader, FilesFillTheirSlicesAndGapsCloseInFileAndLineOrder) {
       const Record& r = t->records[i];
       const bool first_file = i < 9;
       EXPECT_EQ(r.file, first_file ? 0u : 1u);
-      EXPECT_EQ(r.func_call_id, (first_file ? "a" : "b") + std::to_string(first_file ? i : i - 9));
+      EXPECT_EQ(r.func_call_id(), (first_file ? "a" : "b") + std::to_string(first_file ? i : i - 9));
     }
   }
 }

@@ -110,13 +110,13 @@ TEST(TraceStore, VarStatesMergeEqualValuesAndRecordChanges) {
   const AttrHistory* data = v.attr("data");
   ASSERT_NE(data, nullptr);
   ASSERT_EQ(data->states.size(), 2u);
-  EXPECT_EQ(data->records_of(data->states[0]).size(), 3u);
-  ASSERT_EQ(data->records_of(data->states[1]).size(), 1u);  // each state its own run of the records
-  EXPECT_EQ(t.record(data->records_of(data->states[1])[0]).time, 10);
-  EXPECT_EQ(t.record(data->records_of(data->states[0])[2]).time, 4);
+  EXPECT_EQ(data->records_of(0).size(), 3u);
+  ASSERT_EQ(data->records_of(1).size(), 1u);  // each state its own run of the records
+  EXPECT_EQ(t.record(data->records_of(1)[0]).time, 10);
+  EXPECT_EQ(t.record(data->records_of(0)[2]).time, 4);
   EXPECT_EQ(data->states[0].start, 1);
-  EXPECT_EQ(data->states[0].end, 10);
-  EXPECT_EQ(data->states[1].end, t.end_time());
+  EXPECT_EQ(data->end_of(0), 10);
+  EXPECT_EQ(data->end_of(1), t.end_time());
   const AttrHistory* grad = v.attr("grad");
   ASSERT_EQ(grad->states.size(), 2u);
   EXPECT_TRUE(grad->states[0].value.is_null());
@@ -124,7 +124,38 @@ TEST(TraceStore, VarStatesMergeEqualValuesAndRecordChanges) {
   auto changes = t.contained_var_changes(*t.find_call("zg"));
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_EQ(t.attr(changes[0]).name, "grad");
-  EXPECT_EQ(changes[0].time, 4);
+  EXPECT_EQ(t.time_of(changes[0]), 4);
+}
+
+// Attributes held by every state record share their variable's record list; one missing from a record
+// (absent, or NaN) keeps its own, and both give each state its own run of records.
+TEST(TraceStore, AnAttributeMissingFromSomeRecordsKeepsItsOwnRecords) {
+  Builder b;
+  b.var("w", 1, "{\"data\":1,\"grad\":NaN}");
+  b.var("w", 2, "{\"data\":1,\"grad\":3}");
+  b.var("w", 3, "{\"data\":2}");
+  b.var("w", 4, "{\"data\":2,\"grad\":4}");
+  TraceStore t = b.build();
+  const VarInstance& v = t.var_instances()[0];
+  const AttrHistory* data = v.attr("data");
+  const AttrHistory* grad = v.attr("grad");
+  ASSERT_NE(data, nullptr);
+  ASSERT_NE(grad, nullptr);
+  ASSERT_EQ(data->records().size(), 4u);
+  ASSERT_EQ(grad->records().size(), 2u);
+  ASSERT_EQ(data->states.size(), 2u);
+  ASSERT_EQ(grad->states.size(), 2u);
+  auto times = [&](const AttrHistory& h, uint32_t s) {
+    std::vector<int64_t> out;
+    for (uint32_t r : h.records_of(s)) out.push_back(t.record(r).time);
+    return out;
+  };
+  EXPECT_EQ(times(*data, 0), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(times(*data, 1), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(times(*grad, 0), (std::vector<int64_t>{2}));
+  EXPECT_EQ(times(*grad, 1), (std::vector<int64_t>{4}));
+  EXPECT_EQ(grad->end_of(0), 4);
+  EXPECT_EQ(grad->end_of(1), t.end_time());
 }
 
 TEST(TraceStore, ContextManagerArgumentsBoundWithRecordedSignature) {
