@@ -56,17 +56,22 @@ std::string_view Record::func_call_id() const {
 Record::KnownFields Record::known_fields() const {
   const WellKnownKeys& k = keys();
   KnownFields known;
+  // A key given twice in a line keeps its first value here, as get() (the first of equal keys) does, so
+  // the cached names and the fields never disagree.
+  auto take = [](const Value*& slot, const Field& f) {
+    if (slot == nullptr) slot = &f.value;
+  };
   for_each_field([&](const Field& f) {
-    if (f.key == k.type) known.type = &f.value;
-    else if (f.key == k.process_id) known.process_id = &f.value;
-    else if (f.key == k.thread_id) known.thread_id = &f.value;
-    else if (f.key == k.time) known.time = &f.value;
-    else if (f.key == k.meta_vars_step) known.step = &f.value;
-    else if (f.key == k.function) known.function = &f.value;
-    else if (f.key == k.func_call_id) known.func_call_id = &f.value;
-    else if (f.key == k.var_name) known.var_name = &f.value;
-    else if (f.key == k.var_type) known.var_type = &f.value;
-    else if (f.key == k.meta_vars_stage) known.stage = &f.value;
+    if (f.key == k.type) take(known.type, f);
+    else if (f.key == k.process_id) take(known.process_id, f);
+    else if (f.key == k.thread_id) take(known.thread_id, f);
+    else if (f.key == k.time) take(known.time, f);
+    else if (f.key == k.meta_vars_step) take(known.step, f);
+    else if (f.key == k.function) take(known.function, f);
+    else if (f.key == k.func_call_id) take(known.func_call_id, f);
+    else if (f.key == k.var_name) take(known.var_name, f);
+    else if (f.key == k.var_type) take(known.var_type, f);
+    else if (f.key == k.meta_vars_stage) take(known.stage, f);
   });
   return known;
 }

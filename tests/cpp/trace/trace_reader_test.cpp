@@ -440,3 +440,18 @@ TEST(TraceReader, SharedFieldsReadAsTheRecordsOwnAndOwnFieldsShadowThem) {
   EXPECT_EQ(functions, 1u);
   EXPECT_EQ(first.get("function")->as_string(), "f");  // the shared block is untouched
 }
+
+// Found by the trace_line fuzzer: a line giving meta_vars (so its stage) twice cached the second stage
+// while its fields answered with the first. The first wins in both, as get() finds it.
+TEST(TraceReader, AKeyGivenTwiceInALineHasOneValueInTheFieldsAndTheCachedNames) {
+  const std::string text =
+      "{\"func_call_id\":\"a\",\"thread_id\":1,\"process_id\":7,\"meta_vars\":{\"step\":1,\"stage\":\"training\"},"
+      "\"type\":\"function_call (pre)\",\"meta_vars\":{\"step\":1,\"stage\":\"testing\"},\"function\":\"f\",\"time\":5}\n";
+  std::ostringstream warnings;
+  const RawTrace t = read(text, warnings);
+  ASSERT_EQ(t.records.size(), 1u);
+  const Record& r = t.records[0];
+  const Value* stage = r.get(keys().meta_vars_stage);
+  ASSERT_NE(stage, nullptr);
+  EXPECT_EQ(r.stage, std::string_view(stage->as_string()));
+}
