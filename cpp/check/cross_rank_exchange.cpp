@@ -38,10 +38,8 @@ std::string latest_key(int rank) { return "latest/r" + std::to_string(rank); }
 
 }  // namespace
 
-CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::vector<std::string> var_types,
-                                     std::set<std::string> fields)
-    : options_(options), store_(std::move(store)), var_types_(var_types.begin(), var_types.end()),
-      parser_(std::make_unique<JsonParser>()) {
+CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
+    : options_(options), store_(std::move(store)), parser_(std::make_unique<JsonParser>()) {
   for (const char* f : kIdentityFields) kept_keys_.insert(intern_key(f));
   for (const std::string& f : fields) kept_keys_.insert(intern_key(f));
   io_ = std::thread([this] { io_loop(); });
@@ -60,7 +58,7 @@ CrossRankExchange::~CrossRankExchange() {
 // ---- writer side ------------------------------------------------------------------------------------
 
 void CrossRankExchange::observe(const Record& r) {
-  if (!r.has_step || r.is_api() || var_types_.count(std::string(r.var_type)) == 0) return;
+  if (!r.has_step) return;
   if (next_to_publish_ && r.step < *next_to_publish_) return;  // a step already published
   steps_[r.step][{std::string(r.var_type), std::string(r.var_name)}] = r;
 }

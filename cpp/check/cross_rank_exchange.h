@@ -70,15 +70,15 @@ struct CrossRankStats {
 
 class CrossRankExchange {
  public:
-  // `var_types`, `fields`: what the checks compare across ranks (OnlineChecker::peer_var_types,
-  // peer_fields). Starts the I/O thread.
-  CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::vector<std::string> var_types,
-                    std::set<std::string> fields);
+  // `fields`: what the checks read from a peer's records (OnlineChecker::peer_fields). Starts the I/O
+  // thread.
+  CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields);
   ~CrossRankExchange();
   CrossRankExchange(const CrossRankExchange&) = delete;
   CrossRankExchange& operator=(const CrossRankExchange&) = delete;
 
-  // Writer side. A local record of a compared var type, as the checker checks it.
+  // Writer side. A local state record of a compared var type, as the checker checks it (the checker's
+  // peer state observer picks them).
   void observe(const Record& record);
   // After a checked batch, with the highest step of this process's records so far: publishes the steps
   // before it, and returns the peers' step ends that arrived since the last call, to be checked.
@@ -108,7 +108,6 @@ class CrossRankExchange {
 
   const CrossRankOptions options_;
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
-  std::set<std::string> var_types_;
   std::set<KeyId> kept_keys_;
 
   // Writer side (the session's lock).

@@ -74,7 +74,7 @@ TcRecordSink OnlineSession::sink() {
 bool OnlineSession::enable_cross_rank(std::unique_ptr<PeerStore> store, CrossRankOptions options) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (checker_->peer_var_types().empty()) return false;
-  cross_rank_ = std::make_unique<CrossRankExchange>(std::move(store), options, checker_->peer_var_types(), checker_->peer_fields());
+  cross_rank_ = std::make_unique<CrossRankExchange>(std::move(store), options, checker_->peer_fields());
   checker_->set_peer_state_observer([exchange = cross_rank_.get()](const Record& r) { exchange->observe(r); });
   return true;
 }

@@ -128,7 +128,7 @@ struct Job {
 
 TEST(CrossRankExchange, ASummaryLineKeepsTheIdentityAndTheFieldsTheChecksRead) {
   CrossRankExchange exchange(std::make_unique<MemoryPeerStore>(std::make_shared<MemoryStoreData>(), PeerGroup{0, 2}, false), {},
-                             {"torch.nn.Parameter"}, {"attributes.data"});
+                             {"attributes.data"});
   const RawTrace raw = read_trace_text("r.log", step_lines(0, 3));
   const std::string line = exchange.summary_line(raw.records.at(0));
   for (const char* kept : {"\"attributes.data\":1023760", "\"meta_vars.step\":3", "\"process_id\":100", "\"var_name\":\"model.0.weight\"",
