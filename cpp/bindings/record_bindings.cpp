@@ -89,11 +89,13 @@ void bind_recorder(nb::module_& m) {
 
   m.def(
       "start",
-      [](const std::string& output_dir, uint32_t writer_period_ms) {
-        Recorder::instance().start(output_dir, writer_period_ms);
+      [](const std::string& output_dir, uint32_t writer_period_ms, uint64_t heap_reclaim_mb) {
+        Recorder::instance().start(output_dir, writer_period_ms, heap_reclaim_mb << 20);
       },
       nb::arg("output_dir"), nb::arg("writer_period_ms") = 20,
-      "Start recording: events go to trace_API_<pid>_<tid>.log files in output_dir.");
+      nb::arg("heap_reclaim_mb") = Recorder::kDefaultHeapReclaimBytes >> 20,
+      "Start recording: events go to trace_API_<pid>_<tid>.log files in output_dir. heap_reclaim_mb:\n"
+      "free heap pages go back to the kernel whenever the resident size grew by this much (0: never).");
   m.def(
       "flush", [] { Recorder::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>(),
       "Write every event recorded so far and return when it is on disk.");
@@ -126,6 +128,10 @@ void bind_recorder(nb::module_& m) {
     d["events_dropped"] = s.events_dropped;
     d["write_errors"] = s.write_errors;
     d["threads"] = s.threads;
+    d["heap_trims"] = s.heap_trims;
+    d["heap_released_bytes"] = s.heap_released_bytes;
+    d["peak_rss_bytes"] = s.peak_rss_bytes;
+    d["event_memory_bytes"] = s.event_memory_bytes;
     return d;
   });
   m.def(

@@ -1,18 +1,39 @@
 #include "record/event_stream.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <new>
 
 namespace traincheck {
 
+namespace {
+
+// Chunks are mappings of their own, never blocks of the C library's heap: a 1 MiB block taken from
+// the heap on the training thread would sit among the training's tensors (glibc serves blocks below
+// its mmap threshold, raised up to 32 MiB by the first large free, from the heap) and keep their
+// freed space from coalescing (record/heap_reclaimer.h tells the rest of that story).
+Chunk* map_chunk() {
+  void* p = ::mmap(nullptr, sizeof(Chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  return new (p) Chunk();
+}
+
+void unmap_chunk(Chunk* c) {
+  c->~Chunk();
+  ::munmap(c, sizeof(Chunk));
+}
+
+}  // namespace
+
 ChunkPool::~ChunkPool() {
   // Every chunk, including those still linked into streams: a pool outlives its streams (the process's
   // recorder is never destroyed; a test's pool is destroyed after its streams).
-  for (Chunk* c : owned_) delete c;
+  for (Chunk* c : owned_) unmap_chunk(c);
 }
 
 Chunk* ChunkPool::fresh_chunk() {
-  Chunk* c = new (std::nothrow) Chunk();
+  Chunk* c = map_chunk();
   if (c == nullptr) return nullptr;
   std::memset(c->data, 0, sizeof c->data);  // fault the pages in now, not mid-step
   std::lock_guard<std::mutex> lock(mutex_);

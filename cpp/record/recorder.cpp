@@ -120,10 +120,11 @@ Recorder::Recorder() : pool_(kMaxChunks) {
   pthread_atfork(&Recorder::at_fork_prepare, &Recorder::at_fork_parent, &Recorder::at_fork_child);
 }
 
-void Recorder::start(const std::string& output_dir, uint32_t writer_period_ms) {
+void Recorder::start(const std::string& output_dir, uint32_t writer_period_ms, uint64_t heap_reclaim_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   output_dir_ = output_dir;
   writer_period_ms_ = writer_period_ms == 0 ? 20 : writer_period_ms;
+  if (writer_ == nullptr) reclaimer_ = std::make_unique<HeapReclaimer>(heap_reclaim_bytes);
   stop_ = false;
   make_dirs(output_dir_);
   ensure_writer_locked();
@@ -303,6 +304,7 @@ void Recorder::writer_loop() {
     lock.unlock();
     pool_.prefill(kSpareChunks);
     drain_all();
+    poll_heap();
     lock.lock();
     flush_completed_ = flush_target;
     flushed_.notify_all();
@@ -311,6 +313,17 @@ void Recorder::writer_loop() {
       wake_writer_.wait_for(lock, std::chrono::milliseconds(writer_period_ms_));
     }
   }
+}
+
+// Writer thread, outside mutex_: a trim may take milliseconds and must not hold up flush() or a new
+// thread's registration. The figures are published for stats().
+void Recorder::poll_heap() {
+  HeapReclaimer* reclaimer = reclaimer_.get();
+  if (reclaimer == nullptr) return;
+  reclaimer->poll();
+  heap_trims_.store(reclaimer->stats().trims, std::memory_order_relaxed);
+  heap_released_bytes_.store(reclaimer->stats().released_bytes, std::memory_order_relaxed);
+  peak_rss_bytes_.store(reclaimer->stats().peak_rss_bytes, std::memory_order_relaxed);
 }
 
 void Recorder::flush() {
@@ -359,13 +372,20 @@ void Recorder::shutdown() {
                  static_cast<unsigned long long>(lines_lost_.load()), static_cast<int>(pid_),
                  static_cast<unsigned long long>(s.write_errors), output_dir_.c_str());
   }
-  if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_) && !output_dir_.empty()) {
+  const uint64_t heap_trims = heap_trims_.load();
+  if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_ || heap_trims) && !output_dir_.empty()) {
     const std::string path = output_dir_ + "/traincheck_recorder_" + std::to_string(pid_) + ".log";
     if (FILE* f = std::fopen(path.c_str(), "a")) {
       std::fprintf(f, "events_dropped: %llu\nwrite_errors: %llu\n",
                    static_cast<unsigned long long>(s.events_dropped),
                    static_cast<unsigned long long>(s.write_errors));
       if (s.sink_errors) std::fprintf(f, "sink_errors: %llu\n", static_cast<unsigned long long>(s.sink_errors));
+      if (heap_trims) {  // docs/collection.md §Memory: freed heap the training could not reuse
+        std::fprintf(f, "heap_trims: %llu\nheap_released_mib: %llu\npeak_rss_mib: %llu\n",
+                     static_cast<unsigned long long>(heap_trims),
+                     static_cast<unsigned long long>(heap_released_bytes_.load() >> 20),
+                     static_cast<unsigned long long>(peak_rss_bytes_.load() >> 20));
+      }
       if (sink_dropped_by_fork_)
         std::fprintf(f, "online check: off in this process (a fork child: the parent's sink could not follow the fork)\n");
       std::fclose(f);
@@ -410,6 +430,10 @@ RecorderStats Recorder::stats() const {
   s.events_written = events_written_.load(std::memory_order_relaxed);
   s.write_errors = write_errors_.load(std::memory_order_relaxed);
   s.sink_errors = sink_errors_.load(std::memory_order_relaxed);
+  s.event_memory_bytes = pool_.allocated() * sizeof(Chunk);
+  s.heap_trims = heap_trims_.load(std::memory_order_relaxed);
+  s.heap_released_bytes = heap_released_bytes_.load(std::memory_order_relaxed);
+  s.peak_rss_bytes = peak_rss_bytes_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   s.threads = streams_.size();
   for (auto& stream : streams_) s.events_dropped += stream->dropped();

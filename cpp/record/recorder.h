@@ -20,6 +20,7 @@
 #include "record/clock.h"
 #include "record/event_format.h"
 #include "record/event_stream.h"
+#include "record/heap_reclaimer.h"
 #include "record/record_sink.h"
 #include "record/string_table.h"
 
@@ -50,6 +51,10 @@ struct RecorderStats {
   uint64_t write_errors = 0;
   uint64_t threads = 0;
   uint64_t sink_errors = 0;  // errors the record sink reported (record_sink.h)
+  uint64_t heap_trims = 0;           // HeapReclaimer: free heap handed back to the kernel
+  uint64_t heap_released_bytes = 0;
+  uint64_t peak_rss_bytes = 0;       // the largest resident size the writer saw (0: not watched)
+  uint64_t event_memory_bytes = 0;   // the event chunks mapped (the recorder's own buffers)
 };
 
 class Recorder {
@@ -57,7 +62,11 @@ class Recorder {
   static Recorder& instance();
 
   // Starts recording into `output_dir` (created if needed). Idempotent for the same directory.
-  void start(const std::string& output_dir, uint32_t writer_period_ms = 20);
+  // `heap_reclaim_bytes`: the writer gives free heap pages back to the kernel whenever the process's
+  // resident size grew by this much (record/heap_reclaimer.h); 0 leaves the heap alone.
+  void start(const std::string& output_dir, uint32_t writer_period_ms = 20,
+             uint64_t heap_reclaim_bytes = kDefaultHeapReclaimBytes);
+  static constexpr uint64_t kDefaultHeapReclaimBytes = 64ull << 20;
   // Drains every published event to the files and returns once they are written.
   void flush();
   // Flushes, stops the writer and disables recording; later events are ignored.
@@ -103,6 +112,7 @@ class Recorder {
   void ensure_writer_locked();
   void writer_loop();
   size_t drain_all();
+  void poll_heap();
   void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
   // Counts a batch that could not be written and says so on stderr, once per process.
   void lose_batch(const std::string& pending, int error);
@@ -126,6 +136,8 @@ class Recorder {
   uint64_t flush_requested_ = 0;
   uint64_t flush_completed_ = 0;
   uint32_t writer_period_ms_ = 20;
+  // Polled by the writer only; replaced by start() before the writer runs (under mutex_).
+  std::unique_ptr<HeapReclaimer> reclaimer_;
   std::string output_dir_;
   uint64_t pid_ = 0;
   std::atomic<uint64_t> generation_{1};  // bumped in a fork child: threads re-register
@@ -139,6 +151,9 @@ class Recorder {
   bool sink_dropped_by_fork_ = false;
   std::atomic<uint64_t> sink_errors_{0};
 
+  std::atomic<uint64_t> heap_trims_{0};  // the reclaimer's figures, published by the writer
+  std::atomic<uint64_t> heap_released_bytes_{0};
+  std::atomic<uint64_t> peak_rss_bytes_{0};
   std::atomic<uint64_t> events_written_{0};
   std::atomic<uint64_t> write_errors_{0};
   std::atomic<uint64_t> lines_lost_{0};     // records never written (full disk, unwritable folder)

@@ -25,7 +25,8 @@ def _start_recorder(config: dict):
     from traincheck import _core
 
     # The writer's period bounds what a SIGKILL can lose; tests shorten or lengthen it.
-    _core.start(config["output_dir"], int(os.environ.get("TRAINCHECK_WRITER_PERIOD_MS", "20")))
+    _core.start(config["output_dir"], int(os.environ.get("TRAINCHECK_WRITER_PERIOD_MS", "20")),
+                _heap_reclaim_mb())
     meta_vars.attach_recorder(_core, config["sampling_interval"], config["warm_up_steps"])
     if os.environ.get("RANK", "").isdigit():  # torchrun / DDP: cross-rank invariants need the rank
         meta_vars.set_meta_var("_DATA_PARALLEL_RANK", int(os.environ["RANK"]))
@@ -33,6 +34,20 @@ def _start_recorder(config: dict):
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _install_sigterm_flush(_core)
     return _core
+
+
+def _heap_reclaim_mb() -> int:
+    """TRAINCHECK_HEAP_RECLAIM_MB: the resident growth after which the recorder hands free heap pages back
+    to the kernel (docs/collection.md §Memory); 0 turns that off."""
+    text = os.environ.get("TRAINCHECK_HEAP_RECLAIM_MB", "64")
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 1 << 20:
+        raise SystemExit(f"traincheck: error: TRAINCHECK_HEAP_RECLAIM_MB={text!r}: expected an integer from 0 "
+                         "(never reclaim) to 1048576 (MB); default 64")
+    return value
 
 
 _exit_flush = None                 # this process's multiprocessing finaliser that shuts the recorder down
