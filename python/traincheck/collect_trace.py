@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 
-from traincheck import launcher
+from traincheck import launcher, settings
 
 STYLES = ("proxy", "subclass", "sampler")
 
@@ -154,6 +154,11 @@ def write_env_dump(args: argparse.Namespace, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    setting_errors = settings.check_all()
+    for error in setting_errors:
+        print(f"traincheck-collect: error: {error}", file=sys.stderr)
+    if setting_errors:
+        return 2
     args.pyscript = os.path.abspath(args.pyscript)
     if not os.path.isfile(args.pyscript):
         print(f"traincheck-collect: error: no such script: {args.pyscript}", file=sys.stderr)

@@ -18,14 +18,14 @@ import signal
 import sys
 import types
 
-from traincheck import meta_vars, script_api
+from traincheck import meta_vars, script_api, settings
 
 
 def _start_recorder(config: dict):
     from traincheck import _core
 
     # The writer's period bounds what a SIGKILL can lose; tests shorten or lengthen it.
-    _core.start(config["output_dir"], int(os.environ.get("TRAINCHECK_WRITER_PERIOD_MS", "20")))
+    _core.start(config["output_dir"], settings.value("TRAINCHECK_WRITER_PERIOD_MS"))
     meta_vars.attach_recorder(_core, config["sampling_interval"], config["warm_up_steps"])
     if os.environ.get("RANK", "").isdigit():  # torchrun / DDP: cross-rank invariants need the rank
         meta_vars.set_meta_var("_DATA_PARALLEL_RANK", int(os.environ["RANK"]))
@@ -155,7 +155,7 @@ def _start_online_check(config: dict, core, report) -> None:
             entry = signature_entry(core.unwrap(wrapper), drop_first=name in classmethods)
             if entry is not None:
                 signatures[name] = entry
-        interval = float(os.environ.get("TRAINCHECK_ONLINE_REPORT_INTERVAL_S", "10"))
+        interval = settings.value("TRAINCHECK_ONLINE_REPORT_INTERVAL_S")
         capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval)
         _start_cross_rank_check(_online)
         core.set_record_sink(capsule)
