@@ -98,6 +98,8 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
       err << "[check] " << console_text(name) << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
           << report.count_not_triggered() << " not triggered (" << secs << " s)\n";
       print_violation_summary(err, name, violation_summary_rows(report), summary_rows);
+      if (const std::vector<std::string> missing = trace->signatures().missing(); !missing.empty())
+        err << "warning: trace '" << console_text(name) << "': " << missing_signatures_message(missing) << "\n";
       reports.push_back(std::move(report));
       traces.push_back(std::move(trace));
     };
