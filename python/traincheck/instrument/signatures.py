@@ -69,8 +69,9 @@ def publish_signatures(entries: dict, output_dir: str) -> None:
         merged.update(entries)
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
+            text = json.dumps(merged, sort_keys=True, default=str)  # the C encoder: json.dump to a file is pure Python
             with open(tmp, "w") as f:
-                json.dump(merged, f, sort_keys=True, default=str)
+                f.write(text)
             os.replace(tmp, path)
         except OSError:
             try:  # a full disk must not leave a half-written temporary file behind
