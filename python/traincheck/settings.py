@@ -46,7 +46,7 @@ def _show(x: float) -> str:
 
 
 SETTINGS = {s.name: s for s in (
-    Setting("TRAINCHECK_WRITER_PERIOD_MS", int, 1, 60_000, 20,
+    Setting("TRAINCHECK_WRITER_PERIOD_MS", int, 1, 3_600_000, 20,
             "how often the writer thread writes the trace, in ms; bounds what a SIGKILL loses"),
     Setting("TRAINCHECK_CROSS_RANK", int, 0, 1, 1, "0 turns the in-process cross-rank check off"),
     Setting("TRAINCHECK_CROSS_RANK_PEERS", int, 0, 1 << 20, 0,
