@@ -81,7 +81,8 @@ def run(method: str, script: Path, args: list, work: Path, iters: int, inv: Path
     elif method == "plain":
         cmd = [sys.executable, str(script), *script_args]
     else:
-        cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", str(script), "--output-dir", str(work / method)]
+        cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", str(script), "--output-dir", str(work / method),
+               "--overwrite"]  # every round reruns into the method's folder
         if method == "selective":
             cmd += ["-i", str(inv), "--sampling-interval", "1", "--warm-up-steps", "1"]
         cmd += ["--", *script_args]

@@ -73,7 +73,7 @@ dist.destroy_process_group()
 def collect(work: Path, out: str, ranks: int, invariants: Path | None, env: dict) -> None:
     (work / "ddp.py").write_text(SCRIPT)
     (work / "run.sh").write_text(f"torchrun --standalone --nproc_per_node={ranks} ddp.py\n")
-    cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", "ddp.py", "-s", "run.sh", "--output-dir", out,
+    cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", "ddp.py", "-s", "run.sh", "--output-dir", out, "--overwrite",
            "--models-to-track", "model", "--model-tracker-style", "sampler"]
     if invariants is not None:
         cmd += ["-i", str(invariants)]

@@ -32,7 +32,7 @@ ENV = {"OMP_NUM_THREADS": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=33
 
 def run_workload(script, extra, tracked, work, iters):
     times = work / f"t_{script.stem}_{tracked}.txt"
-    cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", str(script), "--output-dir", str(work / f"o_{tracked}"),
+    cmd = [sys.executable, "-m", "traincheck.collect_trace", "-p", str(script), "--output-dir", str(work / f"o_{tracked}"), "--overwrite",
            "--sampling-interval", "1", "--warm-up-steps", "1", "-i", str(work / "inv.json")]
     if tracked:
         cmd += ["--models-to-track", "model", "--model-tracker-style", "sampler"]

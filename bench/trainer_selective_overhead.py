@@ -33,7 +33,7 @@ ENV = {
 
 
 def collect_command(out: Path, *extra: str, track: bool = True) -> list:
-    return [sys.executable, "-m", "traincheck.collect_trace", "-p", str(SCRIPT), "--output-dir", str(out),
+    return [sys.executable, "-m", "traincheck.collect_trace", "-p", str(SCRIPT), "--output-dir", str(out), "--overwrite",
             *(["--models-to-track", "model"] if track else []), *extra]
 
 

@@ -85,6 +85,10 @@ NB_MODULE(_online, m) {
   m.def(
       "enable_cross_rank",
       [](nb::object resolve, int peers, int64_t keep_steps) {
+        // traincheck.settings validates the environment; this guards any other caller (keep_steps 0
+        // turned the exchange off silently, -1 crashed on an empty deque).
+        if (peers < 0) throw nb::value_error("peers must be 0 (every other rank) or more");
+        if (keep_steps < 1) throw nb::value_error("keep_steps must be 1 or more");
         CrossRankOptions o;
         o.peers = peers;
         o.keep_steps = keep_steps;

@@ -1,6 +1,10 @@
 #include "check/check_args.h"
 
+#include <cstdlib>
 #include <ostream>
+
+#include "check/report_exporter.h"
+#include "common/env_settings.h"
 
 namespace traincheck {
 
@@ -43,6 +47,12 @@ std::optional<int> parse_check_flags(ArgParser& args, const std::string& prog, i
     err << args.usage() << prog << ": error: one of -t/--traces or -f/--trace-folders is required\n";
     return 2;
   }
+  // Settings from the environment: a bad value stops here, before any work, in one line.
+  if (const char* text = std::getenv(kExportTimeoutSetting.name))
+    if (auto bad = env_number_error(kExportTimeoutSetting, text)) {
+      err << prog << ": error: " << *bad << "\n";
+      return 2;
+    }
   return std::nullopt;
 }
 

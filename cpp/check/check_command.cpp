@@ -14,6 +14,7 @@
 #include "check/report_html.h"
 #include "check/result_writer.h"
 #include "check/violation_summary.h"
+#include "common/console_text.h"
 #include "relations/registry.h"
 
 namespace traincheck {
@@ -27,7 +28,7 @@ void print_violation_summary(std::ostream& err, const std::string& trace, const 
                              size_t max_rows) {
   if (rows.empty()) return;
   const std::optional<int64_t> first = first_violation_step(rows);
-  err << "[check] " << trace << ": " << rows.size() << " invariants violated"
+  err << "[check] " << console_text(trace) << ": " << rows.size() << " invariants violated"
       << (first ? ", the first at step " + std::to_string(*first) : std::string()) << ":\n"
       << format_violation_summary(rows, max_rows);
 }
@@ -82,21 +83,29 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
     auto run_one = [&](std::unique_ptr<TraceStore> trace) {
       const auto t0 = std::chrono::steady_clock::now();
       TraceCheckReport report = check_trace(*trace, invariants, options, threads);
-      std::string name = report.name.empty() ? "trace" : report.name;
-      for (int k = 1; names.count(name); ++k) name = report.name + "_" + std::to_string(k);
+      // The results of a trace go to <out>/<name>: a name that is not one plain folder name (`..`, a
+      // path) would put them elsewhere.
+      const std::string base = report.name.empty() || report.name == "." || report.name == ".." ||
+                                       report.name.find('/') != std::string::npos
+                                   ? std::string("trace")
+                                   : report.name;
+      std::string name = base;
+      for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
       names.insert(name);
       report.name = name;
       write_trace_results((fs::path(out_dir) / name).string(), report);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      err << "[check] " << name << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
+      err << "[check] " << console_text(name) << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
           << report.count_not_triggered() << " not triggered (" << secs << " s)\n";
       print_violation_summary(err, name, violation_summary_rows(report), summary_rows);
+      if (const std::vector<std::string> missing = trace->signatures().missing(); !missing.empty())
+        err << "warning: trace '" << console_text(name) << "': " << missing_signatures_message(missing) << "\n";
       reports.push_back(std::move(report));
       traces.push_back(std::move(trace));
     };
     if (args.has("traces")) run_one(std::make_unique<TraceStore>(TraceStore::load_files(args.get_list("traces"), read)));
     for (const auto& [is_folder, path] : sources) {
-      err << "[check] reading " << path << "\n";
+      err << "[check] reading " << console_text(path) << "\n";
       run_one(std::make_unique<TraceStore>(TraceStore::load_folder(path, read)));
     }
     if (!args.flag_set("no_html_report")) {

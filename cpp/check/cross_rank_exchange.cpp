@@ -312,8 +312,11 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
       cursor_[peer] = step + 1;
     }
     for (const auto& [peer, peer_latest] : latest) {
+      // Not there yet: it lags. Asked first, so that the subtraction below cannot overflow, whatever a
+      // peer's key holds (INT64_MIN once made it 9.2e18 skipped steps).
+      if (peer_latest < step) continue;
       const int64_t oldest_kept = peer_latest - options_.keep_steps + 1;  // the peer deleted older steps
-      if (step >= oldest_kept) continue;                                   // not there yet: it lags
+      if (step >= oldest_kept) continue;
       stats_.steps_skipped += static_cast<uint64_t>(oldest_kept - step);
       cursor_[peer] = oldest_kept;
     }

@@ -82,8 +82,8 @@ class OnlineChecker {
   // Throws InvariantFormatError.
   static std::vector<Invariant> load_invariants(const std::vector<std::string>& files);
 
-  // Adds signatures found later (api_signatures.json is written when a collect run ends); checks use
-  // them from the next record on.
+  // Adds signatures found later (a collect run writes api_signatures.json before its script runs, each of
+  // its processes merging its own in); checks use them from the next record on.
   void add_signatures(const ApiSignatures& more) { signatures_->merge(more); }
 
   // Checks one record now (the caller guarantees the delivery order of relation.h).

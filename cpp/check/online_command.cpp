@@ -9,12 +9,15 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <set>
+#include <sys/stat.h>
 #include <thread>
 
 #include "check/check_args.h"
 #include "check/online_checker.h"
 #include "check/report_exporter.h"
 #include "check/trace_tailer.h"
+#include "common/console_text.h"
 
 namespace traincheck {
 
@@ -55,13 +58,14 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 size_t poll_into_checker(TraceTailer& tailer, OnlineChecker& checker, std::optional<int64_t>& horizon,
-                         const std::function<void(const std::string&)>& warn) {
+                         const std::function<void(const std::string&)>& warn, const std::function<void()>& before_checking) {
   const size_t bytes = tailer.poll([&](const std::string& path, std::string_view lines) { checker.add_lines(path, lines); }, warn,
                                    [&](const std::string& path) {
                                      if (!horizon) return false;
                                      const std::optional<int64_t> t = checker.last_time(path);
                                      return t && *t > *horizon;
                                    });
+  if (before_checking) before_checking();
   horizon.reset();
   for (const std::string& path : tailer.behind_files()) {
     const std::optional<int64_t> t = checker.last_time(path);
@@ -99,28 +103,57 @@ bool check_trace_folders(const std::vector<std::string>& folders, Log& log, std:
   return true;
 }
 
-// Signatures of each folder; a collect run writes them at its end, so they are looked for until found.
+// Signatures of each folder. A collect run writes api_signatures.json before its script runs, and each
+// process of the run merges its own in (an atomic rename): the file is read again whenever it was
+// replaced, so a check that started before the run, or while ranks were still starting, gets them all.
 class PendingSignatures {
  public:
   explicit PendingSignatures(const std::vector<std::string>& folders) {
-    for (const std::string& f : folders) files_.push_back((fs::path(f) / "api_signatures.json").string());
+    for (const std::string& f : folders) files_.push_back({(fs::path(f) / "api_signatures.json").string(), {}});
   }
-  // Calls add(ApiSignatures) for each file that appeared since the last call.
+  // Calls add(ApiSignatures) for each file that appeared or was replaced since the last call. A file
+  // caught half-written by a writer that does not rename is tried again at the next call.
   template <class Add>
   void load_new(Add&& add) {
-    for (auto it = files_.begin(); it != files_.end();) {
-      std::error_code ec;
-      if (!fs::exists(*it, ec)) {
-        ++it;
-        continue;
+    for (Watched& w : files_) {
+      struct stat st {};
+      if (::stat(w.path.c_str(), &st) != 0) continue;
+      const Identity now{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                         static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+      if (w.seen && *w.seen == now) continue;
+      try {
+        add(ApiSignatures::load(w.path));
+        w.seen = now;
+      } catch (const TraceReadError&) {
       }
-      add(ApiSignatures::load(*it));
-      it = files_.erase(it);
     }
   }
 
  private:
-  std::vector<std::string> files_;
+  struct Identity {
+    uint64_t inode, size;
+    int64_t mtime_ns;
+    bool operator==(const Identity&) const = default;
+  };
+  struct Watched {
+    std::string path;
+    std::optional<Identity> seen;
+  };
+  std::vector<Watched> files_;
+};
+
+// Once per API: the APIs whose arguments the checks had to name by position for want of a signature.
+class MissingSignatureNote {
+ public:
+  void print(const ApiSignatures& signatures, Log& log) {
+    std::vector<std::string> fresh;
+    for (std::string& name : signatures.missing())
+      if (said_.insert(name).second) fresh.push_back(std::move(name));
+    if (!fresh.empty()) log.line("warning: " + missing_signatures_message(fresh));
+  }
+
+ private:
+  std::set<std::string> said_;
 };
 
 // With -v: one line per invariant whose violations grew since the last call, with its latest step.
@@ -132,7 +165,7 @@ class NewViolationPrinter {
     for (size_t i = 0; i < states.size(); ++i) {
       const OnlineInvariantState& s = states[i];
       if (s.violations == seen_[i]) continue;
-      log.line("violation: " + s.display_name + (s.last_step ? " at step " + std::to_string(*s.last_step) : std::string()) + " (" +
+      log.line("violation: " + console_text(s.display_name) + (s.last_step ? " at step " + std::to_string(*s.last_step) : std::string()) + " (" +
                std::to_string(s.violations) + " so far, first at step " + (s.first_step ? std::to_string(*s.first_step) : "-") + ")");
       seen_[i] = s.violations;
     }
@@ -150,11 +183,15 @@ void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSig
   uint64_t reported_bad = 0;
   std::optional<int64_t> horizon;  // set while some file has a backlog (poll_into_checker)
   NewViolationPrinter new_violations;
+  MissingSignatureNote missing_signatures;
   for (;;) {
     const bool stopping = stop.load();
-    signatures.load_new([&](const ApiSignatures& s) { checker.add_signatures(s); });
-    // One poll is one batch: what it read from every file is checked merged by time.
-    const size_t bytes = poll_into_checker(tailer, checker, horizon, [&](const std::string& message) { log.line("warning: " + message); });
+    // One poll is one batch: what it read from every file is checked merged by time, with the signatures
+    // its processes wrote before their lines.
+    const size_t bytes = poll_into_checker(
+        tailer, checker, horizon, [&](const std::string& message) { log.line("warning: " + message); },
+        [&] { signatures.load_new([&](const ApiSignatures& s) { checker.add_signatures(s); }); });
+    missing_signatures.print(checker.signatures(), log);
     if (bytes) last_data = Clock::now();
     const OnlineCounts c = checker.counts();
     const auto& errors = checker.recent_errors();

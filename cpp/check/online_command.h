@@ -19,8 +19,11 @@ class TraceTailer;
 // than the last one it delivered wait (`horizon`, kept between calls), and files already past the
 // horizon are not read further, so records of different files are still checked in time order and
 // memory stays bounded. Returns the bytes read; the caller polls again at once while tailer.behind().
+// `before_checking` runs between reading and checking: what must be known of a line's process before its
+// records are judged, and was written before the line (api_signatures.json), is loaded there.
 size_t poll_into_checker(TraceTailer& tailer, OnlineChecker& checker, std::optional<int64_t>& horizon,
-                         const std::function<void(const std::string& message)>& warn);
+                         const std::function<void(const std::string& message)>& warn,
+                         const std::function<void()>& before_checking = {});
 
 // Runs until `stop` becomes true (the CLI's SIGINT/SIGTERM handler sets it) or, with
 // --exit-when-idle S, until no trace data arrived for S seconds. Returns the exit status: 0 after a

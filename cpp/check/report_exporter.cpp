@@ -1,6 +1,8 @@
 #include "check/report_exporter.h"
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -45,7 +47,8 @@ std::string find_report_python() {
 }
 
 ReportExporter::ReportExporter(const ArgParser& args, std::string prog, std::string mode, std::string output_dir, std::ostream& err)
-    : prog_(std::move(prog)), mode_(std::move(mode)), output_dir_(std::move(output_dir)), err_(err) {
+    : prog_(std::move(prog)), mode_(std::move(mode)), output_dir_(std::move(output_dir)), err_(err),
+      timeout_s_(read_env_number(kExportTimeoutSetting)) {
   if (args.flag_set("--report-wandb")) backends_.push_back("wandb");
   if (args.flag_set("--report-mlflow")) backends_.push_back("mlflow");
   for (const char* o : {"--wandb-project", "--wandb-entity", "--wandb-run-name", "--wandb-group", "--wandb-run-id",
@@ -68,7 +71,7 @@ bool ReportExporter::spawn(bool follow) {
          << " (set TRAINCHECK_PYTHON); nothing reported, the check's result is unchanged\n";
     return false;
   }
-  std::vector<std::string> argv = {python, "-m", "traincheck.reporting.export", "--output-dir", output_dir_, "--mode", mode_};
+  std::vector<std::string> argv = {python, "-I", "-m", "traincheck.reporting.export", "--output-dir", output_dir_, "--mode", mode_};
   for (const std::string& b : backends_) argv.push_back("--" + b);
   if (follow) argv.push_back("--follow");
   argv.insert(argv.end(), options_.begin(), options_.end());
@@ -89,7 +92,13 @@ bool ReportExporter::spawn(bool follow) {
   } else {
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   }
-  const int rc = posix_spawn(&child_, python.c_str(), &actions, nullptr, cargv.data(), environ);
+  // A group of its own: a hung backend's helper processes are stopped with it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  const int rc = posix_spawn(&child_, python.c_str(), &actions, &attr, cargv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (follow) ::close(fds[0]);
   if (rc != 0) {
@@ -115,11 +124,41 @@ void ReportExporter::finish() {
     ::close(stdin_fd_);  // end of input: the follow child finalises
     stdin_fd_ = -1;
   }
-  int status = 0;
-  while (::waitpid(child_, &status, 0) < 0 && errno == EINTR) {
-  }
+  const std::optional<int> status = wait_or_stop();
   child_ = -1;
-  warn_on_status(status);
+  if (status) {
+    warn_on_status(*status);
+    return;
+  }
+  err_ << "warning: " << prog_ << ": reporting to ";
+  for (size_t i = 0; i < backends_.size(); ++i) err_ << (i ? " and " : "") << backends_[i];
+  err_ << " did not finish within " << timeout_s_ << " s (" << kExportTimeoutSetting.name
+       << "); stopped; the check's result is unchanged\n";
+}
+
+std::optional<int> ReportExporter::wait_or_stop() {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s_));
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(child_, &status, WNOHANG);
+    if (done == child_) return status;
+    if (done < 0 && errno != EINTR) return 0;  // not our child any more: nothing to wait for
+    if (clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // SIGTERM lets a backend end its run; what still stands a second later is killed.
+  ::kill(-child_, SIGTERM);
+  const auto grace = clock::now() + std::chrono::seconds(1);
+  bool reaped = false;
+  while (!reaped && clock::now() < grace) {
+    reaped = ::waitpid(child_, &status, WNOHANG) == child_;
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(-child_, SIGKILL);  // the group's other processes too, even when the child itself has ended
+  while (!reaped && ::waitpid(child_, &status, 0) < 0 && errno == EINTR) {
+  }
+  return std::nullopt;
 }
 
 void ReportExporter::warn_on_status(int status) {

@@ -4,18 +4,28 @@
 // only the files the checker wrote (failed.log, violations_summary.json, report.html, invariants.json).
 //
 // Interpreter: $TRAINCHECK_PYTHON, else python3 / python beside this executable (the venv that installed
-// it), else python3 on PATH. A reporting failure (no interpreter, a package missing, a backend error) is a
-// warning: it never changes the check's exit status.
+// it), else python3 on PATH. It runs isolated (`python -I`: neither the working directory nor PYTHONPATH
+// nor the user's site folder on sys.path, so a `wandb/` folder where the check runs is never imported) in
+// a process group of its own, and gets TRAINCHECK_EXPORT_TIMEOUT_S (default 60) to finish once the check
+// is done: a backend that hangs (an unreachable MLFLOW_TRACKING_URI) is stopped, never waited for. A
+// reporting failure (no interpreter, a package missing, a backend error, the timeout) is a warning: it
+// never changes the check's exit status.
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 #include "common/cli_args.h"
+#include "common/env_settings.h"
 
 namespace traincheck {
+
+// Seconds the exporter gets to finish after the check is done (validated by parse_check_flags).
+inline constexpr EnvNumberSetting kExportTimeoutSetting{
+    "TRAINCHECK_EXPORT_TIMEOUT_S", 0.1, 86400, 60, "seconds the W&B / MLflow export may take after the check"};
 
 class ReportExporter {
  public:
@@ -38,11 +48,15 @@ class ReportExporter {
  private:
   bool spawn(bool follow);
   void warn_on_status(int status);
+  // Waits for the child until the timeout, then stops its process group; the child's wait status, or
+  // nullopt when it had to be stopped.
+  std::optional<int> wait_or_stop();
 
   std::string prog_, mode_, output_dir_;
   std::vector<std::string> backends_;  // "wandb", "mlflow"
   std::vector<std::string> options_;   // the --wandb-* / --mlflow-* options, passed through
   std::ostream& err_;
+  double timeout_s_;
   pid_t child_ = -1;
   int stdin_fd_ = -1;  // write end of the follow child's stdin
 };

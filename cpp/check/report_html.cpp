@@ -86,7 +86,8 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
     h += "<p>No violations.</p>";
   } else {
     h += "<table><tr><th>Invariant</th><th>Trace</th><th>First Step</th><th>Last Step</th><th>Count</th></tr>";
-    for (const Row& row : rows) {
+    for (size_t shown = 0; shown < rows.size() && shown < kMaxReportRows; ++shown) {
+      const Row& row = rows[shown];
       const InvariantOutcome& o = *row.outcome;
       std::string first = row.steps.empty() ? "&ndash;" : std::to_string(row.steps.front());
       std::string last = row.steps.empty() ? "&ndash;" : std::to_string(row.steps.back());
@@ -94,13 +95,13 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
       if (!o.result.violations.empty() && !o.result.violations.front().records.empty())
         stage_badge = "<span class=\"badge\">" + esc(row.report->trace->record(o.result.violations.front().records.front()).stage) + "</span>";
       std::string steps;
-      for (size_t i = 0; i < row.steps.size() && i < 500; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
+      for (size_t i = 0; i < row.steps.size() && i < kMaxListedSteps; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
       h += "<tr class=\"vrow\"><td><details><summary>" + esc(o.display_name) + " <span class=\"badge\">" + esc(o.invariant->relation) +
            "</span></summary><p class=\"muted\">" + esc(o.invariant->text_description) + "</p><p>Steps: " + steps + "</p>" +
            trace_sample_table(*row.report->trace, o) + "</details></td><td>" + esc(row.report->name) + "</td><td>" + first + stage_badge +
            "</td><td>" + last + "</td><td>" + std::to_string(o.result.violation_count) + "</td></tr>";
     }
-    h += "</table>";
+    h += more_rows(rows.size() - std::min(rows.size(), kMaxReportRows), 5, "violated invariants") + "</table>";
   }
 
   h += "<h2>Traces</h2>";

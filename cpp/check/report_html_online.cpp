@@ -30,7 +30,9 @@ std::string render_online_report_html(OnlineReportData d) {
        (d.current_stage.empty() ? "" : " &middot; stage " + esc(d.current_stage)) + "</div>" + bar(failing, d.passing, d.not_triggered);
   if (!d.not_triggered_labels.empty()) {
     h += "<details><summary>Not triggered yet</summary><ul>";
-    for (const std::string& label : d.not_triggered_labels) h += "<li>" + esc(label) + "</li>";
+    for (size_t i = 0; i < d.not_triggered_labels.size() && i < kMaxReportRows; ++i) h += "<li>" + esc(d.not_triggered_labels[i]) + "</li>";
+    if (d.not_triggered_labels.size() > kMaxReportRows)
+      h += "<li class=\"muted\">&hellip; and " + std::to_string(d.not_triggered_labels.size() - kMaxReportRows) + " more</li>";
     h += "</ul></details>";
   }
   h += "</div>";
@@ -47,9 +49,10 @@ std::string render_online_report_html(OnlineReportData d) {
     h += "<p>No violations.</p>";
   } else {
     h += "<table><tr><th>Invariant</th><th>First Step</th><th>Last Step</th><th>Count</th></tr>";
-    for (const OnlineReportRow& row : d.rows) {
+    for (size_t shown = 0; shown < d.rows.size() && shown < kMaxReportRows; ++shown) {
+      const OnlineReportRow& row = d.rows[shown];
       std::string steps;
-      for (size_t i = 0; i < row.steps.size(); ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
+      for (size_t i = 0; i < row.steps.size() && i < kMaxListedSteps; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
       const std::string first = row.first_step ? std::to_string(*row.first_step) : "&ndash;";
       const std::string last = row.last_step ? std::to_string(*row.last_step) : "&ndash;";
       const std::string badge = row.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(row.first_stage) + "</span>";
@@ -58,7 +61,7 @@ std::string render_online_report_html(OnlineReportData d) {
            sample_table(row.samples) + "</details></td><td>" + first + badge + "</td><td>" + last + "</td><td>" +
            std::to_string(row.count) + "</td></tr>";
     }
-    h += "</table>";
+    h += more_rows(d.rows.size() - std::min(d.rows.size(), kMaxReportRows), 4, "violated invariants") + "</table>";
   }
   h += "<h2>Relation breakdown (overall)</h2>" + breakdown_table(d.relations);
   h += "</body></html>\n";

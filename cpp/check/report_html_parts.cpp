@@ -108,4 +108,10 @@ std::string card(const std::string& label, const std::string& value, const char*
   return std::string("<div class=\"card ") + cls + "\"><div class=\"v\">" + value + "</div><div class=\"l\">" + label + "</div></div>";
 }
 
+std::string more_rows(size_t left_out, int columns, const std::string& what) {
+  if (left_out == 0) return "";
+  return "<tr><td colspan=\"" + std::to_string(columns) + "\" class=\"muted\">&hellip; and " + std::to_string(left_out) + " more " +
+         what + " (not shown; failed.log and violations_summary.json list them all)</td></tr>";
+}
+
 }  // namespace traincheck::report_parts

@@ -32,4 +32,14 @@ std::string sample_table(const std::vector<const Record*>& records);
 std::string page_head(std::string_view mode, const std::string& output_dir);
 std::string card(const std::string& label, const std::string& value, const char* cls);
 
+// A report lists at most this many violated invariants (most widespread / earliest first) and this many
+// labels in any list: 100k violated invariants made a 122 MB page. The rest are counted in a last row;
+// failed.log and violations_summary.json have them all.
+inline constexpr size_t kMaxReportRows = 1000;
+// The steps listed for one invariant.
+inline constexpr size_t kMaxListedSteps = 500;
+
+// "<tr><td colspan=N>... and K more ...</td></tr>", or "" when nothing was left out.
+std::string more_rows(size_t left_out, int columns, const std::string& what);
+
 }  // namespace traincheck::report_parts

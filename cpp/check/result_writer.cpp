@@ -47,11 +47,39 @@ void write_violations_summary_file(const std::string& path, const std::vector<Vi
   write_text(path, summary);
 }
 
+namespace {
+
+// A log written entry by entry: 100k violated invariants made a 3.9 GB failed.log, built in memory whole.
+class EntryLog {
+ public:
+  explicit EntryLog(const std::filesystem::path& path) : path_(path), out_(path, std::ios::binary) {
+    if (!out_) throw std::runtime_error(path.string() + ": cannot open for writing");
+  }
+  void add(const Value& v) {
+    buffer_.clear();
+    append_entry(buffer_, v);
+    out_ << buffer_;
+    if (!out_) throw std::runtime_error(path_.string() + ": write failed");
+  }
+  void close() {
+    out_.close();
+    if (!out_) throw std::runtime_error(path_.string() + ": write failed");
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream out_;
+  std::string buffer_;  // one entry; reused
+};
+
+}  // namespace
+
 void write_trace_results(const std::string& dir, const TraceCheckReport& report) {
   std::filesystem::create_directories(dir);
   const TraceStore& trace = *report.trace;
   const double span = static_cast<double>(trace.end_time() - trace.start_time());
-  std::string failed, passed, not_triggered;
+  const std::filesystem::path base(dir);
+  EntryLog failed(base / "failed.log"), passed(base / "passed.log"), not_triggered(base / "not_triggered.log");
   for (const InvariantOutcome& o : report.outcomes) {
     if (!o.result.passed()) {
       Array records;
@@ -66,25 +94,24 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
         first = false;
       }
       const double pct = span > 0 ? static_cast<double>(detection - trace.start_time()) / span : 0.0;
-      append_entry(failed, make_object({{"invariant", o.invariant->to_value()},
-                                        {"display_name", Value::string(o.display_name)},  // ours: the label, for readers
-                                        {"check_passed", Value::boolean(false)},
-                                        {"triggered", Value::boolean(true)},
-                                        {"detection_time", Value::integer(detection)},
-                                        {"detection_time_percentage", Value::real(pct)},
-                                        {"violation_count", Value::integer(static_cast<int64_t>(o.result.violation_count))},
-                                        {"trace", Value::array(std::move(records))}}));
+      failed.add(make_object({{"invariant", o.invariant->to_value()},
+                              {"display_name", Value::string(o.display_name)},  // ours: the label, for readers
+                              {"check_passed", Value::boolean(false)},
+                              {"triggered", Value::boolean(true)},
+                              {"detection_time", Value::integer(detection)},
+                              {"detection_time_percentage", Value::real(pct)},
+                              {"violation_count", Value::integer(static_cast<int64_t>(o.result.violation_count))},
+                              {"trace", Value::array(std::move(records))}}));
     } else {
-      append_entry(o.result.triggered ? passed : not_triggered,
-                   make_object({{"invariant", o.invariant->to_value()},
-                                {"check_passed", Value::boolean(true)},
-                                {"triggered", Value::boolean(o.result.triggered)}}));
+      (o.result.triggered ? passed : not_triggered)
+          .add(make_object({{"invariant", o.invariant->to_value()},
+                            {"check_passed", Value::boolean(true)},
+                            {"triggered", Value::boolean(o.result.triggered)}}));
     }
   }
-  const std::filesystem::path base(dir);
-  write_text(base / "failed.log", failed);
-  write_text(base / "passed.log", passed);
-  write_text(base / "not_triggered.log", not_triggered);
+  failed.close();
+  passed.close();
+  not_triggered.close();
   write_violations_summary_file((base / "violations_summary.json").string(), violation_summary_rows(report));
 }
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "trace/trace_reader.h"
 
@@ -31,6 +34,44 @@ std::vector<std::string> TraceTailer::behind_files() const {
   return out;
 }
 
+namespace {
+
+struct FileId {
+  uint64_t device = 0, inode = 0, size = 0;
+  bool exists = false;
+};
+
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), true};
+}
+
+}  // namespace
+
+void TraceTailer::follow_renames(const std::function<void(const std::string&)>& warn) {
+  std::map<std::string, FileId> now;
+  for (const auto& [path, f] : files_) now.emplace(path, file_id(path));
+  for (auto& [path, f] : files_) {
+    const FileId& id = now[path];
+    if (f.inode == 0 || (id.exists && id.device == f.device && id.inode == f.inode)) continue;
+    if (!id.exists) continue;  // removed (or being renamed): its state waits for a file of that name
+    // Another file under this name: where did the one we read go?
+    std::string moved_to;
+    for (auto& [other, g] : files_)
+      if (other != path && g.inode == 0 && g.offset == 0 && now[other].exists && now[other].device == f.device &&
+          now[other].inode == f.inode)
+        moved_to = other;
+    if (!moved_to.empty()) {
+      files_[moved_to] = std::move(f);
+      warn(path + ": rotated (renamed to " + moved_to + "); following both, the new " + path + " from its start");
+    } else {
+      warn(path + ": rotated (replaced by a new file); reading the new file from its start (lines the old one got since the last poll are not read)");
+    }
+    f = Followed{};
+  }
+}
+
 size_t TraceTailer::poll(const std::function<void(const std::string&, std::string_view)>& on_lines,
                          const std::function<void(const std::string&)>& warn,
                          const std::function<bool(const std::string&)>& skip) {
@@ -43,11 +84,12 @@ size_t TraceTailer::poll(const std::function<void(const std::string&, std::strin
       // Listing raced with the folder's removal; the next poll tries again.
     }
   }
+  follow_renames(warn);
   size_t total = 0;
   for (auto& [path, f] : files_) {
-    std::error_code ec;
-    const uintmax_t size = fs::file_size(path, ec);
-    if (ec || size == f.offset) {
+    const FileId id = file_id(path);
+    const uint64_t size = id.size;
+    if (!id.exists || size == f.offset) {
       f.behind = false;
       continue;
     }
@@ -59,17 +101,33 @@ size_t TraceTailer::poll(const std::function<void(const std::string&, std::strin
       f.behind = true;
       continue;
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) continue;
-    in.seekg(static_cast<std::streamoff>(f.offset));
-    const size_t want = static_cast<size_t>(std::min<uintmax_t>(size - f.offset, chunk_bytes_));
+    // The file read is the one opened: its inode comes from the descriptor, so a rename between the
+    // stat above and here is noticed at the next poll rather than mixing two files under one offset.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || (f.inode != 0 && (static_cast<uint64_t>(st.st_ino) != f.inode ||
+                                                   static_cast<uint64_t>(st.st_dev) != f.device))) {
+      ::close(fd);  // replaced since follow_renames looked: the next poll sorts it out
+      continue;
+    }
+    f.device = static_cast<uint64_t>(st.st_dev);
+    f.inode = static_cast<uint64_t>(st.st_ino);
+    const uint64_t end = std::max<uint64_t>(static_cast<uint64_t>(st.st_size), f.offset);
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(end - f.offset, chunk_bytes_));
     buffer_.assign(f.partial);
     buffer_.resize(f.partial.size() + want);
-    in.read(buffer_.data() + f.partial.size(), static_cast<std::streamsize>(want));
-    const size_t got = static_cast<size_t>(in.gcount());
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::pread(fd, buffer_.data() + f.partial.size() + got, want - got, static_cast<off_t>(f.offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    ::close(fd);
     buffer_.resize(f.partial.size() + got);
     f.offset += got;
-    f.behind = f.offset < size;
+    f.behind = f.offset < end;
     total += got;
     const size_t last_nl = buffer_.rfind('\n');
     if (last_nl == std::string::npos) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/console_text.h"
+
 namespace traincheck {
 
 std::vector<ViolationSummaryRow> violation_summary_rows(const TraceCheckReport& report) {
@@ -50,7 +52,8 @@ std::string format_violation_summary(const std::vector<ViolationSummaryRow>& row
     const ViolationSummaryRow& r = rows[i];
     std::snprintf(line, sizeof line, "%10s %10s %11llu  ", step(r.first_step).c_str(), step(r.last_step).c_str(),
                   static_cast<unsigned long long>(r.count));
-    out += indent + line + r.label + (r.trace.empty() ? "" : " [" + r.trace + "]") + "\n";
+    // Labels hold trace names: escaped and cut, the table is for a terminal (console_text.h).
+    out += indent + line + console_text(r.label) + (r.trace.empty() ? "" : " [" + console_text(r.trace) + "]") + "\n";
   }
   if (rows.size() > shown) out += indent + "... and " + std::to_string(rows.size() - shown) + " more violated invariants\n";
   return out;

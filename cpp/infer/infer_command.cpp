@@ -6,6 +6,7 @@
 
 #include "common/assert.h"
 #include "common/cli_args.h"
+#include "common/console_text.h"
 #include "infer/engine.h"
 #include "relations/registry.h"
 #include "trace/trace_store.h"
@@ -80,13 +81,13 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
     read.threads = options.threads;
     if (args.has("traces")) traces.push_back(TraceStore::load_files(args.get_list("traces"), read));
     for (const std::string& folder : args.get_list("trace_folders")) {
-      err << "[infer] reading " << folder << "\n";
+      err << "[infer] reading " << console_text(folder) << "\n";
       traces.push_back(TraceStore::load_folder(folder, read));
     }
     std::vector<const TraceStore*> ptrs;
     for (const TraceStore& t : traces) {
       ptrs.push_back(&t);
-      err << "[infer] trace " << t.name() << ": " << t.records().size() << " records, " << t.calls().size() << " calls, "
+      err << "[infer] trace " << console_text(t.name()) << ": " << t.records().size() << " records, " << t.calls().size() << " calls, "
           << t.var_instances().size() << " variables\n";
     }
     InferResult result = infer_invariants(ptrs, relations, options);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "common/console_text.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
 
@@ -71,9 +72,23 @@ void ApiSignatures::merge(const ApiSignatures& other) {
   for (const auto& [k, v] : other.table_) table_.emplace(k, v);
 }
 
+void ApiSignatures::note_missing(std::string_view api) const {
+  std::lock_guard<std::mutex> lock(misses_->mutex);
+  if (misses_->names.find(api) == misses_->names.end()) misses_->names.emplace(api);
+}
+
+std::vector<std::string> ApiSignatures::missing() const {
+  std::lock_guard<std::mutex> lock(misses_->mutex);
+  std::vector<std::string> out;
+  for (const std::string& name : misses_->names)
+    if (find(name) == nullptr) out.push_back(name);
+  return out;
+}
+
 Object ApiSignatures::bind(const Record& pre, bool skip_self, bool with_defaults) const {
   const WellKnownKeys& k = keys();
   const std::vector<SignatureParam>* sig = find(pre.function);
+  bool lacked_signature = sig == nullptr && with_defaults;  // defaults unknown
   const Value* bound_flag = pre.get(k.is_bound_method);
   const bool is_bound = bound_flag != nullptr && bound_flag->is_bool() && bound_flag->as_bool();
   Object out;
@@ -100,6 +115,7 @@ Object ApiSignatures::bind(const Record& pre, bool skip_self, bool with_defaults
       // As the original binds them (and so names them in its invariant files): positional i takes the
       // name of parameter i whatever its kind, so the first argument *args catches is named after it.
       if (sig != nullptr && index < sig->size()) name = (*sig)[index].name;
+      if (sig == nullptr) lacked_signature = true;
       if (skip_self && sig != nullptr && index < sig->size() && (*sig)[index].name == "self") continue;
       add(name, *value);
     }
@@ -112,6 +128,17 @@ Object ApiSignatures::bind(const Record& pre, bool skip_self, bool with_defaults
       add(p.name, *p.default_value);
     }
   }
+  if (lacked_signature && !pre.function.empty()) note_missing(pre.function);
+  return out;
+}
+
+std::string missing_signatures_message(const std::vector<std::string>& names) {
+  constexpr size_t kNamed = 8;
+  std::string out = "no signature recorded for " + std::to_string(names.size()) + (names.size() == 1 ? " API" : " APIs") +
+                    " whose arguments the invariants read (api_signatures.json missing, not written yet, or from another "
+                    "run); their positional arguments are named by index, so invariants over them may be judged wrongly: ";
+  for (size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + console_text(names[i], 120);
+  if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
   return out;
 }
 

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,11 +44,27 @@ class ApiSignatures {
   // not passed get their recorded default. Values are kept as recorded ({type: payload}).
   Object bind(const Record& pre, bool skip_self, bool with_defaults) const;
 
+  // The APIs whose calls bind() had to name by position for want of a signature (they had positional
+  // arguments, or defaults were asked for) and that still have none: what a checker says it lacked, once
+  // (api_signatures.json missing, not yet written, or from another run). Sorted. Thread-safe.
+  std::vector<std::string> missing() const;
+
  private:
   // `line_of_member(i)`: the line of the root object's i-th member (0: unknown), for messages.
   static ApiSignatures from_value_at(const Value& root, const std::string& source,
                                      const std::function<size_t(size_t)>& line_of_member);
+  void note_missing(std::string_view api) const;
+
   std::unordered_map<std::string, std::vector<SignatureParam>> table_;
+  // Shared by copies: the checks bind through the copy the store or checker holds.
+  struct MissLog {
+    std::mutex mutex;
+    std::set<std::string, std::less<>> names;
+  };
+  std::shared_ptr<MissLog> misses_ = std::make_shared<MissLog>();
 };
+
+// The one-line note about ApiSignatures::missing() names (console-safe, the first few named).
+std::string missing_signatures_message(const std::vector<std::string>& names);
 
 }  // namespace traincheck

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <new>
 #include <span>
 
+#include "common/console_text.h"
 #include "common/parallel.h"
 #include "trace/json_parse.h"
 #include "trace/shared_fields.h"
@@ -66,8 +68,41 @@ const Value& init_stage() {
   return s;
 }
 
-// Checks the fields an index relies on and fills the typed members. Throws on a missing field.
-void validate(Record& r, const std::string& file, size_t line) {
+// A name this long is not a real API or variable name but an accident or an attack: a 50 MB function
+// name made infer use 17 GB (every invariant over it copies it). Cut at read time, with a hash of the
+// whole name so that different long names stay different.
+constexpr size_t kMaxNameBytes = 4096;
+
+std::string cut_name(const std::string& name) {
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a of the whole name
+  for (unsigned char c : name) hash = (hash ^ c) * 1099511628211ULL;
+  char tail[64];
+  const int tail_size =
+      std::snprintf(tail, sizeof tail, "...[cut: %zu bytes, fnv %016llx]", name.size(), static_cast<unsigned long long>(hash));
+  size_t keep = kMaxNameBytes - static_cast<size_t>(tail_size);  // the cut name is kMaxNameBytes at most
+  while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;  // a UTF-8 boundary
+  return name.substr(0, keep) + tail;
+}
+
+// Cuts the record's names over kMaxNameBytes; returns how many, and the first one's field in `field`.
+size_t cut_long_names(Record& r, const Record::KnownFields& known, std::string& field) {
+  const WellKnownKeys& k = keys();
+  const std::pair<const Value*, KeyId> names[] = {
+      {known.function, k.function}, {known.var_name, k.var_name}, {known.var_type, k.var_type}, {known.stage, k.meta_vars_stage}};
+  std::vector<std::pair<KeyId, std::string>> cut;
+  for (const auto& [value, key] : names) {
+    if (value == nullptr || !value->is_string() || value->as_string().size() <= kMaxNameBytes) continue;
+    if (cut.empty()) field = std::string(key_name(key));
+    cut.emplace_back(key, cut_name(value->as_string()));
+  }
+  // Set only now: each set() moves the fields, and `known` points into them.
+  for (auto& [key, name] : cut) r.set(key, Value::string(std::move(name)));
+  return cut.size();
+}
+
+// Checks the fields an index relies on and fills the typed members. Throws on a missing field. Names
+// over kMaxNameBytes are cut (counted in `names_cut`, the first one's field in `cut_field`).
+void validate(Record& r, const std::string& file, size_t line, size_t* names_cut = nullptr, std::string* cut_field = nullptr) {
   const Record::KnownFields known = r.known_fields();
   const Value* type = known.type;
   if (type == nullptr || !type->is_string()) throw TraceReadError(file, line, "type", "missing or not a string");
@@ -89,6 +124,13 @@ void validate(Record& r, const std::string& file, size_t line) {
   } else {
     require_string(known.function, "function");
     require_string(known.func_call_id, "func_call_id");
+  }
+  std::string field;
+  if (const size_t cut = cut_long_names(r, known, field)) {
+    if (names_cut != nullptr && (*names_cut)++ == 0 && cut_field != nullptr) *cut_field = field + " at line " + std::to_string(line);
+    r.refresh_cached();
+    validate(r, file, line);  // again, on the cut fields (none is long now)
+    return;
   }
   // The original fills a missing or NaN stage with "init" (docs/collection.md §Meta-vars and sampling).
   const Value* stage = known.stage;
@@ -121,6 +163,8 @@ struct Piece {
   uint64_t bytes = 0;
   size_t skipped = 0;
   std::vector<TraceReadError> problems;  // the first few, in line order
+  size_t names_cut = 0;                  // records whose names were over kMaxNameBytes
+  std::string first_cut;                 // the first one's field and line
 
   size_t count() const { return placed + overflow.size(); }
   void add(Record&& r) {
@@ -171,7 +215,7 @@ class PieceParser {
     r.file = piece_.file;
     r.line = static_cast<uint32_t>(line_no_);
     try {
-      validate(r, name_, line_no_);
+      validate(r, name_, line_no_, &piece_.names_cut, &piece_.first_cut);
     } catch (const TraceReadError& problem) {
       skip(problem);
       return;
@@ -197,12 +241,21 @@ void report_file(const std::string& name, std::span<const Piece> pieces, std::os
     records += p.count();
     skipped += p.skipped;
     for (const TraceReadError& problem : p.problems)
-      if (warned++ < kMaxLineWarnings) warn << "warning: " << problem.what() << " (line skipped)\n";
+      if (warned++ < kMaxLineWarnings) warn << "warning: " << console_text(problem.what(), 1000) << " (line skipped)\n";
   }
   if (records == 0 && skipped > 0)
     for (const Piece& p : pieces)
       if (!p.problems.empty()) throw p.problems.front();
   if (skipped > kMaxLineWarnings) warn << "warning: " << name << ": " << skipped << " lines skipped in all\n";
+  size_t cut = 0;
+  const Piece* first = nullptr;
+  for (const Piece& p : pieces) {
+    if (p.names_cut && first == nullptr) first = &p;
+    cut += p.names_cut;
+  }
+  if (cut)
+    warn << "warning: " << name << ": " << cut << (cut == 1 ? " record has" : " records have") << " a name longer than "
+         << kMaxNameBytes << " bytes, cut to that length, ending with a hash (the first: " << first->first_cut << ")\n";
 }
 
 // Files are read this much at a time, so a reader holds one block of text, never a whole file.

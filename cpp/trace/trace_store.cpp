@@ -5,6 +5,8 @@
 #include <iostream>
 #include <set>
 
+#include "common/console_text.h"
+
 namespace traincheck {
 
 namespace {
@@ -61,11 +63,18 @@ TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures,
 }
 
 TraceStore TraceStore::load_folder(const std::string& folder, const ReadOptions& options) {
-  RawTrace raw = read_trace_files(list_trace_files(folder), options);
+  const std::vector<std::string> files = list_trace_files(folder);
+  // Nothing to read is a mistake (a wrong path, a run that wrote nothing), never an empty result.
+  if (files.empty()) throw TraceReadError(folder, 0, "", "no trace files in this folder (trace_* or proxy_log.json)");
+  RawTrace raw = read_trace_files(files, options);
   ApiSignatures sigs = ApiSignatures::load((std::filesystem::path(folder) / "api_signatures.json").string());
-  std::string name = std::filesystem::path(folder).lexically_normal().filename().string();
-  if (name.empty()) name = std::filesystem::path(folder).lexically_normal().parent_path().filename().string();
-  return TraceStore(name, std::move(raw), std::move(sigs), options.warnings);
+  // The folder's own name, from its absolute path: `..` or `run/` name the folder they mean.
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(folder, ec).lexically_normal();
+  if (absolute.filename().empty()) absolute = absolute.parent_path();
+  std::string name = ec ? std::string() : absolute.filename().string();
+  if (name == "." || name == "..") name.clear();
+  return TraceStore(name.empty() ? "trace" : name, std::move(raw), std::move(sigs), options.warnings);
 }
 
 TraceStore TraceStore::load_files(const std::vector<std::string>& files, const ReadOptions& options) {
@@ -183,7 +192,7 @@ void TraceStore::index_calls(std::ostream& warn) {
     // Whatever is still open when the thread's records end was interrupted: kept as Incomplete.
   }
   if (orphan_posts || lost_posts)
-    warn << "warning: trace '" << name_ << "': " << orphan_posts << " post-records without a pre-record and "
+    warn << "warning: trace '" << console_text(name_) << "': " << orphan_posts << " post-records without a pre-record and "
          << lost_posts << " calls without a post-record inside a finished caller were ignored\n";
   // Compact away dropped calls.
   if (lost_posts) {

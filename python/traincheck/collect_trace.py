@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 
-from traincheck import launcher
+from traincheck import launcher, output_folder, settings
 
 STYLES = ("proxy", "subclass", "sampler")
 
@@ -33,6 +33,11 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("-a", "--copy-all-files", action="store_true", help="Copy the script's directory into the output dir.")
     p.add_argument("--output-dir", help="Output directory (default: traincheck_run_<script>_<versions>_<time>).")
     p.add_argument("--only-instr", action="store_true", help="Write the launcher files but do not run them.")
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="Replace an earlier run's files in --output-dir (ours; without it such a folder is refused, so that "
+             "two runs' traces never mix).",
+    )
     p.add_argument(
         "--instr-descriptors", action="store_true",
         help="Full mode: also wrap C method descriptors (torch._C.TensorBase.normal_, add_, ...); costs more. "
@@ -154,12 +159,22 @@ def write_env_dump(args: argparse.Namespace, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    setting_errors = settings.check_all()
+    for error in setting_errors:
+        print(f"traincheck-collect: error: {error}", file=sys.stderr)
+    if setting_errors:
+        return 2
     args.pyscript = os.path.abspath(args.pyscript)
     if not os.path.isfile(args.pyscript):
         print(f"traincheck-collect: error: no such script: {args.pyscript}", file=sys.stderr)
         return 2
     output_dir = os.path.abspath(args.output_dir or default_output_dir(args))
-    os.makedirs(output_dir, exist_ok=True)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        output_lock = output_folder.claim(output_dir, args.overwrite)
+    except (OSError, output_folder.FolderRefused) as e:
+        print(f"traincheck-collect: error: {e}", file=sys.stderr)
+        return 2
 
     instr_opts = None
     if args.invariants:
@@ -177,7 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     online_check = None
     if args.invariants and not args.no_online_check:
         online_dir = os.path.join(output_dir, "online_check")
-        shutil.rmtree(online_dir, ignore_errors=True)  # a reused output dir: results of this run only
         online_check = {"invariants": [os.path.abspath(f) for f in args.invariants], "output_dir": online_dir}
 
     if args.copy_all_files:
@@ -203,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only_instr:
         print("traincheck-collect: launcher written: " + " ".join(command))
         return 0
-    return launcher.run(command, output_dir, os.path.dirname(args.pyscript))
+    with output_lock:  # held until the program has ended: no other collect writes here meanwhile
+        return launcher.run(command, output_dir, os.path.dirname(args.pyscript))
 
 
 if __name__ == "__main__":

@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 import sys
 
+from traincheck import settings
+
 PREFIX = "traincheck/cross_rank/"
 
 
 def wanted() -> bool:
     """A job of several ranks launched with the environment torch.distributed reads (torchrun, env://),
     unless TRAINCHECK_CROSS_RANK=0."""
-    if os.environ.get("TRAINCHECK_CROSS_RANK", "1") == "0":
+    if settings.value("TRAINCHECK_CROSS_RANK") == 0:
         return False
     try:
         return int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -29,8 +31,8 @@ def wanted() -> bool:
 def options() -> dict:
     """TRAINCHECK_CROSS_RANK_PEERS: ring neighbours compared (0, the default: every other rank);
     TRAINCHECK_CROSS_RANK_KEEP_STEPS: steps a summary stays in the store (a peer further behind lags)."""
-    return {"peers": int(os.environ.get("TRAINCHECK_CROSS_RANK_PEERS", "0")),
-            "keep_steps": int(os.environ.get("TRAINCHECK_CROSS_RANK_KEEP_STEPS", "8"))}
+    return {"peers": settings.value("TRAINCHECK_CROSS_RANK_PEERS"),
+            "keep_steps": settings.value("TRAINCHECK_CROSS_RANK_KEEP_STEPS")}
 
 
 def find_store():

@@ -18,36 +18,45 @@ import signal
 import sys
 import types
 
-from traincheck import meta_vars, script_api
+from traincheck import meta_vars, script_api, settings
 
 
 def _start_recorder(config: dict):
     from traincheck import _core
 
     # The writer's period bounds what a SIGKILL can lose; tests shorten or lengthen it.
-    _core.start(config["output_dir"], int(os.environ.get("TRAINCHECK_WRITER_PERIOD_MS", "20")),
-                _heap_reclaim_mb())
+    _core.start(config["output_dir"], settings.value("TRAINCHECK_WRITER_PERIOD_MS"),
+                settings.value("TRAINCHECK_HEAP_RECLAIM_MB"))
     meta_vars.attach_recorder(_core, config["sampling_interval"], config["warm_up_steps"])
     if os.environ.get("RANK", "").isdigit():  # torchrun / DDP: cross-rank invariants need the rank
         meta_vars.set_meta_var("_DATA_PARALLEL_RANK", int(os.environ["RANK"]))
     atexit.register(_core.shutdown)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _install_sigterm_flush(_core)
+    _install_os_exit_flush(_core)
     return _core
 
 
-def _heap_reclaim_mb() -> int:
-    """TRAINCHECK_HEAP_RECLAIM_MB: the resident growth after which the recorder hands free heap pages back
-    to the kernel (docs/collection.md §Memory); 0 turns that off."""
-    text = os.environ.get("TRAINCHECK_HEAP_RECLAIM_MB", "64")
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 1 << 20:
-        raise SystemExit(f"traincheck: error: TRAINCHECK_HEAP_RECLAIM_MB={text!r}: expected an integer from 0 "
-                         "(never reclaim) to 1048576 (MB); default 64")
-    return value
+def _install_os_exit_flush(core) -> None:
+    """os._exit (a scheduler's timeout handler, a forked worker's end) runs no atexit handler and no
+    finaliser: without this, the records of the last writer period were lost, and a short script wrote no
+    trace at all. os._exit becomes a function that shuts the recorder down (writes the trace's tail and the
+    in-process checker's results), then calls the real os._exit with the same status."""
+    real_exit = os._exit
+    if getattr(real_exit, "__traincheck_flush__", False):
+        return
+
+    def _exit(status, /):
+        try:
+            core.shutdown()
+        except BaseException:  # noqa: BLE001 - the process ends as asked, whatever the recorder says
+            pass
+        real_exit(status)
+
+    _exit.__traincheck_flush__ = True
+    _exit.__wrapped__ = real_exit
+    _exit.__doc__ = real_exit.__doc__
+    os._exit = _exit
 
 
 _exit_flush = None                 # this process's multiprocessing finaliser that shuts the recorder down
@@ -98,17 +107,20 @@ def _install_sigterm_flush(core) -> None:
         pass
 
 
-def _write_signatures_at_exit(report, output_dir: str) -> None:
-    from traincheck.instrument.signatures import write_signatures
+def _publish_signatures(report, output_dir: str) -> dict:
+    """api_signatures.json, written now, before the script runs, rather than at exit: a live
+    traincheck-onlinecheck reads it before this process's first trace line, and a run killed by SIGKILL,
+    SIGTERM or os._exit leaves it too. Each process merges its entries in (signatures.publish_signatures).
+    Returns the entries, which the in-process checker uses as well."""
+    from traincheck.instrument.signatures import publish_signatures, signature_entries
 
-    def write():
-        try:
-            write_signatures(report.wrappers, output_dir, frozenset(report.classmethods))
-        except Exception as e:  # noqa: BLE001 - never fails the user's program at exit
-            print(f"traincheck: warning: could not write api_signatures.json in {output_dir} ({e}); the analyzers "
-                  "will name arguments by position", file=sys.stderr)
-
-    atexit.register(write)  # registered after the recorder's shutdown: runs before it
+    entries = signature_entries(report.wrappers, frozenset(report.classmethods))
+    try:
+        publish_signatures(entries, output_dir)
+    except Exception as e:  # noqa: BLE001 - never fails the user's program
+        print(f"traincheck: warning: could not write api_signatures.json in {output_dir} ({e}); the analyzers "
+              "will name arguments by position", file=sys.stderr)
+    return entries
 
 
 def _instrument(config: dict, core) -> dict:
@@ -143,15 +155,15 @@ def _instrument(config: dict, core) -> dict:
 
     report = install(targets, options_for)
     compile_support.pause_recording_while_compiling(core)
-    _write_signatures_at_exit(report, config["output_dir"])
-    _start_online_check(config, core, report)
+    signatures = _publish_signatures(report, config["output_dir"])
+    _start_online_check(config, core, signatures)
     if plan is None:
         return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names),
                 "instr_descriptors": descriptors}
     return selective.resolution_summary(plan, report.api_names, roots)
 
 
-def _start_online_check(config: dict, core, report) -> None:
+def _start_online_check(config: dict, core, signatures: dict) -> None:
     """In-process checking (collect -i, unless --no-online-check): the recorder's writer thread feeds every
     trace line to the checker in traincheck._online, which appends violations to failed.log as it finds
     them and writes report.html and summary_<pid>.json when the recorder shuts down. Imported only here,
@@ -161,16 +173,8 @@ def _start_online_check(config: dict, core, report) -> None:
         return
     try:
         from traincheck import _online
-        from traincheck.instrument.signatures import signature_entry
 
-        # Signatures of every wrapped API, known now (api_signatures.json is only written at exit).
-        classmethods = frozenset(report.classmethods)
-        signatures = {}
-        for name, wrapper in report.wrappers.items():
-            entry = signature_entry(core.unwrap(wrapper), drop_first=name in classmethods)
-            if entry is not None:
-                signatures[name] = entry
-        interval = float(os.environ.get("TRAINCHECK_ONLINE_REPORT_INTERVAL_S", "10"))
+        interval = settings.value("TRAINCHECK_ONLINE_REPORT_INTERVAL_S")
         capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval)
         _start_cross_rank_check(_online)
         core.set_record_sink(capsule)

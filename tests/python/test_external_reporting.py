@@ -23,6 +23,19 @@ def check(tmp_path, *flags, env=None, command="traincheck-check", extra=()):
     return result
 
 
+def fake_python(tmp_path, name, prelude):
+    """An interpreter for TRAINCHECK_PYTHON that runs `prelude` (Python), then the exporter with the
+    arguments the checker passes after `-m traincheck.reporting.export`."""
+    (tmp_path / f"{name}.py").write_text(
+        "import runpy, sys\n" + prelude + "\n"
+        "sys.argv = ['export'] + sys.argv[sys.argv.index('-m') + 2:]\n"
+        "runpy.run_module('traincheck.reporting.export', run_name='__main__', alter_sys=True)\n")
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / name}.py \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
 def mlflow_env(tmp_path, monkeypatch):
     """The file store's settings for the checker's exporter, and for this process, which reads it back.
     MLflow 3 keeps the file store in maintenance mode and asks for MLFLOW_ALLOW_FILE_STORE to use it."""
@@ -138,14 +151,60 @@ def test_onlinecheck_logs_per_step_counts_while_following_and_the_final_summary_
 
 def test_a_missing_package_or_interpreter_is_a_warning_and_the_check_still_succeeds(tmp_path):
     # An interpreter where `import wandb` fails: the exporter must name the package; the check's status stays 0.
-    blocker = tmp_path / "python-without-wandb"
-    blocker.write_text(
-        "#!/bin/sh\nexec " + sys.executable + " -c 'import runpy, sys; sys.modules[\"wandb\"] = None; "
-        "sys.argv = [\"export\"] + sys.argv[3:]; runpy.run_module(\"traincheck.reporting.export\", run_name=\"__main__\", alter_sys=True)' \"$@\"\n"
-    )
-    blocker.chmod(0o755)
+    blocker = fake_python(tmp_path, "python-without-wandb", 'sys.modules["wandb"] = None')
     result = check(tmp_path, "--report-wandb", env={"TRAINCHECK_PYTHON": str(blocker)})
     assert "the package wandb is not installed" in result.stderr and "the check's result is unchanged" in result.stderr, result.stderr
     assert (tmp_path / "out" / "buggy_run" / "failed.log").stat().st_size > 0
     result = check(tmp_path, "--report-mlflow", env={"TRAINCHECK_PYTHON": str(tmp_path / "no-such-python")})
     assert "cannot run" in result.stderr and "the check's result is unchanged" in result.stderr, result.stderr
+
+
+# The reporting child (issue 24 item 6): a time limit, isolation from the working directory, one-line errors.
+
+def test_an_exporter_that_hangs_is_stopped_after_the_timeout_and_the_check_still_succeeds(tmp_path):
+    hang = tmp_path / "python-that-hangs"
+    hang.write_text("#!/bin/sh\nsleep 3600\n")  # an unreachable tracking server, as far as the checker can tell
+    hang.chmod(0o755)
+    # The generous subprocess timeout only turns a hang (the bug) into a failure; nothing is timed.
+    result = subprocess.run(["traincheck-check", "-f", str(TRACE), "-i", str(INVARIANTS), "-o", "out", "--report-mlflow"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TRAINCHECK_PYTHON": str(hang), "TRAINCHECK_EXPORT_TIMEOUT_S": "0.5"})
+    assert result.returncode == 0, result.stderr
+    assert "did not finish within 0.5 s (TRAINCHECK_EXPORT_TIMEOUT_S); stopped; the check's result is unchanged" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "1e9"])
+def test_a_bad_export_timeout_is_refused_at_start_in_one_line(tmp_path, value):
+    for command in ("traincheck-check", "traincheck-onlinecheck"):
+        result = subprocess.run([command, "-f", str(TRACE), "-i", str(INVARIANTS), "-o", "out"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "TRAINCHECK_EXPORT_TIMEOUT_S": value})
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (f"{command}: error: TRAINCHECK_EXPORT_TIMEOUT_S='{value}': expected a number from 0.1 to "
+                                 "86400 (seconds the W&B / MLflow export may take after the check)\n")
+        assert not (tmp_path / "out").exists()
+
+
+def test_the_exporter_never_imports_a_package_from_the_working_directory(tmp_path):
+    marker = tmp_path / "imported"
+    for package in ("wandb", "mlflow", "traincheck"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(f"open({str(marker)!r}, 'a').write({package!r})\n")
+    check(tmp_path, "--report-wandb", "--report-mlflow",
+          env={"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "MLFLOW_TRACKING_URI": (tmp_path / "mlruns").as_uri(),
+               "MLFLOW_ALLOW_FILE_STORE": "true"})
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_backend_that_fails_to_set_up_is_reported_in_one_line_without_a_traceback(tmp_path):
+    broken = fake_python(tmp_path, "python-with-broken-mlflow", "\n".join([
+        "import types",
+        "m = types.ModuleType('mlflow')",
+        "def fail(*a, **k): raise ConnectionError('cannot reach http://10.255.255.1:5000\\nretried 7 times')",
+        "m.set_experiment = m.start_run = fail",
+        "sys.modules['mlflow'] = m"]))
+    result = check(tmp_path, "--report-mlflow", "--mlflow-experiment", "e", env={"TRAINCHECK_PYTHON": str(broken)})
+    assert "Traceback" not in result.stderr and "retried" not in result.stderr, result.stderr
+    assert ("traincheck-export: --report-mlflow: cannot set up the run (ConnectionError: cannot reach http://10.255.255.1:5000)\n"
+            in result.stderr), result.stderr
+    assert "reporting to mlflow failed (exit status 1); the check's result is unchanged" in result.stderr

@@ -37,30 +37,46 @@ def signature_entry(func, drop_first: bool = False) -> dict | None:
     return {"params": params}
 
 
-def write_signatures(wrappers: dict, output_dir: str, classmethods: frozenset = frozenset()) -> None:
-    """Signatures of the wrapped APIs that recorded calls, merged with what other processes wrote."""
-    path = os.path.join(output_dir, "api_signatures.json")
+def signature_entries(wrappers: dict, classmethods: frozenset = frozenset()) -> dict:
+    """{api name: signature entry} of every wrapped API that has a signature."""
     entries = {}
     for name, wrapper in wrappers.items():
-        if _core.was_called(wrapper):
-            entry = signature_entry(_core.unwrap(wrapper), drop_first=name in classmethods)
-            if entry is not None:
-                entries[name] = entry
+        entry = signature_entry(_core.unwrap(wrapper), drop_first=name in classmethods)
+        if entry is not None:
+            entries[name] = entry
+    return entries
+
+
+def publish_signatures(entries: dict, output_dir: str) -> None:
+    """Merges `entries` into <output_dir>/api_signatures.json: under an exclusive lock (ranks and workers
+    of one run publish at the same time; without it, one's read-merge-write could drop another's
+    entries), written to a temporary file and renamed, so that a reader (a live traincheck-onlinecheck)
+    sees the old file or the new one, never half of one. Nothing is written when nothing is new."""
+    import fcntl
+
     if not entries:
         return
-    try:
-        with open(path) as f:
-            entries = {**json.load(f), **entries}
-    except (OSError, json.JSONDecodeError):
-        pass
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(entries, f, sort_keys=True)
-        os.replace(tmp, path)  # atomic: ranks and workers may finish at the same time
-    except OSError:
-        try:  # a full disk must not leave a half-written temporary file behind
-            os.remove(tmp)
+    path = os.path.join(output_dir, "api_signatures.json")
+    with open(os.path.join(output_dir, ".api_signatures.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(path) as f:
+                merged = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            merged = {}
+        if all(merged.get(name) == entry for name, entry in entries.items()):
+            return
+        merged.update(entries)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            text = json.dumps(merged, sort_keys=True, default=str)  # the C encoder: json.dump to a file is pure Python
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
         except OSError:
-            pass
-        raise
+            try:  # a full disk must not leave a half-written temporary file behind
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise
+

@@ -4,7 +4,9 @@ Run by traincheck-check (once, on the finished folder) and traincheck-onlinechec
 start): following, it tails <out>/failed.log and logs each step's count of violated invariants once a later
 step has shown up (a step's count is final by then, as records arrive in step order), and it finalises when
 its stdin reaches end of file, which the checker causes by closing the pipe at stop or by exiting in any
-way. Exit status: 0; 3 when a backend package is missing (named on stderr); 1 when a backend failed."""
+way. Exit status: 0; 3 when a backend package is missing (named on stderr); 1 when a backend failed (said
+in one line). Run as `python -I` (cpp/check/report_exporter.h): nothing from the working directory is
+imported."""
 import argparse
 import os
 import select
@@ -31,8 +33,16 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def one_line(e: BaseException) -> str:
+    """An error as one line: its type and the first line of its message (a backend's multi-line messages
+    and tracebacks stay out of the checker's console)."""
+    text = str(e).strip().splitlines()
+    return type(e).__name__ + (": " + text[0] if text else "")
+
+
 def open_sinks(opts) -> tuple[list, int]:
-    """The sinks whose package imports; a missing one is named on stderr and sets the status to 3."""
+    """The sinks whose package imports and whose run could be set up. A missing package is named on
+    stderr and sets the status to 3; a backend that fails to set up is said in one line (status 1)."""
     sinks, status = [], 0
     for name in ("wandb", "mlflow"):
         if not getattr(opts, name):
@@ -40,15 +50,24 @@ def open_sinks(opts) -> tuple[list, int]:
         try:
             __import__(name)
         except ImportError as e:
-            print(f"traincheck-export: --report-{name}: the package {PACKAGES[name]} is not installed ({e}); "
+            print(f"traincheck-export: --report-{name}: the package {PACKAGES[name]} is not installed ({one_line(e)}); "
                   f"install it with: pip install 'traincheck[report]'", file=sys.stderr)
             status = MISSING_PACKAGE
+            continue
+        except Exception as e:  # noqa: BLE001 - a broken installation: one line, never a traceback
+            print(f"traincheck-export: --report-{name}: the package {PACKAGES[name]} fails to import ({one_line(e)})",
+                  file=sys.stderr)
+            status = status or 1
             continue
         if name == "wandb":
             from traincheck.reporting.wandb_sink import WandbSink as Sink
         else:
             from traincheck.reporting.mlflow_sink import MlflowSink as Sink
-        sinks.append(Sink(opts, opts.mode, os.path.abspath(opts.output_dir)))
+        try:
+            sinks.append(Sink(opts, opts.mode, os.path.abspath(opts.output_dir)))
+        except Exception as e:  # noqa: BLE001 - a backend's setup error (bad URI, no credentials): one line
+            print(f"traincheck-export: --report-{name}: cannot set up the run ({one_line(e)})", file=sys.stderr)
+            status = status or 1
     return sinks, status
 
 
@@ -125,7 +144,7 @@ def main(argv=None) -> int:
         for sink in sinks:
             sink.finish(res)
     except Exception as e:  # a backend's error: said, and the checker's status stays its own
-        print(f"traincheck-export: {opts.output_dir}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"traincheck-export: {opts.output_dir}: {one_line(e)}", file=sys.stderr)
         for sink in sinks:
             try:
                 sink.abort()

@@ -2,6 +2,7 @@
 
 Only reading: labels, counts and steps were decided by the C++ checker and are taken from its files
 (failed.log entries carry `display_name`; violations_summary.json the per-invariant rows)."""
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -9,29 +10,39 @@ from dataclasses import dataclass, field
 RELATION_COUNTS = ("failed", "passed", "not_triggered")
 
 
-def read_entries(path: str) -> list[dict]:
-    """The entries of a failed/passed/not_triggered.log: indent-4 objects (offline) or one per line (online).
-    Split where a line starts with '{', as the original reads them; a torn last entry is left out."""
+def iter_entries(path: str):
+    """The entries of a failed/passed/not_triggered.log, one at a time (the log may be larger than memory):
+    indent-4 objects (offline) or one per line (online). Split where a line starts with '{', as the
+    original reads them; a torn last entry is left out."""
     if not os.path.exists(path):
-        return []
-    entries, current = [], []
+        return
+    current: list[str] = []
 
-    def close():
+    def parsed():
         text = "".join(current).strip()
         if text:
             try:
-                entries.append(json.loads(text))
+                return json.loads(text)
             except json.JSONDecodeError:
                 pass  # the online checker may be mid-append; the entry is read on the next pass
+        return None
 
     with open(path) as f:
         for line in f:
             if line.startswith("{") and current:
-                close()
+                entry = parsed()
+                if entry is not None:
+                    yield entry
                 current = []
             current.append(line)
-    close()
-    return entries
+    entry = parsed()
+    if entry is not None:
+        yield entry
+
+
+def read_entries(path: str) -> list[dict]:
+    """Every entry of a log, in memory: for small logs (tests); the sinks stream with iter_entries."""
+    return list(iter_entries(path))
 
 
 def entry_steps(entry: dict) -> list[tuple[int, str | None]]:
@@ -97,22 +108,37 @@ def _relation_of(entry: dict) -> str:
     return (entry.get("invariant") or {}).get("relation", "")
 
 
-def _violation_rows(trace: str, failed: list[dict], group_key) -> tuple[list, dict]:
-    """Violations table rows and step counts of one trace's failed entries, grouped by invariant."""
-    groups: dict = {}
+def _stage_order(stage):
+    return (stage is not None, stage or "")
+
+
+def _violation_rows(trace: str, failed, group_key) -> tuple[list, dict, int]:
+    """Violations table rows, step counts and the number of entries of one trace's failed entries
+    (an iterable, read once), grouped by invariant. Memory: one row per invariant and one key reference
+    per (step, invariant), never the entries themselves."""
+    groups: dict = {}  # key -> [label, relation, first (step, stage), last (step, stage), occurrences, key]
+    step_invariants: dict = {}
+    entries = 0
     for e in failed:
-        groups.setdefault(group_key(e), []).append(e)
-    rows, step_invariants = [], {}
-    for key, entries in groups.items():
-        steps = sorted(s for e in entries for s in entry_steps(e))
-        for step, _ in steps:
+        entries += 1
+        key = group_key(e)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = [entry_label(e), _relation_of(e), None, None, 0, key]
+        key = group[5]  # the first key object: the step sets share it rather than holding a copy per entry
+        group[4] += int(e.get("violation_count") or 1)
+        for step, stage in entry_steps(e):
             step_invariants.setdefault(step, set()).add(key)
-        first = steps[0] if steps else (None, None)
-        last = max(steps, key=lambda s: s[0]) if steps else (None, None)
-        occurrences = sum(int(e.get("violation_count") or 1) for e in entries)
-        rows.append(Violation(trace, entry_label(entries[0]), _relation_of(entries[0]), occurrences, first[0], first[1], last[0], last[1]))
+            if group[2] is None or (step, _stage_order(stage)) < (group[2][0], _stage_order(group[2][1])):
+                group[2] = (step, stage)
+            if group[3] is None or step > group[3][0] or (step == group[3][0] and _stage_order(stage) < _stage_order(group[3][1])):
+                group[3] = (step, stage)
+    rows = []
+    for label, relation, first, last, occurrences, _ in groups.values():
+        first, last = first or (None, None), last or (None, None)
+        rows.append(Violation(trace, label, relation, occurrences, first[0], first[1], last[0], last[1]))
     rows.sort(key=lambda v: (v.first_step is None, v.first_step or 0, -v.occurrences, v.invariant))
-    return rows, {s: len(k) for s, k in step_invariants.items()}
+    return rows, {s: len(k) for s, k in step_invariants.items()}, entries
 
 
 def _merge_counts(total: dict, more: dict):
@@ -159,15 +185,20 @@ def read_offline(out: str) -> Results:
         trace_dir = os.path.join(out, name)
         if not os.path.isfile(os.path.join(trace_dir, "failed.log")):
             continue
-        logs = {k: read_entries(os.path.join(trace_dir, f"{k}.log")) for k in RELATION_COUNTS}
-        for kind, entries in logs.items():
-            res.checks[kind] += len(entries)
-            res.checks["total"] += len(entries)
-            for e in entries:
-                counts = res.relations.setdefault(_relation_of(e), dict.fromkeys(RELATION_COUNTS, 0))
-                counts[kind] += 1
-        # One entry per violated invariant offline.
-        rows, steps = _violation_rows(name, logs["failed"], lambda e: id(e))
+
+        def counted(kind):
+            for e in iter_entries(os.path.join(trace_dir, f"{kind}.log")):
+                res.checks[kind] += 1
+                res.checks["total"] += 1
+                res.relations.setdefault(_relation_of(e), dict.fromkeys(RELATION_COUNTS, 0))[kind] += 1
+                yield e
+
+        # One entry per violated invariant offline: each entry is its own group.
+        numbered = itertools.count()
+        rows, steps, _ = _violation_rows(name, counted("failed"), lambda e: next(numbered))
+        for kind in RELATION_COUNTS[1:]:
+            for _ in counted(kind):
+                pass
         res.violations += rows
         res.violations_total += sum(v.occurrences for v in rows)
         _merge_counts(res.step_counts, steps)
@@ -184,10 +215,9 @@ def read_online(out: str) -> Results:
     """traincheck-onlinecheck's folder: <out>/failed.log (one line per violation), violations_summary.json
     (written at stop), invariants.json, report.html. Online there is no passed/not_triggered log."""
     res = Results("online", out, count_invariants(os.path.join(out, "invariants.json")))
-    failed = read_entries(os.path.join(out, "failed.log"))
-    rows, steps = _violation_rows("", failed, online_invariant_key)
+    rows, steps, entries = _violation_rows("", iter_entries(os.path.join(out, "failed.log")), online_invariant_key)
     res.violations = rows
-    res.violations_total = len(failed)
+    res.violations_total = entries
     res.step_counts = steps
     for v in rows:
         res.relations.setdefault(v.relation, dict.fromkeys(RELATION_COUNTS, 0))["failed"] += 1

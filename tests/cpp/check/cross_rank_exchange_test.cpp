@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "check/online_session.h"
@@ -265,4 +266,21 @@ TEST(CrossRankExchange, PeersAreTheNextRanksOfTheRingWhenLimited) {
   });
   EXPECT_EQ(job.ranks[0].stats().peers, (std::vector<int>{1, 2}));
   EXPECT_EQ(job.ranks[4].stats().peers, (std::vector<int>{0, 1}));
+}
+
+// A peer's `latest` key is read as a number; INT64_MIN there overflowed `latest - keep_steps + 1` into
+// about 9.2e18 skipped steps. Such a peer merely lags.
+TEST(CrossRankExchange, APeersLatestKeyAtInt64MinIsALaggingPeerNotAnOverflow) {
+  Job job("latest_min", 2);
+  {
+    std::lock_guard<std::mutex> lock(job.store->mutex);
+    job.store->values["latest/r1"] = std::to_string(std::numeric_limits<int64_t>::min());
+  }
+  for (int step = 0; step < 6; ++step) {
+    job.ranks[0].feed(step_lines(0, step));
+    job.settle_published({static_cast<uint64_t>(step), 0});
+  }
+  job.settle([&] { return !job.ranks[0].stats().lagging.empty(); });
+  EXPECT_LE(job.ranks[0].stats().steps_skipped, 6u);
+  job.ranks[0].sink.on_close(job.ranks[0].sink.context);
 }

@@ -134,3 +134,41 @@ TEST(TraceTailer, AShrunkFileIsReadAgainFromItsStart) {
   EXPECT_NE(warnings[0].find("file shrank"), std::string::npos);
   fs::remove_all(dir);
 }
+
+// Rotation (issue 24): the followed file is renamed and a new file of the same name created. The new
+// file is read from its start (its first bytes were skipped: the old offset was kept), and the renamed
+// file, still named like a trace, is followed on from where it was, never read twice.
+TEST(TraceTailer, ARotatedFileIsNoticedByInodeAndNeitherFileIsSkippedNorReadTwice) {
+  const fs::path dir = fs::temp_directory_path() / ("tc_trace_tailer_rotate_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  TraceTailer tailer({dir.string()}, {});
+  std::map<std::string, std::string> got;
+  std::vector<std::string> warnings;
+  auto collect = [&](const std::string& path, std::string_view lines) { got[fs::path(path).filename().string()] += std::string(lines); };
+  auto warn = [&](const std::string& w) { warnings.push_back(w); };
+  const std::string first = "{\"old\": 1}\n{\"old\": 2}\n";
+  std::ofstream(dir / "trace_API_1_1.log") << first;
+  tailer.poll(collect, warn);
+  EXPECT_EQ(got["trace_API_1_1.log"], first);
+  {
+    std::ofstream(dir / "trace_API_1_1.log", std::ios::app) << "{\"old\": 3}\n";  // written before the rotation
+  }
+  fs::rename(dir / "trace_API_1_1.log", dir / "trace_API_1_1.log.1");
+  const std::string fresh = "{\"new\": 1}\n{\"new\": 2}\n{\"new\": 3}\n{\"new\": 4}\n";  // longer than the old offset
+  std::ofstream(dir / "trace_API_1_1.log") << fresh;
+  got.clear();
+  tailer.poll(collect, warn);
+  EXPECT_EQ(got["trace_API_1_1.log"], fresh);
+  EXPECT_EQ(got["trace_API_1_1.log.1"], "{\"old\": 3}\n");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("rotated"), std::string::npos) << warnings[0];
+  // Replaced again, this time by a file renamed out of the folder's view: the new one is read whole.
+  fs::rename(dir / "trace_API_1_1.log", dir / "elsewhere.txt");
+  std::ofstream(dir / "trace_API_1_1.log") << "{\"third\": 1}\n{\"third\": 2}\n{\"third\": 3}\n{\"third\": 4}\n{\"third\": 5}\n";
+  got.clear();
+  tailer.poll(collect, warn);
+  EXPECT_EQ(got["trace_API_1_1.log"], "{\"third\": 1}\n{\"third\": 2}\n{\"third\": 3}\n{\"third\": 4}\n{\"third\": 5}\n");
+  EXPECT_EQ(warnings.size(), 2u);
+  fs::remove_all(dir);
+}

@@ -455,3 +455,26 @@ TEST(TraceReader, AKeyGivenTwiceInALineHasOneValueInTheFieldsAndTheCachedNames) 
   ASSERT_NE(stage, nullptr);
   EXPECT_EQ(r.stage, std::string_view(stage->as_string()));
 }
+
+// Bounded input (issue 24 item 4): a name over 4096 bytes (a 50 MB function name made infer use 17 GB) is
+// cut at read time, with a hash of the whole name so that two long names stay apart, and said once.
+TEST(TraceReader, ANameOverTheLimitIsCutWithAHashAndOneWarning) {
+  const std::string long_a = "torch." + std::string(100000, 'a');
+  const std::string long_b = "torch." + std::string(99999, 'a') + "b";
+  std::string text = api_line("a", "function_call (pre)", long_a, 10) + api_line("a", "function_call (post)", long_a, 20) +
+                     api_line("b", "function_call (pre)", long_b, 30) + api_line("c", "function_call (pre)", "torch.f", 40);
+  std::ostringstream warnings;
+  RawTrace t = read(text, warnings);
+  ASSERT_EQ(t.records.size(), 4u);
+  const std::string_view a = t.records[0].function.view(), b = t.records[2].function.view();
+  EXPECT_LE(a.size(), 4096u);
+  EXPECT_EQ(a.substr(0, 4000), long_a.substr(0, 4000));
+  EXPECT_NE(a.find("...[cut: 100006 bytes, fnv "), std::string_view::npos) << a.substr(4000);
+  EXPECT_EQ(t.records[1].function.view(), a);  // the same name cuts to the same name
+  EXPECT_NE(a, b);
+  EXPECT_EQ(t.records[0].get("function")->as_string(), a);  // the field too, not only the cached name
+  EXPECT_EQ(t.records[3].function.view(), "torch.f");
+  EXPECT_EQ(warnings.str(),
+            "warning: mem.log: 3 records have a name longer than 4096 bytes, cut to that length, ending with a hash (the first: "
+            "function at line 1)\n");
+}
