@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "invariant/precondition.h"
@@ -96,7 +97,6 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::optional<End> current[2];     // per side: the step now running, its last record so far
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
-  using InstanceKey = std::tuple<int64_t, std::string, std::string>;  // (pid, var_name, var_type)
   // The compared ends of one step on one side, and their index (consistency_pairs.h): position i of the
   // index is ends[i] (a deque: the index points into it).
   struct StepEnds {
@@ -121,7 +121,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   KeyId key_[2] = {kNoKey, kNoKey};
   std::optional<PreconditionGroup> precondition_;
   std::unique_ptr<PairCondition> condition_;  // over precondition_
-  std::map<InstanceKey, Instance> instances_;
+  // By (pid, var_name, var_type), packed into one string: found without an allocation per record
+  // (instance_key_ is reused); nodes keep Instance addresses stable.
+  std::unordered_map<std::string, Instance> instances_;
+  std::string instance_key_;
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };

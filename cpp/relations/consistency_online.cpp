@@ -51,12 +51,19 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
 }
 
 ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Record& r) {
-  Instance& inst = instances_[InstanceKey{r.process_id, std::string(r.var_name), std::string(r.var_type)}];
-  if (inst.var_name.empty()) {
-    inst.process_id = r.process_id;
-    inst.var_name = std::string(r.var_name);
+  const std::string_view name = r.var_name, type = r.var_type;
+  const uint64_t name_size = name.size();  // a length, not a separator: names may hold any byte
+  instance_key_.assign(reinterpret_cast<const char*>(&r.process_id), sizeof r.process_id);
+  instance_key_.append(reinterpret_cast<const char*>(&name_size), sizeof name_size);
+  instance_key_.append(name);
+  instance_key_.append(type);
+  auto it = instances_.find(instance_key_);
+  if (it == instances_.end()) {
+    it = instances_.emplace(instance_key_, Instance{}).first;
+    it->second.process_id = r.process_id;
+    it->second.var_name = std::string(r.var_name);
   }
-  return inst;
+  return it->second;
 }
 
 bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, int64_t step) {
@@ -64,7 +71,16 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
   if (value == nullptr) return false;
   if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
   inst.value[side] = *value;
-  inst.current[side] = End{step, r, *value, !(skip_initial_[side] && !inst.changed[side]), &inst};
+  const bool compared = !(skip_initial_[side] && !inst.changed[side]);
+  if (inst.current[side]) {  // the step's running end moves on: assigned in place, its storage reused
+    End& e = *inst.current[side];
+    e.step = step;
+    e.record = r;
+    e.value = *value;
+    e.compared = compared;
+  } else {
+    inst.current[side] = End{step, r, *value, compared, &inst};
+  }
   return true;
 }
 
