@@ -129,7 +129,9 @@ uint32_t StepEndIndex::add(const PairEnd& end) {
   const auto pos = static_cast<uint32_t>(ends_.size());
   ends_.push_back(end);
   present_.push_back(true);
-  by_instance_[end.instance].push_back(pos);
+  auto [last, first_end] = last_of_instance_.try_emplace(end.instance, pos);
+  previous_of_instance_.push_back(first_end ? kNone : last->second);
+  last->second = pos;
   std::vector<const Value*> p;
   uint32_t g = kNone;
   if (project(end, p)) {
@@ -225,8 +227,8 @@ PairTally StepEndIndex::tally(const PairEnd& x) {
     equal_pairs += sign * static_cast<int64_t>(counted(scratch_, x.value, mask, !x.peer));
   }
   // The counts include x's own instance's ends, which never pair with x.
-  if (auto own = by_instance_.find(x.instance); own != by_instance_.end())
-    for (uint32_t pos : own->second)
+  if (auto own = last_of_instance_.find(x.instance); own != last_of_instance_.end())
+    for (uint32_t pos = own->second; pos != kNone; pos = previous_of_instance_[pos])
       if (present_[pos] && group_of_[pos] == g && !(x.peer && ends_[pos].peer) && admitted(x, scratch_, pos)) {
         --admitted_pairs;
         if (*ends_[pos].value == *x.value) --equal_pairs;

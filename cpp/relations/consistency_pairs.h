@@ -126,7 +126,10 @@ class StepEndIndex {
   std::vector<Group> groups_;
   std::unordered_multimap<uint64_t, uint32_t> groups_by_key_;
   std::unordered_map<uint64_t, std::vector<Count>> counts_;  // projections of counted groups' ends
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by_instance_;
+  // Per instance its last end, and per end the previous one of its instance (usually none: one end per
+  // instance and step), so that the ends an end never pairs with are found without a list per instance.
+  std::unordered_map<uint64_t, uint32_t> last_of_instance_;
+  std::vector<uint32_t> previous_of_instance_;
   std::vector<const Value*> scratch_;        // the projection of the end being judged
   std::vector<const Value*> count_scratch_;  // count()'s
 };
