@@ -32,6 +32,26 @@ uint64_t thread_cpu_ns() {
 }
 
 std::string key_of(int64_t step, int rank) { return "s" + std::to_string(step) + "/r" + std::to_string(rank); }
+std::string chunk_key(int64_t step, int rank, size_t chunk) { return key_of(step, rank) + "/c" + std::to_string(chunk); }
+
+// A summary's pieces, each at most kMaxStoreValueBytes, cut after a line; a line longer than that alone
+// is left out (counted in `too_large`).
+std::vector<std::string> chunks_of(const std::string& text, uint64_t& too_large) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    eol = eol == std::string::npos ? text.size() : eol + 1;
+    if (eol - pos > kMaxStoreValueBytes) {
+      ++too_large;
+    } else {
+      if (out.empty() || out.back().size() + (eol - pos) > kMaxStoreValueBytes) out.emplace_back();
+      out.back().append(text, pos, eol - pos);
+    }
+    pos = eol;
+  }
+  return out;
+}
 // A rank's latest published step: tells a rank waiting for a step whether the peer has not reached it
 // yet or has already deleted it (the waiting rank is the slow one).
 std::string latest_key(int rank) { return "latest/r" + std::to_string(rank); }
@@ -207,26 +227,39 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
     auto [step, text] = std::move(outbox_.front());
     outbox_.pop_front();
     for (int peer : stats_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
-    std::vector<int64_t> expired;
-    while (!own_keys_.empty() && own_keys_.front() <= step - options_.keep_steps) {
+    std::vector<std::pair<int64_t, size_t>> expired;
+    while (!own_keys_.empty() && own_keys_.front().first <= step - options_.keep_steps) {
       expired.push_back(own_keys_.front());
       own_keys_.pop_front();
     }
     const size_t bytes = text.size();
+    // The step key holds the number of chunks, then the summary itself when it is small.
+    uint64_t too_large = 0;
+    std::vector<std::string> chunks;
+    if (text.size() > kInlineSummaryBytes) chunks = chunks_of(text, too_large);
+    stats_.lines_too_large += too_large;
+    const std::string step_value = std::to_string(chunks.size()) + "\n" + (chunks.empty() ? text : std::string());
     lock.unlock();
     uint64_t ops = 0;
     try {
-      store_->multi_set({key_of(step, rank), latest_key(rank)}, {text, std::to_string(step)});
+      // Chunks first: a peer that sees the step key finds them all.
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        store_->multi_set({chunk_key(step, rank, i)}, {chunks[i]});
+        ++ops;
+      }
+      store_->multi_set({key_of(step, rank), latest_key(rank)}, {step_value, std::to_string(step)});
       ++ops;
-      for (int64_t old : expired) {
+      for (const auto& [old, old_chunks] : expired) {
         store_->erase(key_of(old, rank));
         ++ops;
+        for (size_t i = 0; i < old_chunks; ++i, ++ops) store_->erase(chunk_key(old, rank, i));
       }
       lock.lock();
       consecutive_errors_ = 0;
-      own_keys_.push_back(step);
+      own_keys_.emplace_back(step, chunks.size());
       last_published_ = step;
       ++stats_.steps_published;
+      stats_.chunks_published += chunks.size();
       stats_.bytes_published += bytes;
     } catch (const std::exception& e) {
       lock.lock();
@@ -234,6 +267,30 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
     }
     stats_.store_ops += ops;
   }
+}
+
+std::string CrossRankExchange::assemble(const std::string& value, int64_t step, int peer, uint64_t& ops, uint64_t& missing) {
+  const size_t eol = value.find('\n');
+  if (eol == std::string::npos) return {};
+  size_t chunks = 0;
+  try {
+    chunks = static_cast<size_t>(std::stoull(value.substr(0, eol)));
+  } catch (const std::exception&) {
+    return {};
+  }
+  if (chunks == 0) return value.substr(eol + 1);
+  std::string text;
+  for (size_t i = 0; i < chunks; ++i) {
+    const std::string key = chunk_key(step, peer, i);
+    ++ops;
+    if (!store_->check({key})) {  // deleted meanwhile (the peer is keep_steps ahead): never waited for
+      ++missing;
+      continue;
+    }
+    ++ops;
+    text += store_->multi_get({key}).at(0);
+  }
+  return text;
 }
 
 void CrossRankExchange::skip_lagging_peers() {
@@ -272,20 +329,27 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
     std::vector<std::pair<int, std::string>> got;
     std::vector<std::pair<int, int64_t>> latest;  // of the peers whose summary is not there
     bool all = false;
-    uint64_t ops = 0;
+    uint64_t ops = 0, missing = 0;
     std::optional<std::string> failure;
     try {
       all = store_->check(keys);
       ++ops;
       if (all) {
-        std::vector<std::string> values = store_->multi_get(keys);
-        ++ops;
-        for (size_t i = 0; i < wanted.size() && i < values.size(); ++i) got.emplace_back(wanted[i], std::move(values[i]));
+        // Step keys hold at most kInlineSummaryBytes each: a batch of them stays within one value's bound.
+        constexpr size_t kBatch = kMaxStoreValueBytes / kInlineSummaryBytes;
+        for (size_t from = 0; from < keys.size(); from += kBatch) {
+          const std::vector<std::string> batch(keys.begin() + static_cast<std::ptrdiff_t>(from),
+                                               keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), from + kBatch)));
+          std::vector<std::string> values = store_->multi_get(batch);
+          ++ops;
+          for (size_t i = 0; i < batch.size() && i < values.size(); ++i)
+            got.emplace_back(wanted[from + i], assemble(values[i], step, wanted[from + i], ops, missing));
+        }
       } else if (behind) {
         for (size_t i = 0; i < wanted.size(); ++i) {
           ops += 2;
           if (store_->check({keys[i]})) {
-            got.emplace_back(wanted[i], std::move(store_->multi_get({keys[i]}).at(0)));
+            got.emplace_back(wanted[i], assemble(store_->multi_get({keys[i]}).at(0), step, wanted[i], ops, missing));
           } else if (store_->check({latest_key(wanted[i])})) {
             ++ops;
             latest.emplace_back(wanted[i], std::stoll(store_->multi_get({latest_key(wanted[i])}).at(0)));
@@ -297,6 +361,7 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
     }
     lock.lock();
     stats_.store_ops += ops;
+    stats_.chunks_missing += missing;
     if (failure) {
       note_error(std::runtime_error(*failure));
       return;

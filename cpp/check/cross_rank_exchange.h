@@ -53,6 +53,15 @@ struct CrossRankOptions {
   int final_wait_ms = 2000;  // at the end, how long to wait for the peers' last steps
 };
 
+// Store payloads are bounded whatever the model size: torch's TCPStore drops the connection (the job's
+// own) on a message over 8 MiB, and a summary is about 300 bytes per variable (15 MB at 50k parameters).
+// A summary up to kInlineSummaryBytes travels in its step key; a larger one is cut at line boundaries
+// into chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>", and the step key says how many.
+// Every store call moves at most kMaxStoreValueBytes (multi_get of step keys: a batch of at most
+// kMaxStoreValueBytes / kInlineSummaryBytes of them).
+inline constexpr size_t kMaxStoreValueBytes = size_t{1} << 20;
+inline constexpr size_t kInlineSummaryBytes = size_t{64} << 10;
+
 struct CrossRankStats {
   std::optional<PeerGroup> group;  // once connected
   std::vector<int> peers;          // the ranks this rank compares with
@@ -63,6 +72,9 @@ struct CrossRankStats {
   uint64_t store_ops = 0;
   uint64_t store_errors = 0;
   uint64_t steps_skipped = 0;      // (peer, step) pairs never compared: the peer lagged or stopped
+  uint64_t chunks_published = 0;   // chunk keys written (summaries over kInlineSummaryBytes)
+  uint64_t chunks_missing = 0;     // chunks of a peer's summary gone before they were read (its lines not compared)
+  uint64_t lines_too_large = 0;    // summary lines over kMaxStoreValueBytes, never published
   uint64_t io_cpu_ns = 0;          // CPU time of the I/O thread (store calls, GIL hand-overs included)
   std::string last_error;
   std::set<int> lagging;           // peers now behind by more than keep_steps
@@ -127,7 +139,10 @@ class CrossRankExchange {
 
   // The I/O thread's own.
   std::map<int, int64_t> cursor_;            // peer -> the next step wanted from it
-  std::deque<int64_t> own_keys_;             // steps of this rank's keys still in the store
+  // A peer's summary from its step key's value (fetching its chunks, one store call each); `ops` counts
+  // the calls. Without the lock.
+  std::string assemble(const std::string& step_value, int64_t step, int peer, uint64_t& ops, uint64_t& missing);
+  std::deque<std::pair<int64_t, size_t>> own_keys_;  // (step, chunks) of this rank's keys still in the store
   std::optional<int64_t> last_published_;
   std::chrono::steady_clock::time_point next_connect_{};
   int consecutive_errors_ = 0;

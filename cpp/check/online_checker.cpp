@@ -188,6 +188,17 @@ void OnlineChecker::check_peer_step_end(const Record& r) {
 }
 
 void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
+  if (v.records.empty()) {  // counted, not written (OnlineViolation::unwritten)
+    if (v.unwritten == 0) return;
+    if (s.violations == 0) ++counts_.invariants_violated;
+    s.violations += v.unwritten;
+    counts_.violations += v.unwritten;
+    counts_.unwritten_violations += v.unwritten;
+    if (!s.first_step || v.step < *s.first_step) s.first_step = v.step;
+    if (!s.last_step || v.step > *s.last_step) s.last_step = v.step;
+    if (s.steps.size() < options_.max_steps_kept) s.steps.insert(v.step);
+    return;
+  }
   if (s.violations++ == 0) ++counts_.invariants_violated;
   ++counts_.violations;
   Array records;
@@ -317,6 +328,7 @@ Value OnlineChecker::summary() const {
                       {"records", n(c.records)},
                       {"bad_lines", n(c.bad_lines)},
                       {"write_errors", n(c.write_errors)},
+                      {"unwritten_violations", n(c.unwritten_violations)},
                       {"violated_invariants", make_string_array(violated)},
                       {"triggered_invariants", make_string_array(triggered)},
                       {"failed_log", Value::string(failed_log_path())},

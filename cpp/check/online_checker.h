@@ -52,6 +52,7 @@ struct OnlineCounts {
   uint64_t dispatched = 0;  // records some check needed
   uint64_t bad_lines = 0;   // lines that did not parse (recent_errors() names them)
   uint64_t write_errors = 0;  // failed.log appends that failed
+  uint64_t unwritten_violations = 0;  // counted in `violations`, no failed.log line (a check's per-step cap)
   std::optional<int64_t> current_step;  // the highest meta_vars.step seen
   std::string current_stage;           // the stage of the last record seen
 };

@@ -1,8 +1,10 @@
 #include "check/online_session.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,17 @@ namespace traincheck {
 namespace fs = std::filesystem;
 
 namespace {
+
+uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// CLOCK_MONOTONIC, the clock of the records' `time` (libstdc++'s steady_clock).
+int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 ApiSignatures parse_signatures(const std::string& text) {
   if (text.empty()) return {};
@@ -113,20 +126,59 @@ uint64_t OnlineSession::guarded(void* context, const char* where, Body&& body) n
 
 uint64_t OnlineSession::on_lines(void* context, int kind, uint64_t pid, uint64_t tid, const char* data, size_t size) noexcept {
   return guarded(context, "unknown exception in on_lines", [&](OnlineSession& self) {
+    if (self.shed_.shed) {
+      self.shed_.lines_not_checked += static_cast<uint64_t>(std::count(data, data + size, '\n'));
+      return;
+    }
+    const uint64_t cpu0 = thread_cpu_ns();
     // Named as the file the lines go to, so a bad line's message points at it.
     const std::string source = std::string(kind == TC_SINK_VAR ? "trace_VAR_" : "trace_API_") + std::to_string(pid) + "_" +
                                std::to_string(tid) + ".log";
     self.checker_->add_lines(source, std::string_view(data, size));
+    if (const std::optional<int64_t> t = self.checker_->last_time(source))
+      self.newest_time_in_pass_ = std::max(self.newest_time_in_pass_.value_or(*t), *t);
+    self.shed_.check_cpu_ns += thread_cpu_ns() - cpu0;
   });
 }
 
 uint64_t OnlineSession::on_pass_end(void* context) noexcept {
   return guarded(context, "unknown exception in on_pass_end", [](OnlineSession& self) {
+    if (self.shed_.shed) return;
+    const uint64_t cpu0 = thread_cpu_ns();
     self.checker_->end_batch();
     // Never waits: the store is the exchange's I/O thread's (cross_rank_exchange.h).
     if (self.cross_rank_) self.check_peer_ends_locked(self.cross_rank_->exchange(self.checker_->current_step()));
+    ++self.shed_.passes;
+    self.shed_.check_cpu_ns += thread_cpu_ns() - cpu0;
+    self.note_lag_locked();
     self.refresh_report_locked(false);
   });
+}
+
+// The records of a pass were emitted at most a writer period before it, plus whatever the writer lags
+// behind the training; only the lag grows when the writer cannot keep up. Checking is what the sink adds
+// to the writer's work, so it is what goes: never the trace, never the training's exit.
+void OnlineSession::note_lag_locked() {
+  if (!newest_time_in_pass_) return;
+  const int64_t lag = monotonic_ns() - *newest_time_in_pass_;
+  newest_time_in_pass_.reset();
+  if (!first_lag_ns_) first_lag_ns_ = lag;
+  const double grown_s = static_cast<double>(lag - *first_lag_ns_) / 1e9;
+  if (grown_s <= options_.max_lag_s) return;
+  shed_.shed = true;
+  shed_.lag_s = grown_s;
+  shed_.at_step = checker_->current_step();
+  std::fprintf(stderr,
+               "traincheck: warning: in-process checking stopped in process %d at step %lld: the trace writer fell %.1f s "
+               "behind the training (more than %.1f s); the trace is complete, so check it afterwards with "
+               "traincheck-check (summary_%d.json counts what was not checked)\n",
+               static_cast<int>(pid_), shed_.at_step ? static_cast<long long>(*shed_.at_step) : -1LL, grown_s, options_.max_lag_s,
+               static_cast<int>(pid_));
+}
+
+OnlineShedStats OnlineSession::shed_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shed_;
 }
 
 uint64_t OnlineSession::on_close(void* context) noexcept {
@@ -173,11 +225,17 @@ void OnlineSession::finish() {
   if (finished_ || ::getpid() != pid_) return;
   finished_ = true;
   try {
-    if (cross_rank_) {  // this rank's last steps out, the peers' in (bounded wait: CrossRankOptions)
-      checker_->end_batch();
-      check_peer_ends_locked(cross_rank_->finish());
+    if (shed_.shed) {
+      // Checking stopped mid-run: the checks' state is of an earlier moment, so what only the end decides
+      // is left undecided (no false verdicts from a partial trace); the exchange just stops.
+      if (cross_rank_) cross_rank_->finish();
+    } else {
+      if (cross_rank_) {  // this rank's last steps out, the peers' in (bounded wait: CrossRankOptions)
+        checker_->end_batch();
+        check_peer_ends_locked(cross_rank_->finish());
+      }
+      checker_->end_trace();  // also a batch the writer started but never ended (it should not happen)
     }
-    checker_->end_trace();  // also a batch the writer started but never ended (it should not happen)
     refresh_report_locked(true);
     std::string text;
     append_value_json(text, summary_locked(), JsonStyle::Indented, 2);
@@ -209,9 +267,18 @@ Value OnlineSession::summary() const {
 // The checker's summary, plus what the cross-rank exchange did (docs/formats.md §summary_<pid>.json).
 Value OnlineSession::summary_locked() const {
   Value summary = checker_->summary();
+  auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };
+  Object with_shed = summary.as_object();
+  with_shed.push_back(Member{intern_key("shed"),
+                             make_object({{"shed", Value::boolean(shed_.shed)},
+                                          {"lag_s", Value::real(shed_.lag_s)},
+                                          {"at_step", shed_.at_step ? Value::integer(*shed_.at_step) : Value()},
+                                          {"lines_not_checked", n(shed_.lines_not_checked)},
+                                          {"check_cpu_ns", n(shed_.check_cpu_ns)},
+                                          {"passes", n(shed_.passes)}})});
+  summary = Value::object(std::move(with_shed));
   if (!cross_rank_) return summary;
   const CrossRankStats st = cross_rank_->stats();
-  auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };
   Array peers, lagging;
   for (int p : st.peers) peers.push_back(Value::integer(p));
   for (int p : st.lagging) lagging.push_back(Value::integer(p));
@@ -227,6 +294,9 @@ Value OnlineSession::summary_locked() const {
                                         {"store_ops", n(st.store_ops)},
                                         {"store_errors", n(st.store_errors)},
                                         {"steps_skipped", n(st.steps_skipped)},
+                                        {"chunks_published", n(st.chunks_published)},
+                                        {"chunks_missing", n(st.chunks_missing)},
+                                        {"lines_too_large", n(st.lines_too_large)},
                                         {"io_cpu_ns", n(st.io_cpu_ns)},
                                         {"lagging", Value::array(std::move(lagging))},
                                         {"last_error", Value::string(st.last_error)}})});

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,20 @@ struct OnlineSessionOptions {
   std::string signatures_json;  // api_signatures.json's content for the wrapped APIs ("": none)
   std::string output_dir;
   double report_interval_s = 10.0;  // <= 0: report.html only at finish
+  // Shedding (DESIGN.md, hot-path rule 7): once the records the writer hands over are this much older than
+  // they were at the first pass (the writer has fallen behind the training by that much), checking stops
+  // for the rest of the run, with a warning and counts in summary_<pid>.json; the trace goes on.
+  double max_lag_s = 10.0;
+};
+
+// What shedding did (summary_<pid>.json "shed").
+struct OnlineShedStats {
+  bool shed = false;
+  double lag_s = 0;                 // the writer's lag behind the training when checking stopped
+  std::optional<int64_t> at_step;   // the checker's step then
+  uint64_t lines_not_checked = 0;   // lines handed over after that
+  uint64_t check_cpu_ns = 0;        // writer-thread CPU spent checking (lines, passes), shed or not
+  uint64_t passes = 0;              // writer passes checked
 };
 
 class OnlineSession {
@@ -51,6 +66,7 @@ class OnlineSession {
 
   // Thread-safe snapshots.
   OnlineCounts counts() const;
+  OnlineShedStats shed_stats() const;
   Value summary() const;
   uint64_t errors() const;  // exceptions caught in sink callbacks and report writes
   std::string last_error() const;
@@ -89,6 +105,12 @@ class OnlineSession {
   uint64_t errors_ = 0;
   std::string last_error_;
   std::unique_ptr<CrossRankExchange> cross_rank_;
+  // Shedding: the newest record time of this pass, the lag at the first pass (the records' clock may
+  // not be this process's: a lag is measured from it).
+  void note_lag_locked();
+  std::optional<int64_t> newest_time_in_pass_;
+  std::optional<int64_t> first_lag_ns_;
+  OnlineShedStats shed_;
   // In a fork child's copy of the parent's session: the child's own (a grandchild's is the child's).
   std::unique_ptr<OnlineSession> fork_child_;
 };

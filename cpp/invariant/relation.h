@@ -64,6 +64,11 @@ struct CheckOptions {
 // step of a violation is records[0].step.
 struct OnlineViolation {
   std::vector<Record> records;
+  // Violations counted but not written out: a check that finds more pairs in one step than it writes
+  // (ConsistencyOnlineCheck::kWrittenPerStep) reports the rest as one entry with no records, this count
+  // and their step. failed.log gets no line for it; the counts, steps and summary do include it.
+  uint64_t unwritten = 0;
+  int64_t step = 0;
 };
 
 // Online checking: records arrive one at a time, while training runs, and a check keeps only bounded

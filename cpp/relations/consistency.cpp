@@ -17,8 +17,12 @@
 //
 // How (and what it costs; V instances of the params' types, T steps):
 //   - each instance's history is reduced to its *step ends*: per step, its last record and the value it
-//     holds (step_ends); two instances are compared at every step both have: a merge of two sorted
-//     lists, O(T) per instance pair, O(V²·T) in all;
+//     holds (step_ends); two instances are compared at every step both have;
+//   - the check groups each step's ends by what the precondition compares (consistency_pairs.h) and
+//     counts violating pairs per group: O(V·T) for a precondition of one conjunction, however many pairs
+//     violate; only the violations kept (CheckOptions::max_violations) are enumerated;
+//   - inference's examples are still every pair (O(V²·T)): each pair is an example the precondition
+//     learner reads;
 //   - generation finds hypotheses from equal values only: step ends are bucketed by value (over all
 //     types and attributes), each bucket is grouped by step, and a bucket is left as soon as every
 //     (type, attr) pair present in it has two equal pairs, so a widely shared value (a null grad)
@@ -50,12 +54,14 @@
 #include "relations/consistency.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <unordered_map>
 
 #include "invariant/precondition.h"
+#include "relations/consistency_pairs.h"
 
 namespace traincheck {
 
@@ -343,31 +349,54 @@ CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant&
   if (!pp) return result;
   const PreconditionGroup* group = inv.precondition_group(ConsistencyRelation::kGroup);
   const bool enrich = !trace.context_manager_spans().empty();
-  const std::vector<StateList> first = members_of(trace, pp->t1, pp->a1);
-  const std::vector<StateList> second = pp->symmetric() ? first : members_of(trace, pp->t2, pp->a2);
-  struct Found {
-    int64_t step;
-    uint32_t r1, r2;
+  const bool symmetric = pp->symmetric();
+  const std::vector<VarInstance>& vars = trace.var_instances();
+  // The first record of a pair: the smaller (process, name) of the two instances when both params are one.
+  auto ordered = [&](const PairEnd& x, const PairEnd& y) {
+    if (symmetric && first_of_pair(vars[y.instance].process_id, vars[y.instance].var_name, vars[x.instance].process_id,
+                                   vars[x.instance].var_name))
+      return std::pair{&y, &x};
+    return std::pair{&x, &y};
   };
-  std::vector<Found> found;
   std::vector<Field> storage;
-  for_each_pair(trace, first, second, pp->symmetric(),
-                [&](const StateList& m1, const StepEnd& a, const StateList& m2, const StepEnd& b) {
-                  const uint32_t recs[2] = {a.record, b.record};
-                  if (group != nullptr) {
-                    if (enrich) {
-                      if (!group->holds(make_enriched_views(trace, recs, storage))) return;
-                    } else if (!group->holds_on(trace.record(recs[0]), trace.record(recs[1]))) {
-                      return;
-                    }
-                  }
-                  result.triggered = true;
-                  if (!close_values(m1.history->states[a.state].value, m2.history->states[b.state].value))
-                    found.push_back(Found{a.step, recs[0], recs[1]});
-                });
-  // Step order; within a step, the pairs' order of visit (instances in trace order), which is stable.
-  std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.step < b.step; });
-  for (const Found& f : found) result.add_violation(Violation{{f.r1, f.r2}}, options.max_violations);
+  const PairCondition condition(
+      group,
+      [&](const PairEnd& x, const PairEnd& y) {
+        if (group == nullptr) return true;
+        const auto [a, b] = ordered(x, y);
+        if (!enrich) return group->holds_on(*a->record, *b->record);
+        const uint32_t recs[2] = {a->record_index, b->record_index};
+        return group->holds(make_enriched_views(trace, recs, storage));
+      },
+      enrich);
+  // Every compared step end, per step and side, in the order of the instances in the trace.
+  std::map<int64_t, std::array<std::vector<PairEnd>, 2>> by_step;
+  for (int side = 0; side < (symmetric ? 1 : 2); ++side)
+    for (const StateList& m : members_of(trace, side == 0 ? pp->t1 : pp->t2, side == 0 ? pp->a1 : pp->a2))
+      for (const StepEnd& e : m.ends)
+        if (e.compared) by_step[e.step][side].push_back(PairEnd{&trace.record(e.record), &m.history->states[e.state].value, m.var, e.record});
+  // Per step, each end of the first side against the index of the second, in the order the pairs were
+  // always visited (first side's instance, then the second's), so the violations kept are the first ones.
+  // Unordered pairs: an end leaves the index before it is judged, so it meets only the ends after it.
+  for (auto& [step, sides] : by_step) {
+    const std::vector<PairEnd>& xs = sides[0];
+    const std::vector<PairEnd>& ys = symmetric ? sides[0] : sides[1];
+    if (xs.empty() || ys.empty()) continue;
+    StepEndIndex index(condition);
+    for (const PairEnd& y : ys) index.add(y);
+    for (uint32_t i = 0; i < xs.size(); ++i) {
+      if (symmetric) index.remove(i);
+      const PairTally tally = index.tally(xs[i]);
+      if (tally.triggered > 0) result.triggered = true;
+      if (tally.violations == 0) continue;
+      const size_t room = result.violations.size() < options.max_violations ? options.max_violations - result.violations.size() : 0;
+      const size_t kept = index.violations(xs[i], room, [&](uint32_t pos) {
+        const auto [a, b] = ordered(xs[i], index.at(pos));
+        result.add_violation(Violation{{a->record_index, b->record_index}}, options.max_violations);
+      });
+      result.violation_count += tally.violations - kept;
+    }
+  }
   return result;
 }
 

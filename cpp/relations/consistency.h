@@ -2,15 +2,18 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
+#include "relations/consistency_pairs.h"
 
 namespace traincheck {
 
@@ -71,6 +74,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   size_t tracked_states() const;
   // How many ended steps are kept for instances still to finish them (lagging ranks).
   static constexpr int64_t kKeptSteps = 16;
+  // Violating pairs written per step (failed.log lines); the rest of the step's are counted only
+  // (OnlineViolation::unwritten). A precondition that pairs every same-shaped parameter of a large model
+  // has violations quadratic in its parameters; their count stays exact, their lines do not flood the disk.
+  static constexpr uint64_t kWrittenPerStep = 1000;
 
  private:
   // An instance's value at the end of a step on one param side (ConsistencyRelation::StepEnd online).
@@ -90,13 +97,20 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::optional<End> current[2];     // per side: the step now running, its last record so far
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
-  using InstanceKey = std::tuple<int64_t, std::string, std::string>;  // (pid, var_name, var_type)
+  // The compared ends of one step on one side, and their index (consistency_pairs.h): position i of the
+  // index is ends[i] (a deque: the index points into it).
+  struct StepEnds {
+    explicit StepEnds(const PairCondition& condition) : index(condition) {}
+    std::deque<End> ends;
+    StepEndIndex index;
+    uint64_t written = 0;  // side 0 only: violations of this step written so far
+  };
 
   Instance& instance_of(const Record& r);
   // The record's value on `side` becomes the instance's running end; false when it has none.
   bool update(Instance& inst, int side, const Record& r, int64_t step);
   void finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations);
-  void compare(const End& a, const End& b, std::vector<OnlineViolation>& violations);
+  static PairEnd pair_end(const End& end);
   void prune();
 
   bool valid_ = false;
@@ -106,8 +120,12 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::string type_[2], attr_[2];
   KeyId key_[2] = {kNoKey, kNoKey};
   std::optional<PreconditionGroup> precondition_;
-  std::map<InstanceKey, Instance> instances_;
-  std::map<int64_t, std::vector<End>> ended_[2];  // per side: step -> the ends of that step seen so far
+  std::unique_ptr<PairCondition> condition_;  // over precondition_
+  // By (pid, var_name, var_type), packed into one string: found without an allocation per record
+  // (instance_key_ is reused); nodes keep Instance addresses stable.
+  std::unordered_map<std::string, Instance> instances_;
+  std::string instance_key_;
+  std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 

@@ -9,7 +9,10 @@
 // whatever the delay between ranks: time plays no part.
 //
 // State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
-// instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks).
+// instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks),
+// each step's indexed by what the precondition compares (consistency_pairs.h), so a finishing end costs
+// O(1) amortised, not one precondition evaluation per other end of the step. Violating pairs are written
+// up to kWrittenPerStep per step, in the order their second end finished; the rest are counted.
 //
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
 // pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
@@ -41,15 +44,26 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
   valid_ = true;
   symmetric_ = type_[0] == type_[1] && attr_[0] == attr_[1];
   if (const PreconditionGroup* g = inv.precondition_group(ConsistencyRelation::kGroup)) precondition_ = *g;
+  // Records online carry their live context managers, so every clause reads the record alone.
+  condition_ = std::make_unique<PairCondition>(
+      precondition_ ? &*precondition_ : nullptr,
+      [this](const PairEnd& a, const PairEnd& b) { return !precondition_ || precondition_->holds_on(*a.record, *b.record); }, false);
 }
 
 ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Record& r) {
-  Instance& inst = instances_[InstanceKey{r.process_id, std::string(r.var_name), std::string(r.var_type)}];
-  if (inst.var_name.empty()) {
-    inst.process_id = r.process_id;
-    inst.var_name = std::string(r.var_name);
+  const std::string_view name = r.var_name, type = r.var_type;
+  const uint64_t name_size = name.size();  // a length, not a separator: names may hold any byte
+  instance_key_.assign(reinterpret_cast<const char*>(&r.process_id), sizeof r.process_id);
+  instance_key_.append(reinterpret_cast<const char*>(&name_size), sizeof name_size);
+  instance_key_.append(name);
+  instance_key_.append(type);
+  auto it = instances_.find(instance_key_);
+  if (it == instances_.end()) {
+    it = instances_.emplace(instance_key_, Instance{}).first;
+    it->second.process_id = r.process_id;
+    it->second.var_name = std::string(r.var_name);
   }
-  return inst;
+  return it->second;
 }
 
 bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, int64_t step) {
@@ -57,7 +71,16 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
   if (value == nullptr) return false;
   if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
   inst.value[side] = *value;
-  inst.current[side] = End{step, r, *value, !(skip_initial_[side] && !inst.changed[side]), &inst};
+  const bool compared = !(skip_initial_[side] && !inst.changed[side]);
+  if (inst.current[side]) {  // the step's running end moves on: assigned in place, its storage reused
+    End& e = *inst.current[side];
+    e.step = step;
+    e.record = r;
+    e.value = *value;
+    e.compared = compared;
+  } else {
+    inst.current[side] = End{step, r, *value, compared, &inst};
+  }
   return true;
 }
 
@@ -87,25 +110,41 @@ void ConsistencyOnlineCheck::on_peer_step_end(const Record& r, std::vector<Onlin
   }
 }
 
+PairEnd ConsistencyOnlineCheck::pair_end(const End& e) {
+  return PairEnd{&e.record, &e.value, reinterpret_cast<uintptr_t>(e.instance), 0, e.instance->peer};
+}
+
 void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations) {
   End done = std::move(*inst.current[side]);
   inst.current[side].reset();
-  const int other_side = symmetric_ ? 0 : 1 - side;
-  if (done.compared) {
-    if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end())
-      for (const End& other : it->second) {
-        if (other.instance == &inst || !other.compared || (inst.peer && other.instance->peer)) continue;
-        if (symmetric_) {
-          const bool mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
-                                                                     other.instance->var_name);
-          mine_first ? compare(done, other, violations) : compare(other, done, violations);
-        } else {
-          side == 0 ? compare(done, other, violations) : compare(other, done, violations);
-        }
-      }
-  }
   latest_ended_ = std::max(latest_ended_, done.step);
-  ended_[side][done.step].push_back(std::move(done));
+  if (!done.compared) return;  // never paired: not kept
+  const int other_side = symmetric_ ? 0 : 1 - side;
+  // The other ends of this step that already ended: counted by group (consistency_pairs.h), and the first
+  // kWrittenPerStep violating pairs of the step written, in the order those ends ended.
+  const PairEnd mine = pair_end(done);
+  uint64_t& written = ended_[0].try_emplace(done.step, *condition_).first->second.written;
+  if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end()) {
+    StepEnds& others = it->second;
+    const PairTally tally = others.index.tally(mine);
+    if (tally.triggered > 0) triggered_ = true;
+    if (tally.violations > 0) {
+      const size_t room = written < kWrittenPerStep ? kWrittenPerStep - written : 0;
+      const size_t shown = others.index.violations(mine, room, [&](uint32_t pos) {
+        const End& other = others.ends[pos];
+        bool mine_first = side == 0;
+        if (symmetric_)
+          mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
+                                                          other.instance->var_name);
+        violations.push_back(mine_first ? OnlineViolation{{done.record, other.record}} : OnlineViolation{{other.record, done.record}});
+      });
+      written += shown;
+      if (tally.violations > shown) violations.push_back(OnlineViolation{{}, tally.violations - shown, done.step});
+    }
+  }
+  StepEnds& mine_ended = ended_[side].try_emplace(done.step, *condition_).first->second;
+  mine_ended.ends.push_back(std::move(done));
+  mine_ended.index.add(pair_end(mine_ended.ends.back()));
 }
 
 void ConsistencyOnlineCheck::prune() {
@@ -114,12 +153,6 @@ void ConsistencyOnlineCheck::prune() {
   // another, not yet seen, will come).
   for (auto& per_side : ended_)
     while (!per_side.empty() && per_side.begin()->first <= latest_ended_ - kKeptSteps) per_side.erase(per_side.begin());
-}
-
-void ConsistencyOnlineCheck::compare(const End& a, const End& b, std::vector<OnlineViolation>& violations) {
-  if (precondition_ && !precondition_->holds_on(a.record, b.record)) return;
-  triggered_ = true;
-  if (!ConsistencyRelation::close_values(a.value, b.value)) violations.push_back(OnlineViolation{{a.record, b.record}});
 }
 
 OnlineInterest ConsistencyOnlineCheck::interest() const {
@@ -141,7 +174,7 @@ size_t ConsistencyOnlineCheck::tracked_states() const {
   for (const auto& [key, inst] : instances_)
     for (int s = 0; s < 2; ++s) n += inst.current[s] ? 1 : 0;
   for (const auto& per_side : ended_)
-    for (const auto& [step, ends] : per_side) n += ends.size();
+    for (const auto& [step, ends] : per_side) n += ends.ends.size();
   return n;
 }
 

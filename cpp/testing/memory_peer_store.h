@@ -3,6 +3,7 @@
 // rank's keys (a rank that lags or died), so the exchange's handling of both can be tested without a job.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@ struct MemoryStoreData {
   std::map<std::string, std::string> values;
   uint64_t ops = 0;
   bool failing = false;  // every call throws, as a store whose server went away
+  size_t max_call_bytes = 0;  // the most bytes one call set or got (keys and values)
 };
 
 class MemoryPeerStore final : public PeerStore {
@@ -35,7 +37,12 @@ class MemoryPeerStore final : public PeerStore {
   }
   void multi_set(const std::vector<std::string>& keys, const std::vector<std::string>& values) override {
     locked([&] {
-      for (size_t i = 0; i < keys.size(); ++i) data_->values[keys[i]] = values.at(i);
+      size_t bytes = 0;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        data_->values[keys[i]] = values.at(i);
+        bytes += keys[i].size() + values.at(i).size();
+      }
+      data_->max_call_bytes = std::max(data_->max_call_bytes, bytes);
     });
   }
   bool check(const std::vector<std::string>& keys) override {
@@ -48,7 +55,12 @@ class MemoryPeerStore final : public PeerStore {
   std::vector<std::string> multi_get(const std::vector<std::string>& keys) override {
     return locked([&] {
       std::vector<std::string> out;
-      for (const std::string& k : keys) out.push_back(data_->values.at(k));
+      size_t bytes = 0;
+      for (const std::string& k : keys) {
+        out.push_back(data_->values.at(k));
+        bytes += k.size() + out.back().size();
+      }
+      data_->max_call_bytes = std::max(data_->max_call_bytes, bytes);
       return out;
     });
   }

@@ -32,9 +32,9 @@ constexpr int kParams = 3;
 
 // One rank's state records of one step (the sampler tracker's shape), `bump` added to parameter 0;
 // parameters differ in shape, as the invariant's precondition (same nbytes) expects of different ones.
-std::string step_lines(int rank, int step, int64_t bump = 0) {
+std::string step_lines(int rank, int step, int64_t bump = 0, int params = kParams) {
   std::string out;
-  for (int p = 0; p < kParams; ++p) {
+  for (int p = 0; p < params; ++p) {
     const int64_t data = 1000003LL * (p + 1) + 7919LL * step + (p == 0 ? bump : 0);
     out += "{\"var_name\":\"model." + std::to_string(p) + ".weight\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":" +
            std::to_string(100 + rank) + ",\"thread_id\":7,\"meta_vars\":{\"step\":" + std::to_string(step) +
@@ -175,6 +175,57 @@ TEST(CrossRankExchange, RanksInSyncReportNothingAndADivergentRankIsReportedOnBot
   EXPECT_EQ(st.peers, std::vector<int>{1});
   EXPECT_EQ(st.store_errors, 0u);
   EXPECT_GE(st.steps_published, static_cast<uint64_t>(kSteps - 1));
+}
+
+// Regression: a summary is about 300 bytes per variable, and one store value of a large model's passed
+// TCPStore's 8 MiB limit, which drops the job's own connection. Chunked, no store call moves more than
+// kMaxStoreValueBytes, and the divergent parameter is still found among 20,000 (about 8 MB per step).
+TEST(CrossRankExchange, ALargeModelsSummaryIsChunkedBelowTheStoresPayloadLimit) {
+  Job job("large", 2);
+  const int kSteps = 4, kDiverge = 2, kMany = 20000;
+  for (int step = 0; step < kSteps; ++step) {
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, step, r == 1 && step >= kDiverge ? 424242 : 0, kMany));
+    job.settle([&] {
+      for (const Rank& r : job.ranks)
+        if (r.stats().summaries_received < static_cast<uint64_t>(step)) return false;
+      return true;
+    });
+  }
+  EXPECT_LE(job.store->max_call_bytes, kMaxStoreValueBytes + 4096);  // values plus their keys
+  EXPECT_GE(job.ranks[0].stats().chunks_published, 8u);               // > 8 MB in chunks of at most 1 MiB
+  EXPECT_EQ(job.ranks[0].stats().chunks_missing, 0u);
+  EXPECT_EQ(job.ranks[1].stats().records_received, static_cast<uint64_t>(kMany) * (kSteps - 1));
+  // Steps kDiverge .. kSteps - 2 have ended on both ranks: parameter 0 on each rank, at each of them.
+  const auto found = job.violations();
+  EXPECT_EQ(found.size(), static_cast<size_t>(2 * (kSteps - 1 - kDiverge)));
+  for (const auto& records : found) EXPECT_GE(records.at(0).second, kDiverge);
+}
+
+// Issue 25, item 3: a script that calls optimizer.step() itself around a Trainer that also steps gives
+// three parameter states per step on every rank, equal across ranks at each moment. Each writer pass
+// hands over part of a step (a state, or the end of one step and the start of the next), so a step's
+// summary must be its last state, never one of the moments before it.
+TEST(CrossRankExchange, SeveralStatesPerStepAreComparedAtTheSameMomentOnEveryRank) {
+  Job job("moments", 2);
+  const int kSteps = 6;
+  auto moment = [](int rank, int step, int k) {
+    std::string lines = step_lines(rank, step, 0);
+    // After the k-th optimizer step of this step: every parameter's digest gets the digit k, on every rank alike.
+    for (int p = 0; p < kParams; ++p) {
+      const std::string from = ",\"data\":" + std::to_string(1000003LL * (p + 1) + 7919LL * step);
+      const size_t at = lines.find(from);
+      lines.replace(at, from.size(), from + std::to_string(k));
+    }
+    return lines;
+  };
+  for (int step = 0; step < kSteps; ++step)
+    for (int k = 0; k < 3; ++k) {
+      for (int r = 0; r < 2; ++r) job.ranks[r].feed(moment(r, step, k));
+      job.settle_published({static_cast<uint64_t>(step), static_cast<uint64_t>(step)});
+    }
+  for (Rank& r : job.ranks) r.sink.on_close(r.sink.context);
+  EXPECT_GE(job.ranks[0].stats().summaries_received, static_cast<uint64_t>(kSteps - 2));
+  EXPECT_TRUE(job.violations().empty()) << job.violations().size() << " false alarms";
 }
 
 TEST(CrossRankExchange, ALaggingRankIsComparedByStepAndRaisesNoFalseAlarm) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -70,6 +71,41 @@ TEST(OnlineSession, ViolationsReachFailedLogDuringThePassAndTheSummaryAtClose) {
   EXPECT_EQ(*summary.find("checked"), Value::integer(1));
   EXPECT_EQ(summary.find("violated_invariants")->as_array().size(), 1u);
   session.finish();  // idempotent
+}
+
+// Regression (DESIGN.md, hot-path rule 7): a checker that cannot keep up made the writer fall behind
+// without bound (80k records at exit, ranks that never exited). Once the records handed over are
+// max_lag_s older than at the first pass, checking stops: later lines are counted, not checked, and the
+// summary says so; the sink stays cheap, so the trace and the exit go on.
+TEST(OnlineSession, ChecksNoMoreOnceTheWriterFallsBehindAndCountsWhatItSkipped) {
+  const fs::path dir = setup("shed");
+  OnlineSession session(options(dir));
+  const TcRecordSink sink = session.sink();
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() / 10 * 10;
+  auto pass = [&](int64_t time) {  // one call, pre and post (same func_call_id: time / 10)
+    const std::string text = line("function_call (pre)", time) + line("function_call (post)", time + 5);
+    EXPECT_EQ(sink.on_lines(sink.context, TC_SINK_API, 7, 1, text.data(), text.size()), 0u);
+    EXPECT_EQ(sink.on_pass_end(sink.context), 0u);
+  };
+  pass(now);                        // the first pass: the lag it sees is the reference
+  EXPECT_FALSE(session.shed_stats().shed);
+  pass(now - 60'000'000'000LL);     // records a minute older than the first ones: the writer lags 60 s
+  EXPECT_TRUE(session.shed_stats().shed);
+  EXPECT_EQ(session.counts().violations, 2u);  // that pass was still checked
+  pass(now + 1000);                 // not checked
+  EXPECT_EQ(session.counts().violations, 2u);
+  EXPECT_EQ(sink.on_close(sink.context), 0u);
+  std::string summary_text, error;
+  ASSERT_TRUE(read_file(session.summary_path(), summary_text, error)) << error;
+  Value summary;
+  ASSERT_TRUE(parse_json(summary_text, summary, error)) << error;
+  const Value* shed = summary.find("shed");
+  ASSERT_NE(shed, nullptr);
+  EXPECT_EQ(*shed->find("shed"), Value::boolean(true));
+  EXPECT_EQ(*shed->find("lines_not_checked"), Value::integer(2));
+  EXPECT_EQ(*shed->find("at_step"), Value::integer(3));
+  EXPECT_GT(shed->find("lag_s")->as_double(), 50.0);
 }
 
 TEST(OnlineSession, ASecondSessionOfTheRunWritesItsOwnReport) {

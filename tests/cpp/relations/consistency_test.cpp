@@ -315,3 +315,36 @@ TEST(Consistency, CollectExamplesFromAnotherTraceAndTiming) {
               "precondition %.0f ms, infer (generate + learn) %.0f ms, check the learned invariant %.0f ms\n",
               t.records().size(), ms(t0, t1), ms(t1, t2), ms(t3, t4), ms(t4, t5), ms(t5, t6));
 }
+
+// Issue 25, item 3: three optimizer steps per recorded step (a Trainer's, and the script's own around it)
+// give three states per parameter per step on every rank, equal across ranks at each moment, the ranks'
+// records interleaved in time. Only states of one moment are compared (the step's last, on both ranks):
+// no false alarm offline or online; a rank whose last state of a step differs is still found.
+TEST(Consistency, SeveralStatesPerStepAreComparedAtTheSameMoment) {
+  auto trace = [](int64_t bump_step) {
+    std::string text;
+    int64_t time = 1;
+    for (int step = 0; step < 5; ++step)
+      for (int k = 0; k < 3; ++k)
+        for (int r = 0; r < 2; ++r)
+          for (int p = 0; p < 4; ++p) {
+            const int64_t data = 1000 * step + 10 * k + p + (r == 1 && step == bump_step && k == 2 && p == 0 ? 7 : 0);
+            text += "{\"var_name\":\"w" + std::to_string(p) + "\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":" +
+                    std::to_string(r) + ",\"thread_id\":1,\"meta_vars\":{\"step\":" + std::to_string(step) +
+                    ",\"_DATA_PARALLEL_RANK\":" + std::to_string(r) + "},\"type\":\"state_change\",\"attributes\":{\"_ML_DAIKON_data_ID\":" +
+                    std::to_string(10 * r + p) + ",\"data\":" + std::to_string(data) + ",\"ndim\":2,\"nbytes\":" +
+                    std::to_string(16 * (p + 1)) + "},\"time\":" + std::to_string(time++) + "}\n";
+          }
+    return TraceStore("t", read_trace_text("t", text));
+  };
+  const Invariant inv = real_example();
+  const TraceStore good = trace(-1);
+  EXPECT_TRUE(ConsistencyRelation().check(good, inv, {}).passed());
+  EXPECT_TRUE(ConsistencyRelation().check(good, inv, {}).triggered);
+  EXPECT_TRUE(run_online(good, inv).empty());
+  const TraceStore bad = trace(2);
+  const CheckResult r = ConsistencyRelation().check(bad, inv, {});
+  ASSERT_EQ(r.violation_count, 1u);
+  EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 2);
+  ASSERT_EQ(run_online(bad, inv).size(), 1u);
+}

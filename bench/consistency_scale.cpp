@@ -1,0 +1,126 @@
+// In-process Consistency checking at model scale (bench/consistency_scale.py drives it; bench/README.md).
+//
+// One process's writer-thread work per training step, as the record sink does it: the step's parameter
+// state lines go through OnlineChecker::add_lines and end_batch (one writer pass per step), and, with
+// --ranks R > 1, the other ranks' step ends through check_peer_step_end (parsed here, as the cross-rank
+// exchange parses them on the writer thread). Prints one JSON line: thread CPU per step (the first step,
+// which only starts the parameters' histories, left out).
+//
+// Only APIs the code before the grouping change already had, so the same file links against a baseline
+// build's libraries (consistency_scale.py --baseline-libs).
+//
+//   consistency_scale --params N --invariants I [--ranks R] [--steps S] [--shapes K]
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "check/online_checker.h"
+#include "invariant/invariant.h"
+#include "relations/ddp_invariant.h"
+#include "trace/trace_reader.h"
+
+using namespace traincheck;
+
+namespace {
+
+uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// The original's DDP invariant (tests/cpp/relations/ddp_invariant.h) with one more clause, a stage
+// constant that every record meets, listing a value of its own: `count` invariants that differ in
+// identity and cost the same.
+std::vector<Invariant> invariants(int count) {
+  const std::string real = test_data::kDdpConsistencyInvariant;
+  const std::string before = R"({"type": "consistent", "prop_name": "attributes.ndim")";
+  std::vector<Invariant> out;
+  for (int i = 0; i < count; ++i) {
+    std::string text = real;
+    text.insert(text.find(before), R"({"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", )"
+                                   R"("prop_dtype": "str", "values": ["training", "x)" + std::to_string(i) + R"("]}, )");
+    out.push_back(invariant_from_json(text));
+  }
+  return out;
+}
+
+// One rank's state lines of one step: `shapes` distinct sizes (a model's layers repeat a few shapes:
+// the precondition's groups are large), replicas in sync.
+std::string step_lines(int rank, int step, int params, int shapes) {
+  std::string out;
+  out.reserve(static_cast<size_t>(params) * 330);
+  for (int p = 0; p < params; ++p) {
+    const int rows = 1 + p % shapes;
+    out += "{\"var_name\":\"model.";
+    out += std::to_string(p);
+    out += ".weight\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":";
+    out += std::to_string(100 + rank);
+    out += ",\"thread_id\":7,\"meta_vars\":{\"step\":";
+    out += std::to_string(step);
+    out += ",\"stage\":\"training\",\"_DATA_PARALLEL_RANK\":";
+    out += std::to_string(rank);
+    out += "},\"type\":\"state_change\",\"attributes\":{\"_ML_DAIKON_data_ID\":";
+    out += std::to_string(1000000 * rank + p);
+    out += ",\"data\":";
+    out += std::to_string(1000003LL * (p + 1) + 7919LL * step);
+    out += ",\"dtype\":\"torch.float32\",\"ndim\":2,\"nbytes\":";
+    out += std::to_string(16 * rows);
+    out += ",\"requires_grad\":true},\"time\":";
+    out += std::to_string(1000000000LL + step * 1000000LL + p);
+    out += "}\n";
+  }
+  return out;
+}
+
+int arg(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int params = arg(argc, argv, "--params", 1000);
+  const int count = arg(argc, argv, "--invariants", 1);
+  const int ranks = arg(argc, argv, "--ranks", 1);
+  const int steps = arg(argc, argv, "--steps", 4);
+  const int shapes = arg(argc, argv, "--shapes", 8);
+  const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
+  uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
+  {
+    OnlineCheckerOptions options;
+    options.output_dir = dir;
+    OnlineChecker checker(invariants(count), ApiSignatures{}, options);
+    for (int step = 0; step < steps; ++step) {
+      const std::string own = step_lines(0, step, params, shapes);
+      std::vector<std::string> peers;
+      for (int r = 1; r < ranks; ++r) peers.push_back(step_lines(r, step, params, shapes));
+      const uint64_t t0 = thread_cpu_ns();
+      checker.add_lines("trace_VAR_100_7.log", own);
+      checker.end_batch();
+      const uint64_t t1 = thread_cpu_ns();
+      for (const std::string& text : peers)
+        for (const Record& r : read_trace_text("peer", text).records) checker.check_peer_step_end(r);
+      const uint64_t t2 = thread_cpu_ns();
+      if (step > 0) {
+        checked_ns += t1 - t0;
+        peer_ns += t2 - t1;
+      }
+    }
+    violations = checker.counts().violations;
+  }
+  std::filesystem::remove_all(dir);
+  const double per_step = 1e-6 / std::max(1, steps - 1);
+  std::printf("{\"params\": %d, \"invariants\": %d, \"ranks\": %d, \"own_ms_per_step\": %.3f, \"peer_ms_per_step\": %.3f, "
+              "\"violations\": %llu}\n",
+              params, count, ranks, checked_ns * per_step, peer_ns * per_step, static_cast<unsigned long long>(violations));
+  return 0;
+}

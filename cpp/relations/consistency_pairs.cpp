@@ -1,0 +1,254 @@
+#include "relations/consistency_pairs.h"
+
+#include <bit>
+
+#include "relations/consistency.h"
+#include "trace/trace_store.h"
+
+namespace traincheck {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 29);
+}
+
+// What Clause::holds asks of each record alone (its property present, not NaN, hashable unless `exist`,
+// a listed value for `constant`).
+const Value* admitted_value(const Clause& c, const Record& r) {
+  const Value* v = c.lookup(RecordView{&r, nullptr});
+  if (v == nullptr || v->is_nan()) return nullptr;
+  if (c.type != ClauseType::Exist && !v->is_hashable()) return nullptr;
+  if (c.type == ClauseType::Constant && std::none_of(c.values.begin(), c.values.end(), [&](const Value& x) { return x == *v; }))
+    return nullptr;
+  return v;
+}
+
+}  // namespace
+
+PairCondition::PairCondition(const PreconditionGroup* group, Exact exact, bool enriched) : exact_(std::move(exact)) {
+  if (group == nullptr) {
+    groupable_ = true;
+    return;
+  }
+  if (group->disjuncts.empty()) {  // an empty OR: never; inverted, always
+    groupable_ = true;
+    never_ = !group->inverted;
+    return;
+  }
+  if (group->inverted || group->disjuncts.size() != 1) return;
+  const Conjunction& c = group->disjuncts[0];
+  if (c.unconditional) {
+    groupable_ = true;
+    return;
+  }
+  for (const Clause& clause : c.clauses) {
+    // Offline, a context manager's field comes from the pair's earliest record, not from each record.
+    if (enriched && clause.prop_name.starts_with(kContextManagerFieldPrefix)) return;
+    filter_.push_back(&clause);
+    if (clause.type == ClauseType::Consistent || clause.type == ClauseType::Constant) key_.push_back(&clause);
+    if (clause.type == ClauseType::Unequal) unequal_.push_back(&clause);
+  }
+  // 2^k counts per end: a precondition with many unequal clauses is judged pair by pair.
+  groupable_ = unequal_.size() <= 6;
+}
+
+bool PairCondition::admits(const Record& r, std::vector<const Value*>& out) const {
+  out.clear();
+  if (never_) return false;
+  for (const Clause* c : filter_)
+    if (admitted_value(*c, r) == nullptr) return false;
+  for (const Clause* c : key_) out.push_back(admitted_value(*c, r));
+  for (const Clause* c : unequal_) out.push_back(admitted_value(*c, r));
+  return true;
+}
+
+bool StepEndIndex::project(const PairEnd& x, std::vector<const Value*>& out) const {
+  if (!condition_->groupable()) {
+    out.clear();
+    return true;
+  }
+  return condition_->admits(*x.record, out);
+}
+
+uint64_t StepEndIndex::projection_hash(const std::vector<const Value*>& p, const Value* value, uint32_t mask) const {
+  const size_t nk = condition_->key_size();
+  uint64_t h = mix(0x636F6E73ULL, mask | (value ? 0x80000000u : 0u));
+  for (size_t i = 0; i < nk; ++i) h = mix(h, p[i]->hash());
+  for (size_t j = 0; j < condition_->unequal_size(); ++j)
+    if (mask & (1u << j)) h = mix(h, p[nk + j]->hash());
+  if (value) h = mix(h, value->hash());
+  return h;
+}
+
+bool StepEndIndex::same_projection(uint32_t pos, const std::vector<const Value*>& p, const Value* value, uint32_t mask) const {
+  const size_t nk = condition_->key_size(), width = nk + condition_->unequal_size();
+  const Value* const* q = projections_.data() + static_cast<size_t>(pos) * width;
+  for (size_t i = 0; i < nk; ++i)
+    if (!(*q[i] == *p[i])) return false;
+  for (size_t j = 0; j < condition_->unequal_size(); ++j)
+    if ((mask & (1u << j)) && !(*q[nk + j] == *p[nk + j])) return false;
+  return value == nullptr || *ends_[pos].value == *value;
+}
+
+uint32_t StepEndIndex::find_group(const std::vector<const Value*>& p) const {
+  if (!condition_->groupable()) return groups_.empty() ? kNone : 0;
+  auto [lo, hi] = groups_by_key_.equal_range(projection_hash(p, nullptr, 0));
+  for (auto it = lo; it != hi; ++it)
+    if (same_projection(groups_[it->second].members.front(), p, nullptr, 0)) return it->second;
+  return kNone;
+}
+
+void StepEndIndex::count(uint32_t pos, int delta) {
+  const size_t width = condition_->key_size() + condition_->unequal_size();
+  std::vector<const Value*>& p = count_scratch_;
+  p.assign(projections_.begin() + static_cast<std::ptrdiff_t>(pos * width), projections_.begin() + static_cast<std::ptrdiff_t>((pos + 1) * width));
+  const PairEnd& e = ends_[pos];
+  for (uint32_t mask = 0; mask < (1u << condition_->unequal_size()); ++mask)
+    for (const Value* value : {static_cast<const Value*>(nullptr), e.value}) {
+      std::vector<Count>& bucket = counts_[projection_hash(p, value, mask)];
+      Count* found = nullptr;
+      for (Count& c : bucket)
+        if (same_projection(c.representative, p, value, mask)) found = &c;
+      if (found == nullptr) found = &bucket.emplace_back(Count{pos});
+      found->n[e.peer ? 1 : 0] += static_cast<uint32_t>(delta);  // wraps back on removal
+    }
+}
+
+uint64_t StepEndIndex::counted(const std::vector<const Value*>& p, const Value* value, uint32_t mask, bool peers_too) const {
+  auto it = counts_.find(projection_hash(p, value, mask));
+  if (it == counts_.end()) return 0;
+  for (const Count& c : it->second)
+    if (same_projection(c.representative, p, value, mask)) return c.n[0] + (peers_too ? c.n[1] : 0);
+  return 0;
+}
+
+uint32_t StepEndIndex::add(const PairEnd& end) {
+  const auto pos = static_cast<uint32_t>(ends_.size());
+  ends_.push_back(end);
+  present_.push_back(true);
+  auto [last, first_end] = last_of_instance_.try_emplace(end.instance, pos);
+  previous_of_instance_.push_back(first_end ? kNone : last->second);
+  last->second = pos;
+  std::vector<const Value*> p;
+  uint32_t g = kNone;
+  if (project(end, p)) {
+    g = find_group(p);
+    if (g == kNone) {
+      g = static_cast<uint32_t>(groups_.size());
+      groups_.emplace_back();
+      if (condition_->groupable()) groups_by_key_.emplace(projection_hash(p, nullptr, 0), g);
+    }
+  }
+  const size_t width = condition_->key_size() + condition_->unequal_size();
+  if (g == kNone) p.assign(width, nullptr);
+  projections_.insert(projections_.end(), p.begin(), p.end());
+  group_of_.push_back(g);
+  if (g == kNone) return pos;
+  Group& group = groups_[g];
+  const size_t nk = condition_->key_size();
+  for (size_t j = 0; j < condition_->unequal_size(); ++j) {
+    if (group.members.empty()) {
+      group.first_unequal.push_back(p[nk + j]);
+      group.uniform.push_back(true);
+    } else if (group.uniform[j] && !(*p[nk + j] == *group.first_unequal[j])) {
+      group.uniform[j] = false;
+    }
+  }
+  group.members.push_back(pos);
+  ++group.present;
+  group.has_double = group.has_double || end.value->is_double();
+  if (group.counted) count(pos, +1);
+  return pos;
+}
+
+void StepEndIndex::remove(uint32_t pos) {
+  if (!present_[pos]) return;
+  present_[pos] = false;
+  const uint32_t g = group_of_[pos];
+  if (g == kNone) return;
+  --groups_[g].present;
+  if (groups_[g].counted) count(pos, -1);
+}
+
+bool StepEndIndex::admitted(const PairEnd& x, const std::vector<const Value*>& p, uint32_t pos) const {
+  if (!condition_->groupable()) return condition_->holds_exactly(x, ends_[pos]);
+  const size_t nk = condition_->key_size(), width = nk + condition_->unequal_size();
+  const Value* const* q = projections_.data() + static_cast<size_t>(pos) * width;
+  for (size_t j = 0; j < condition_->unequal_size(); ++j)
+    if (*q[nk + j] == *p[nk + j]) return false;
+  return true;
+}
+
+bool StepEndIndex::pairs_with(const PairEnd& x, uint32_t pos) const {
+  const PairEnd& e = ends_[pos];
+  return present_[pos] && e.instance != x.instance && !(x.peer && e.peer) && admitted(x, scratch_, pos);
+}
+
+uint32_t StepEndIndex::candidate_group(const PairEnd& x) {
+  if (!project(x, scratch_)) return kNone;
+  const uint32_t g = find_group(scratch_);
+  if (g == kNone) return kNone;
+  const Group& group = groups_[g];
+  const size_t nk = condition_->key_size();
+  for (size_t j = 0; j < group.uniform.size(); ++j)
+    if (group.uniform[j] && *scratch_[nk + j] == *group.first_unequal[j]) return kNone;
+  return g;
+}
+
+PairTally StepEndIndex::tally(const PairEnd& x) {
+  PairTally t;
+  const uint32_t g = candidate_group(x);
+  if (g == kNone) return t;
+  Group& group = groups_[g];
+  const bool by_count = condition_->groupable() && !group.has_double && !x.value->is_double() &&
+                        (group.counted || group.present >= kCountedGroupSize);
+  if (by_count && !group.counted) {  // first needed now: built once, then kept up by add and remove
+    group.counted = true;
+    for (uint32_t m : group.members)
+      if (present_[m]) count(m, +1);
+  }
+  if (!by_count) {
+    for (uint32_t pos : group.members)
+      if (pairs_with(x, pos)) {
+        ++t.triggered;
+        if (!ConsistencyRelation::close_values(*x.value, *ends_[pos].value)) ++t.violations;
+      }
+    return t;
+  }
+  // Inclusion-exclusion: pairs differing on every unequal property = sum over subsets S of them of
+  // (-1)^|S| x (ends agreeing with x on S); with the value in the projection, those also equal to x.
+  int64_t admitted_pairs = 0, equal_pairs = 0;
+  for (uint32_t mask = 0; mask < (1u << condition_->unequal_size()); ++mask) {
+    const int64_t sign = std::popcount(mask) % 2 ? -1 : 1;
+    admitted_pairs += sign * static_cast<int64_t>(counted(scratch_, nullptr, mask, !x.peer));
+    equal_pairs += sign * static_cast<int64_t>(counted(scratch_, x.value, mask, !x.peer));
+  }
+  // The counts include x's own instance's ends, which never pair with x.
+  if (auto own = last_of_instance_.find(x.instance); own != last_of_instance_.end())
+    for (uint32_t pos = own->second; pos != kNone; pos = previous_of_instance_[pos])
+      if (present_[pos] && group_of_[pos] == g && !(x.peer && ends_[pos].peer) && admitted(x, scratch_, pos)) {
+        --admitted_pairs;
+        if (*ends_[pos].value == *x.value) --equal_pairs;
+      }
+  t.triggered = static_cast<uint64_t>(admitted_pairs);
+  t.violations = static_cast<uint64_t>(admitted_pairs - equal_pairs);
+  return t;
+}
+
+size_t StepEndIndex::violations(const PairEnd& x, size_t limit, const std::function<void(uint32_t)>& f) {
+  size_t n = 0;
+  if (limit == 0) return 0;
+  const uint32_t g = candidate_group(x);
+  if (g == kNone) return 0;
+  for (uint32_t pos : groups_[g].members) {
+    if (!pairs_with(x, pos) || ConsistencyRelation::close_values(*x.value, *ends_[pos].value)) continue;
+    f(pos);
+    if (++n == limit) break;
+  }
+  return n;
+}
+
+}  // namespace traincheck

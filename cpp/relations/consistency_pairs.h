@@ -1,0 +1,137 @@
+// ConsistencyRelation's pairs of one step, judged in time linear in the step ends (DESIGN.md, hot-path
+// rule 7): the offline check (consistency.cpp) and the online one (consistency_online.cpp) both ask an
+// index of one side's step ends "how many pairs with this end does the precondition admit, and how many of
+// those hold different values", and for the first few of the violating ones, which.
+//
+// Why it is exact, not an estimate. A precondition of one non-inverted conjunction holds on a pair of
+// records iff each record has every clause's property (present, not NaN, hashable unless `exist`; for a
+// `constant` clause a listed value), the two agree on every `consistent`/`constant` property (the
+// *key*), and differ on every `unequal` property. So the ends are grouped by key (a hash bucket per key:
+// the store's var index does the same by value), and within a group the pairs that differ on all k
+// unequal properties are counted by inclusion-exclusion over the 2^k subsets of those properties, from
+// counts of the group's ends per projection; the pairs that also hold equal values likewise, with the
+// value in the projection. Violations are their difference. Values are compared with
+// ConsistencyRelation::close_values, which is equality except for floating-point numbers (1e-8): a group
+// holding a float, a small group (below kCountedGroupSize) and any precondition that is not one plain
+// conjunction (several disjuncts, inverted, context-manager fields enriched offline) are judged pair by
+// pair instead, as before; the last is the one case still quadratic in the ends (docs/relations.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "invariant/precondition.h"
+#include "trace/record.h"
+
+namespace traincheck {
+
+// One step end on one param side.
+struct PairEnd {
+  const Record* record = nullptr;
+  const Value* value = nullptr;  // the compared attribute's value at the end of the step
+  uint64_t instance = 0;         // an end never pairs with an end of the same instance
+  uint32_t record_index = 0;     // offline: the record's index in its TraceStore (for the exact check)
+  bool peer = false;             // online: another rank's end; two peers' ends never pair
+};
+
+// The invariant's precondition, compiled for grouping.
+class PairCondition {
+ public:
+  using Exact = std::function<bool(const PairEnd&, const PairEnd&)>;
+  // `group`: the invariant's "var" group (nullptr: none, every pair is judged). `exact` evaluates it on a
+  // pair when it cannot be grouped; `enriched`: the records get context-manager fields from the pair
+  // (offline, traces with context managers), so clauses on those fields cannot be grouped.
+  PairCondition(const PreconditionGroup* group, Exact exact, bool enriched);
+
+  bool groupable() const { return groupable_; }
+  // Groupable only: whether a record can be in any admitted pair, and its key and unequal values
+  // (`out` gets key_size() + unequal_size() pointers).
+  bool admits(const Record& record, std::vector<const Value*>& out) const;
+  size_t key_size() const { return key_.size(); }
+  size_t unequal_size() const { return unequal_.size(); }
+  bool holds_exactly(const PairEnd& a, const PairEnd& b) const { return exact_(a, b); }
+
+ private:
+  bool groupable_ = false;
+  bool never_ = false;  // a precondition that holds on no pair (no disjunct)
+  std::vector<const Clause*> filter_, key_, unequal_;
+  Exact exact_;
+};
+
+struct PairTally {
+  uint64_t triggered = 0;   // pairs the precondition admits
+  uint64_t violations = 0;  // ... whose values differ
+};
+
+// The ends of one side at one step, in the order added (positions 0, 1, ...).
+class StepEndIndex {
+ public:
+  // Groups at least this large are counted by projection; smaller ones are scanned pair by pair.
+  static constexpr uint32_t kCountedGroupSize = 24;
+
+  explicit StepEndIndex(const PairCondition& condition) : condition_(&condition) {}
+  StepEndIndex(StepEndIndex&&) = default;
+  StepEndIndex& operator=(StepEndIndex&&) = default;
+
+  uint32_t add(const PairEnd& end);
+  // No longer paired, counted or scanned (the offline sweep over unordered pairs).
+  void remove(uint32_t position);
+  size_t size() const { return ends_.size(); }
+  const PairEnd& at(uint32_t position) const { return ends_[position]; }
+
+  // The pairs of `x` (not in this index, or removed from it) with the ends present. Not const: a large
+  // group's counts are built on its first tally that needs them.
+  PairTally tally(const PairEnd& x);
+  // Calls f(position) for each present end whose pair with `x` is a violation, in position order, at most
+  // `limit` times; returns how many.
+  size_t violations(const PairEnd& x, size_t limit, const std::function<void(uint32_t)>& f);
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  struct Group {
+    std::vector<uint32_t> members;  // positions, ascending
+    uint32_t present = 0;
+    bool has_double = false;
+    bool counted = false;
+    // Per unequal property: the first member's value, and whether every member added since has it too.
+    // An end with that value pairs with none of them (one process's own ends under "unequal
+    // process_id": in-process checking of one rank costs no counting at all).
+    std::vector<const Value*> first_unequal;
+    std::vector<bool> uniform;
+  };
+  // The group of x (whose projection is in scratch_), or kNone when x pairs with nothing in it for sure.
+  uint32_t candidate_group(const PairEnd& x);
+  struct Count {
+    uint32_t representative;  // a position whose projection this counts
+    uint32_t n[2] = {0, 0};   // [local, peer]
+  };
+  // x's key and unequal values (scratch), or false when no pair with x holds.
+  bool project(const PairEnd& x, std::vector<const Value*>& out) const;
+  uint32_t find_group(const std::vector<const Value*>& projection) const;
+  uint64_t projection_hash(const std::vector<const Value*>& projection, const Value* value, uint32_t mask) const;
+  bool same_projection(uint32_t position, const std::vector<const Value*>& projection, const Value* value, uint32_t mask) const;
+  void count(uint32_t position, int delta);
+  uint64_t counted(const std::vector<const Value*>& projection, const Value* value, uint32_t mask, bool peers_too) const;
+  // Whether the pair (x, the end at `position`) is admitted, given both are in one group.
+  bool admitted(const PairEnd& x, const std::vector<const Value*>& projection, uint32_t position) const;
+  bool pairs_with(const PairEnd& x, uint32_t position) const;
+
+  const PairCondition* condition_;
+  std::vector<PairEnd> ends_;
+  std::vector<const Value*> projections_;  // per end: key_size() + unequal_size() values (groupable)
+  std::vector<uint32_t> group_of_;         // per end: its group, kNone when not admitted
+  std::vector<bool> present_;
+  std::vector<Group> groups_;
+  std::unordered_multimap<uint64_t, uint32_t> groups_by_key_;
+  std::unordered_map<uint64_t, std::vector<Count>> counts_;  // projections of counted groups' ends
+  // Per instance its last end, and per end the previous one of its instance (usually none: one end per
+  // instance and step), so that the ends an end never pairs with are found without a list per instance.
+  std::unordered_map<uint64_t, uint32_t> last_of_instance_;
+  std::vector<uint32_t> previous_of_instance_;
+  std::vector<const Value*> scratch_;        // the projection of the end being judged
+  std::vector<const Value*> count_scratch_;  // count()'s
+};
+
+}  // namespace traincheck
