@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import shutil
 import signal
@@ -27,7 +28,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: make the `eval.perf_overhead` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from eval.perf_overhead import analysis
+from eval.perf_overhead import analysis, memory_analysis
+from eval.perf_overhead.process_memory import RssWatch, reap
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS_DIR = HERE / "workloads"
@@ -36,6 +38,7 @@ DEFAULT_INVARIANTS = HERE / "invariants" / "deployed_100.json"
 
 TIMES_FILE = "iteration_times.txt"  # wall time per iteration, written by every workload
 CPU_TIMES_FILE = "iteration_cpu_times.txt"  # the process's CPU time per iteration, beside it
+RSS_FILE = "iteration_rss_mb.txt"  # the process's VmRSS (MiB) after each iteration, beside it
 CPU_DIR = "cpu"  # <out>/cpu/ holds the same files and analysis as <out>/, for CPU time
 
 BASE_METHODS = ("naive", "settrace", "monkey-patch", "selective")
@@ -55,6 +58,9 @@ FIRST_ROUND_ONLY = ("settrace",)
 NOT_IN_LOCKSTEP = ("settrace", "peer-monkey-patch")
 DEFAULT_TIME_LIMITS = {"settrace": 60.0}
 DEFAULT_TIME_LIMIT = 300.0
+# A run whose process group's resident set passes this is stopped and marked `rss limit` (README.md here,
+# "Memory"): the 2-core machine has 24 GB and others share it.
+DEFAULT_RSS_LIMIT_MB = 4096.0
 KILL_GRACE_SECONDS = 10.0
 # glibc's malloc trimming made a 6 ms CNN iteration swing by 6-28 ms (README.md here, "Noise control").
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
@@ -93,6 +99,7 @@ class Options:
     keep_runs: bool = False
     workloads_dir: Path = WORKLOADS_DIR
     workload_args: list[str] = field(default_factory=list)
+    rss_limit_mb: float | None = DEFAULT_RSS_LIMIT_MB
 
     def time_limit(self, method: str) -> float:
         return self.time_limits.get(method, self.default_time_limit)
@@ -190,11 +197,13 @@ def child_environment(method: str, opts: Options) -> dict[str, str]:
 
 @dataclass
 class RunOutcome:
-    status: str  # "ok", "time limit", "failed", "no iterations"
+    status: str  # "ok", "time limit", "rss limit", "failed", "no iterations"
     returncode: int | None
     elapsed: float
     times: list[float]
     cpu_times: list[float] = field(default_factory=list)
+    peak_rss_mb: float = math.nan  # ru_maxrss of the run's process and its waited-for descendants
+    rss_mb: list[float] = field(default_factory=list)  # VmRSS after each iteration, where written
 
 
 @dataclass
@@ -204,37 +213,59 @@ class Launched:
     log: object
     started: float
     deadline: float
+    watch: RssWatch | None = None
+    peak_rss_mb: float = math.nan  # set when reaped
 
 
-def launch(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path) -> Launched:
+def launch(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
+           rss_limit_mb: float | None = DEFAULT_RSS_LIMIT_MB) -> Launched:
     log = open(log_path, "w")
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     now = time.perf_counter()
-    return Launched(proc, log, now, now + limit)
+    watch = RssWatch(proc.pid, rss_limit_mb, KILL_GRACE_SECONDS)
+    return Launched(proc, log, now, now + limit, watch)
+
+
+def reap_launched(run: Launched, timeout: float | None) -> bool:
+    """Reap the run's process with os.wait4 (for its ru_maxrss) within `timeout`; True once reaped.
+    Popen's own wait would reap it without the resource usage, so its returncode is set here."""
+    if run.proc.returncode is not None:
+        return True
+    reaped = reap(run.proc.pid, timeout)
+    if reaped is None:
+        return False
+    run.proc.returncode, run.peak_rss_mb = reaped
+    return True
 
 
 def wait_for(run: Launched, times_path: Path) -> RunOutcome:
     """Wait for a launched run; past its deadline stop the whole group (SIGTERM, then SIGKILL) and keep
-    the iterations it completed."""
+    the iterations it completed. The RSS watcher stops a run past its memory limit the same way."""
     proc, timed_out = run.proc, False
     try:
-        proc.wait(timeout=max(0.0, run.deadline - time.perf_counter()))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        stop_process_group(proc)
+        if not reap_launched(run, max(0.0, run.deadline - time.perf_counter())):
+            timed_out = True
+            stop_process_group(run)
     except BaseException:  # Ctrl-C of the runner: leave nothing behind
-        stop_process_group(proc)
+        stop_process_group(run)
         raise
     finally:
         run.log.close()
+        if run.watch is not None:
+            run.watch.stop()
     elapsed = time.perf_counter() - run.started
     times = analysis.read_iteration_times(times_path) if times_path.is_file() else []
     cpu_path = times_path.with_name(CPU_TIMES_FILE)
     cpu_times = analysis.read_iteration_times(cpu_path) if cpu_path.is_file() else []
-    if timed_out:
+    rss_path = times_path.with_name(RSS_FILE)
+    rss_mb = analysis.read_iteration_times(rss_path) if rss_path.is_file() else []
+    over_memory = run.watch is not None and run.watch.tripped
+    if over_memory:
+        status = "rss limit"
+    elif timed_out:
         status = "time limit"
     elif proc.returncode != 0:
         status = "failed"
@@ -242,31 +273,31 @@ def wait_for(run: Launched, times_path: Path) -> RunOutcome:
         status = "no iterations"
     else:
         status = "ok"
-    return RunOutcome(status, None if timed_out else proc.returncode, elapsed, times, cpu_times)
+    stopped = timed_out or over_memory
+    return RunOutcome(status, None if stopped else proc.returncode, elapsed, times, cpu_times,
+                      run.peak_rss_mb, rss_mb)
 
 
 def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
-                        times_path: Path) -> RunOutcome:
-    """Run `cmd` alone under a time limit (see wait_for)."""
-    return wait_for(launch(cmd, cwd, env, limit, log_path), times_path)
+                        times_path: Path, rss_limit_mb: float | None = DEFAULT_RSS_LIMIT_MB) -> RunOutcome:
+    """Run `cmd` alone under a time limit and an RSS limit (see wait_for)."""
+    return wait_for(launch(cmd, cwd, env, limit, log_path, rss_limit_mb), times_path)
 
 
-def stop_process_group(proc: subprocess.Popen) -> None:
+def stop_process_group(run: Launched) -> None:
     """SIGTERM the run's process group (the collector forwards it and flushes), then SIGKILL whatever
     is left of the group, children that outlived their parent included."""
+    pid = run.proc.pid
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         pass
+    reap_launched(run, KILL_GRACE_SECONDS)
     try:
-        proc.wait(timeout=KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    reap_launched(run, None)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -282,6 +313,8 @@ class RunRecord:
     returncode: int | None
     iterations: int
     elapsed: float
+    peak_rss_mb: float = math.nan
+    rss_growth_mb_per_iter: float = math.nan  # slope over the second half of the run, where written
 
 
 def rotated(methods: list[str], k: int) -> list[str]:
@@ -336,13 +369,13 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
                 store.setdefault((record.workload, record.method), []).append(times)
                 merged = analysis.merge_repeats(store[(record.workload, record.method)])
                 (folder / name).write_text(format_times(merged))
-        if record.status == "time limit":
+        if record.status in ("time limit", "rss limit"):
             not_repeated.add((record.workload, record.method))
 
     def result_line(record: RunRecord) -> str:
         total_min = (time.perf_counter() - started) / 60
-        return (f" {record.elapsed:6.1f}s  {record.iterations:>4} iterations  "
-                f"{describe_status(record, opts)}  [{total_min:.1f} min]")
+        return (f" {record.elapsed:6.1f}s  {record.iterations:>4} iterations  peak RSS "
+                f"{record.peak_rss_mb:6.0f} MB  {describe_status(record, opts)}  [{total_min:.1f} min]")
 
     for rnd in range(opts.repeats):
         for workload in opts.workloads:
@@ -351,7 +384,7 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
                 if rnd > 0 and method in FIRST_ROUND_ONLY:
                     continue
                 if (workload, method) in not_repeated:
-                    printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time limit)", flush=True)
+                    printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time or RSS limit)", flush=True)
                     continue
                 todo.append(method)
             ring = [m for m in todo if opts.lockstep and m not in NOT_IN_LOCKSTEP]
@@ -373,6 +406,8 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
 def describe_status(record: RunRecord, opts: Options) -> str:
     if record.status == "time limit":
         return f"stopped at the {opts.time_limit(record.method):g} s limit"
+    if record.status == "rss limit":
+        return f"stopped at the {opts.rss_limit_mb:g} MB RSS limit"
     if record.status == "failed":
         return f"FAILED (exit {record.returncode}, see logs/)"
     if record.status == "no iterations":
@@ -388,7 +423,8 @@ def copy_workload(workloads_dir: Path, workload: str, dest: Path) -> None:
     (`workload_common.py`, where `workloads_dir` has one) beside its `main.py`: every method runs the
     script with its own folder as sys.path[0], and the copy is away from `workloads_dir`."""
     shutil.copytree(workloads_dir / workload, dest,
-                    ignore=shutil.ignore_patterns("__pycache__", "_traincheck_*", TIMES_FILE, CPU_TIMES_FILE))
+                    ignore=shutil.ignore_patterns("__pycache__", "_traincheck_*", TIMES_FILE, CPU_TIMES_FILE,
+                                                  RSS_FILE))
     common = workloads_dir / COMMON_MODULE
     if common.is_file():
         shutil.copy2(common, dest / COMMON_MODULE)
@@ -422,7 +458,8 @@ def start_run(run: PreparedRun, opts: Options, extra_env: dict[str, str] | None 
     env = child_environment(run.method, opts)
     env.update(extra_env or {})
     return launch(run.cmd, cwd=run.out_dir if run.out_dir.exists() else run.run_root, env=env,
-                  limit=opts.time_limit(run.method), log_path=opts.out / "logs" / f"{run.tag}.log")
+                  limit=opts.time_limit(run.method), log_path=opts.out / "logs" / f"{run.tag}.log",
+                  rss_limit_mb=opts.rss_limit_mb)
 
 
 def finish_run(run: PreparedRun, launched: Launched, opts: Options) -> tuple[RunRecord, RunOutcome]:
@@ -433,8 +470,11 @@ def finish_run(run: PreparedRun, launched: Launched, opts: Options) -> tuple[Run
         (opts.out / "raw" / f"{run.tag}.cpu.txt").write_text(format_times(outcome.cpu_times))
     if not opts.keep_runs:
         shutil.rmtree(run.run_root, ignore_errors=True)
+    if outcome.rss_mb:
+        (opts.out / "raw" / f"{run.tag}.rss.txt").write_text(format_times(outcome.rss_mb))
     record = RunRecord(run.workload, run.method, run.round + 1, outcome.status, outcome.returncode,
-                       len(outcome.times), outcome.elapsed)
+                       len(outcome.times), outcome.elapsed, outcome.peak_rss_mb,
+                       memory_analysis.rss_growth_per_iteration(outcome.rss_mb))
     return record, outcome
 
 
@@ -461,7 +501,7 @@ def run_lockstep(workload: str, methods: list[str], rnd: int, opts: Options) -> 
         return [finish_run(run, proc, opts) for run, proc in zip(runs, launched)]
     except BaseException:
         for proc in launched:
-            stop_process_group(proc.proc)
+            stop_process_group(proc)
         raise
     finally:
         shutil.rmtree(fifo_dir, ignore_errors=True)
@@ -474,10 +514,13 @@ def format_times(times: list[float]) -> str:
 def write_manifest(records: list[RunRecord], path: Path) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["workload", "method", "round", "status", "returncode", "iterations", "elapsed_s"])
+        writer.writerow(["workload", "method", "round", "status", "returncode", "iterations", "elapsed_s",
+                         *memory_analysis.MANIFEST_MEMORY_COLUMNS])
         for r in records:
             writer.writerow([r.workload, r.method, r.round, r.status,
-                             "" if r.returncode is None else r.returncode, r.iterations, f"{r.elapsed:.2f}"])
+                             "" if r.returncode is None else r.returncode, r.iterations, f"{r.elapsed:.2f}",
+                             analysis.format_optional(r.peak_rss_mb, 1),
+                             analysis.format_optional(r.rss_growth_mb_per_iter, 3)])
 
 
 def analyse(opts: Options, printer=print) -> list[analysis.OverheadRow]:
@@ -495,10 +538,12 @@ def analyse(opts: Options, printer=print) -> list[analysis.OverheadRow]:
 
     results = analysis.load_results(opts.out)
     rows = analysis.compute_overheads(results, opts.warmup, task_order=opts.workloads)
+    memory = memory_analysis.compute_memory(memory_analysis.read_manifest(opts.out / "runs.csv"))
+    rows = memory_analysis.attach_memory(rows, {k: v for k, v in memory.items() if k[0] in opts.workloads})
     csv_path = opts.out / "overhead_e2e.csv"
     analysis.write_csv(rows, csv_path)
     printer(f"\nOverhead in wall time per iteration against naive (mean ± std over iterations after "
-            f"{opts.warmup} warm-up; (n) = iterations compared), device {opts.device}:")
+            f"{opts.warmup} warm-up; (n) = iterations compared), device {opts.device}; peak RSS over naive:")
     printer(analysis.format_table(rows))
     printer(f"\nwrote {csv_path}")
     if not rows:

@@ -1,0 +1,101 @@
+"""Memory of a run's processes: the resident set of a process group sampled from /proc, a watcher thread
+that stops a group whose resident set passes a limit, and reaping with `os.wait4` for the peak.
+
+Why two measures. The peak the evaluation reports is the kernel's `ru_maxrss` from `os.wait4(pid)`: the
+largest resident set of the child or any descendant it waited for (the collector waits for its launcher,
+which waits for the training process), exact, never missed between samples. It is only known at the end,
+so the limit that protects the machine is enforced by sampling instead: every `SAMPLE_SECONDS` the
+watcher sums VmRSS over the run's process group (each run is a session of its own), which also works
+while the lockstep runner has several runs alive at once (one watcher per run).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+SAMPLE_SECONDS = 0.25
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+MIB = 1024 * 1024
+
+
+def process_rss_mb(pid: int) -> float | None:
+    """Resident set of one process in MiB (/proc/<pid>/statm), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * PAGE_BYTES / MIB
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the processes whose process group is `pgid` (field 5 of /proc/<pid>/stat)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name (field 2) is in parentheses and may hold spaces: split after its last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid):
+            members.append(int(entry))
+    return members
+
+
+def group_rss_mb(pgid: int) -> float:
+    """Summed resident set of a process group in MiB (shared pages count once per process)."""
+    return sum(rss for rss in map(process_rss_mb, group_members(pgid)) if rss is not None)
+
+
+class RssWatch:
+    """Samples a process group's resident set in a thread; past `limit_mb` it SIGTERMs the group, then
+    SIGKILLs it `kill_grace` seconds later. It never reaps: the runner's `reap` does."""
+
+    def __init__(self, pgid: int, limit_mb: float | None, kill_grace: float):
+        self.pgid, self.limit_mb, self.kill_grace = pgid, limit_mb, kill_grace
+        self.sampled_peak_mb = 0.0
+        self.tripped = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"rss-watch-{pgid}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(SAMPLE_SECONDS):
+            rss = group_rss_mb(self.pgid)
+            self.sampled_peak_mb = max(self.sampled_peak_mb, rss)
+            if self.limit_mb is not None and rss > self.limit_mb and not self.tripped:
+                self.tripped = True
+                self._signal(signal.SIGTERM)
+                if not self._stop.wait(self.kill_grace):
+                    self._signal(signal.SIGKILL)
+                return
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def reap(pid: int, timeout: float | None) -> tuple[int, float] | None:
+    """Wait for child `pid` up to `timeout` seconds (None: for ever). Returns (exit code as
+    subprocess reports it, ru_maxrss in MiB) or None if it is still running."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        waited, status, usage = os.wait4(pid, os.WNOHANG)
+        if waited == pid:
+            return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024  # Linux: KiB
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.05)
