@@ -4,7 +4,9 @@ that stops a group whose resident set passes a limit, and reaping with `os.wait4
 Why two measures. The peak the evaluation reports is the kernel's `ru_maxrss` from `os.wait4(pid)`: the
 largest resident set of the child or any descendant it waited for (the collector waits for its launcher,
 which waits for the training process), exact, never missed between samples. It is only known at the end,
-so the limit that protects the machine is enforced by sampling instead: every `SAMPLE_SECONDS` the
+and it misses a descendant that its parent never waited for (a run stopped by a limit: the launcher's
+shell dies before it reaps the training process), so the watcher's samples of the largest process
+complete it (`peak_mb`). The limit that protects the machine is enforced by sampling: every `SAMPLE_SECONDS` the
 watcher sums VmRSS over the run's process group (each run is a session of its own), which also works
 while the lockstep runner has several runs alive at once (one watcher per run).
 """
@@ -47,9 +49,9 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def group_rss_mb(pgid: int) -> float:
-    """Summed resident set of a process group in MiB (shared pages count once per process)."""
-    return sum(rss for rss in map(process_rss_mb, group_members(pgid)) if rss is not None)
+def group_rss_mb(pgid: int) -> list[float]:
+    """Resident set of each process of a process group in MiB."""
+    return [rss for rss in map(process_rss_mb, group_members(pgid)) if rss is not None]
 
 
 class RssWatch:
@@ -58,7 +60,8 @@ class RssWatch:
 
     def __init__(self, pgid: int, limit_mb: float | None, kill_grace: float):
         self.pgid, self.limit_mb, self.kill_grace = pgid, limit_mb, kill_grace
-        self.sampled_peak_mb = 0.0
+        self.sampled_group_peak_mb = 0.0  # summed over the group (what the limit applies to)
+        self.sampled_process_peak_mb = 0.0  # the largest single process (comparable to ru_maxrss)
         self.tripped = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"rss-watch-{pgid}", daemon=True)
@@ -66,8 +69,10 @@ class RssWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
-            rss = group_rss_mb(self.pgid)
-            self.sampled_peak_mb = max(self.sampled_peak_mb, rss)
+            sizes = group_rss_mb(self.pgid)
+            rss = sum(sizes)
+            self.sampled_group_peak_mb = max(self.sampled_group_peak_mb, rss)
+            self.sampled_process_peak_mb = max([self.sampled_process_peak_mb, *sizes])
             if self.limit_mb is not None and rss > self.limit_mb and not self.tripped:
                 self.tripped = True
                 self._signal(signal.SIGTERM)

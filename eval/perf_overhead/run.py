@@ -17,7 +17,6 @@ import csv
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,10 @@ if __package__ in (None, ""):  # run as a file: make the `eval.perf_overhead` pa
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from eval.perf_overhead import analysis, memory_analysis
-from eval.perf_overhead.process_memory import RssWatch, reap
+from eval.perf_overhead import seed_workloads as seeds
+from eval.perf_overhead.run_process import (CPU_TIMES_FILE, DEFAULT_RSS_LIMIT_MB, KILL_GRACE_SECONDS,  # noqa: F401
+                                            RSS_FILE, Launched, RunOutcome, launch, run_with_time_limit,
+                                            stop_process_group, wait_for)
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS_DIR = HERE / "workloads"
@@ -37,8 +39,6 @@ SETTRACE_RUNNER = HERE / "settrace_runner.py"
 DEFAULT_INVARIANTS = HERE / "invariants" / "deployed_100.json"
 
 TIMES_FILE = "iteration_times.txt"  # wall time per iteration, written by every workload
-CPU_TIMES_FILE = "iteration_cpu_times.txt"  # the process's CPU time per iteration, beside it
-RSS_FILE = "iteration_rss_mb.txt"  # the process's VmRSS (MiB) after each iteration, beside it
 CPU_DIR = "cpu"  # <out>/cpu/ holds the same files and analysis as <out>/, for CPU time
 
 BASE_METHODS = ("naive", "settrace", "monkey-patch", "selective")
@@ -58,10 +58,6 @@ FIRST_ROUND_ONLY = ("settrace",)
 NOT_IN_LOCKSTEP = ("settrace", "peer-monkey-patch")
 DEFAULT_TIME_LIMITS = {"settrace": 60.0}
 DEFAULT_TIME_LIMIT = 300.0
-# A run whose process group's resident set passes this is stopped and marked `rss limit` (README.md here,
-# "Memory"): the 2-core machine has 24 GB and others share it.
-DEFAULT_RSS_LIMIT_MB = 4096.0
-KILL_GRACE_SECONDS = 10.0
 # glibc's malloc trimming made a 6 ms CNN iteration swing by 6-28 ms (README.md here, "Noise control").
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 
@@ -192,115 +188,6 @@ def child_environment(method: str, opts: Options) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Running one process under a time limit
-
-
-@dataclass
-class RunOutcome:
-    status: str  # "ok", "time limit", "rss limit", "failed", "no iterations"
-    returncode: int | None
-    elapsed: float
-    times: list[float]
-    cpu_times: list[float] = field(default_factory=list)
-    peak_rss_mb: float = math.nan  # ru_maxrss of the run's process and its waited-for descendants
-    rss_mb: list[float] = field(default_factory=list)  # VmRSS after each iteration, where written
-
-
-@dataclass
-class Launched:
-    """A run's process, started in its own process group, with the moment it must be stopped."""
-    proc: subprocess.Popen
-    log: object
-    started: float
-    deadline: float
-    watch: RssWatch | None = None
-    peak_rss_mb: float = math.nan  # set when reaped
-
-
-def launch(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
-           rss_limit_mb: float | None = DEFAULT_RSS_LIMIT_MB) -> Launched:
-    log = open(log_path, "w")
-    log.write("$ " + " ".join(cmd) + "\n")
-    log.flush()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    now = time.perf_counter()
-    watch = RssWatch(proc.pid, rss_limit_mb, KILL_GRACE_SECONDS)
-    return Launched(proc, log, now, now + limit, watch)
-
-
-def reap_launched(run: Launched, timeout: float | None) -> bool:
-    """Reap the run's process with os.wait4 (for its ru_maxrss) within `timeout`; True once reaped.
-    Popen's own wait would reap it without the resource usage, so its returncode is set here."""
-    if run.proc.returncode is not None:
-        return True
-    reaped = reap(run.proc.pid, timeout)
-    if reaped is None:
-        return False
-    run.proc.returncode, run.peak_rss_mb = reaped
-    return True
-
-
-def wait_for(run: Launched, times_path: Path) -> RunOutcome:
-    """Wait for a launched run; past its deadline stop the whole group (SIGTERM, then SIGKILL) and keep
-    the iterations it completed. The RSS watcher stops a run past its memory limit the same way."""
-    proc, timed_out = run.proc, False
-    try:
-        if not reap_launched(run, max(0.0, run.deadline - time.perf_counter())):
-            timed_out = True
-            stop_process_group(run)
-    except BaseException:  # Ctrl-C of the runner: leave nothing behind
-        stop_process_group(run)
-        raise
-    finally:
-        run.log.close()
-        if run.watch is not None:
-            run.watch.stop()
-    elapsed = time.perf_counter() - run.started
-    times = analysis.read_iteration_times(times_path) if times_path.is_file() else []
-    cpu_path = times_path.with_name(CPU_TIMES_FILE)
-    cpu_times = analysis.read_iteration_times(cpu_path) if cpu_path.is_file() else []
-    rss_path = times_path.with_name(RSS_FILE)
-    rss_mb = analysis.read_iteration_times(rss_path) if rss_path.is_file() else []
-    over_memory = run.watch is not None and run.watch.tripped
-    if over_memory:
-        status = "rss limit"
-    elif timed_out:
-        status = "time limit"
-    elif proc.returncode != 0:
-        status = "failed"
-    elif not times:
-        status = "no iterations"
-    else:
-        status = "ok"
-    stopped = timed_out or over_memory
-    return RunOutcome(status, None if stopped else proc.returncode, elapsed, times, cpu_times,
-                      run.peak_rss_mb, rss_mb)
-
-
-def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
-                        times_path: Path, rss_limit_mb: float | None = DEFAULT_RSS_LIMIT_MB) -> RunOutcome:
-    """Run `cmd` alone under a time limit and an RSS limit (see wait_for)."""
-    return wait_for(launch(cmd, cwd, env, limit, log_path, rss_limit_mb), times_path)
-
-
-def stop_process_group(run: Launched) -> None:
-    """SIGTERM the run's process group (the collector forwards it and flushes), then SIGKILL whatever
-    is left of the group, children that outlived their parent included."""
-    pid = run.proc.pid
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    reap_launched(run, KILL_GRACE_SECONDS)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    reap_launched(run, None)
-
-
-# ----------------------------------------------------------------------------------------------------
 # The evaluation
 
 
@@ -347,7 +234,10 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
     for sub in ("raw", "logs", "runs"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     once = [m for m in methods if m in FIRST_ROUND_ONLY]
-    total = len(opts.workloads) * (len(methods) * opts.repeats - len(once) * (opts.repeats - 1))
+    def runs_of(workload: str) -> int:
+        mine = [m for m in methods if not seeds.is_seed_workload(workload) or m in seeds.SEED_METHODS]
+        return len(mine) * opts.repeats - len([m for m in once if m in mine]) * (opts.repeats - 1)
+    total = sum(runs_of(w) for w in opts.workloads)
     records: list[RunRecord] = []
     runs: dict[tuple[str, str], list[list[float]]] = {}
     cpu_runs: dict[tuple[str, str], list[list[float]]] = {}
@@ -380,14 +270,18 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
     for rnd in range(opts.repeats):
         for workload in opts.workloads:
             todo = []
+            seed = seeds.is_seed_workload(workload)
             for method in rotated(methods, rnd):
+                if seed and method not in seeds.SEED_METHODS:
+                    continue
                 if rnd > 0 and method in FIRST_ROUND_ONLY:
                     continue
                 if (workload, method) in not_repeated:
                     printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time or RSS limit)", flush=True)
                     continue
                 todo.append(method)
-            ring = [m for m in todo if opts.lockstep and m not in NOT_IN_LOCKSTEP]
+            # The paper's scripts do not take turns (no TurnTaking): they run one after the other.
+            ring = [m for m in todo if opts.lockstep and not seed and m not in NOT_IN_LOCKSTEP]
             if len(ring) < 2:
                 ring = []
             for method in (m for m in todo if m not in ring):
@@ -448,6 +342,11 @@ def prepare_run(workload: str, method: str, rnd: int, opts: Options) -> Prepared
     if run_root.exists():
         shutil.rmtree(run_root)
     src_dir, out_dir = run_root / "src", run_root / "out"
+    if seeds.is_seed_workload(workload):  # the paper's script runs in its own folder's copy
+        seeds.prepare_copy(workload, src_dir, opts.device)
+        out_dir = src_dir if method == "naive" else out_dir
+        return PreparedRun(workload, method, rnd, tag, run_root, out_dir,
+                           seeds.build_command(workload, method, src_dir, out_dir))
     copy_workload(opts.workloads_dir, workload, src_dir)
     if method not in COLLECTOR_METHODS:
         out_dir.mkdir(parents=True)  # the collector makes its own output dir
@@ -456,6 +355,8 @@ def prepare_run(workload: str, method: str, rnd: int, opts: Options) -> Prepared
 
 def start_run(run: PreparedRun, opts: Options, extra_env: dict[str, str] | None = None) -> Launched:
     env = child_environment(run.method, opts)
+    if seeds.is_seed_workload(run.workload):
+        env = seeds.environment(run.workload, opts.device, env)
     env.update(extra_env or {})
     return launch(run.cmd, cwd=run.out_dir if run.out_dir.exists() else run.run_root, env=env,
                   limit=opts.time_limit(run.method), log_path=opts.out / "logs" / f"{run.tag}.log",
@@ -610,6 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="ARG", help="extra argument passed to every workload (repeatable)")
     parser.add_argument("--workloads-dir", type=Path, default=WORKLOADS_DIR,
                         help="where the workload folders are (default: workloads/ here)")
+    parser.add_argument("--seed-workloads", action="store_true",
+                        help=f"also run the paper's own scripts ({', '.join(seeds.SEED_WORKLOADS)}) from "
+                             f"${seeds.SEED_DIR_ENV} (default: ../shared/seed-workloads); see README")
+    parser.add_argument("--rss-limit", dest="rss_limit_mb", type=float, default=DEFAULT_RSS_LIMIT_MB,
+                        metavar="MB", help=f"stop a run whose process group's resident set passes this "
+                                           f"(default: {DEFAULT_RSS_LIMIT_MB:g}; 0: no limit)")
     parser.add_argument("--keep-runs", action="store_true",
                         help="keep each run's folder (traces) under <out>/runs")
     parser.add_argument("--analyze-only", action="store_true", help="only analyse the e2e_*.txt files in --out")
@@ -620,6 +527,13 @@ def options_from_args(args: argparse.Namespace) -> Options:
     workloads_dir = args.workloads_dir.resolve()
     available = discover_workloads(workloads_dir)
     workloads = args.workloads or default_workload_order(available)
+    seed_available = seeds.available_seed_workloads()
+    if args.seed_workloads:
+        if not seed_available:
+            raise SystemExit(f"--seed-workloads: no seed workloads in {seeds.seed_dir()} "
+                             f"(set {seeds.SEED_DIR_ENV})")
+        workloads = [w for w in workloads if w not in seed_available] + seed_available
+    available = available + seed_available
     unknown = [w for w in workloads if w not in available]
     if unknown:
         raise SystemExit(f"unknown workload(s): {', '.join(unknown)} (available: {', '.join(available)})")
@@ -630,7 +544,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
                    default_time_limit=default_limit, out=args.out, invariants=args.invariants,
                    peer_venv=args.peer_venv.resolve() if args.peer_venv else None,
                    track_vars=args.track_vars, threads=args.threads, keep_runs=args.keep_runs,
-                   workloads_dir=workloads_dir, workload_args=args.workload_args, lockstep=args.lockstep)
+                   workloads_dir=workloads_dir, workload_args=args.workload_args, lockstep=args.lockstep,
+                   rss_limit_mb=args.rss_limit_mb or None)
 
 
 def write_setup(opts: Options, path: Path) -> None:
