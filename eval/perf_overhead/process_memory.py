@@ -7,8 +7,9 @@ which waits for the training process), exact, never missed between samples. It i
 and it misses a descendant that its parent never waited for (a run stopped by a limit: the launcher's
 shell dies before it reaps the training process), so the watcher's samples of the largest process
 complete it (`peak_mb`). The limit that protects the machine is enforced by sampling: every `SAMPLE_SECONDS` the
-watcher sums VmRSS over the run's process group (each run is a session of its own), which also works
-while the lockstep runner has several runs alive at once (one watcher per run).
+watcher sums VmRSS over the run's process and all its descendants (found by parent pid: the collector
+starts the training process in a session of its own, so the run's process group does not hold it),
+which also works while the lockstep runner has several runs alive at once (one watcher per run).
 """
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ def process_rss_mb(pid: int) -> float | None:
         return None
 
 
-def group_members(pgid: int) -> list[int]:
-    """Pids of the processes whose process group is `pgid` (field 5 of /proc/<pid>/stat)."""
-    members = []
+def parent_pids() -> dict[int, int]:
+    """pid -> parent pid of every process (field 4 of /proc/<pid>/stat)."""
+    parents = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -44,23 +45,38 @@ def group_members(pgid: int) -> list[int]:
             continue
         # The command name (field 2) is in parentheses and may hold spaces: split after its last ')'.
         fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and fields[2] == str(pgid):
-            members.append(int(entry))
-    return members
+        if len(fields) > 1:
+            parents[int(entry)] = int(fields[1])
+    return parents
 
 
-def group_rss_mb(pgid: int) -> list[float]:
-    """Resident set of each process of a process group in MiB."""
-    return [rss for rss in map(process_rss_mb, group_members(pgid)) if rss is not None]
+def process_tree(root: int) -> list[int]:
+    """`root` and its living descendants."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in parent_pids().items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return tree
+
+
+def tree_rss_mb(root: int) -> dict[int, float]:
+    """Resident set in MiB of `root` and of each of its descendants."""
+    sizes = {pid: process_rss_mb(pid) for pid in process_tree(root)}
+    return {pid: rss for pid, rss in sizes.items() if rss is not None}
 
 
 class RssWatch:
-    """Samples a process group's resident set in a thread; past `limit_mb` it SIGTERMs the group, then
-    SIGKILLs it `kill_grace` seconds later. It never reaps: the runner's `reap` does."""
+    """Samples the resident set of a run (its process, the leader of process group `pgid`, and its
+    descendants) in a thread; past `limit_mb` it SIGTERMs the group and the descendants, then SIGKILLs
+    them `kill_grace` seconds later. It never reaps: the runner's `reap` does."""
 
     def __init__(self, pgid: int, limit_mb: float | None, kill_grace: float):
         self.pgid, self.limit_mb, self.kill_grace = pgid, limit_mb, kill_grace
-        self.sampled_group_peak_mb = 0.0  # summed over the group (what the limit applies to)
+        self.sampled_group_peak_mb = 0.0  # summed over the process tree (what the limit applies to)
         self.sampled_process_peak_mb = 0.0  # the largest single process (comparable to ru_maxrss)
         self.tripped = False
         self._stop = threading.Event()
@@ -69,22 +85,30 @@ class RssWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
-            sizes = group_rss_mb(self.pgid)
-            rss = sum(sizes)
+            sizes = tree_rss_mb(self.pgid)
+            rss = sum(sizes.values())
             self.sampled_group_peak_mb = max(self.sampled_group_peak_mb, rss)
-            self.sampled_process_peak_mb = max([self.sampled_process_peak_mb, *sizes])
+            self.sampled_process_peak_mb = max([self.sampled_process_peak_mb, *sizes.values()])
             if self.limit_mb is not None and rss > self.limit_mb and not self.tripped:
                 self.tripped = True
-                self._signal(signal.SIGTERM)
+                tree = list(sizes)
+                self._signal(signal.SIGTERM, tree)
                 if not self._stop.wait(self.kill_grace):
-                    self._signal(signal.SIGKILL)
+                    self._signal(signal.SIGKILL, tree)
                 return
 
-    def _signal(self, sig: int) -> None:
+    def _signal(self, sig: int, tree: list[int]) -> None:
         try:
             os.killpg(self.pgid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+        for pid in tree:  # descendants in sessions of their own (the collector's training process)
+            if pid == self.pgid:
+                continue
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def stop(self) -> None:
         self._stop.set()

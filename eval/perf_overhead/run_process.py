@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.perf_overhead import analysis
-from eval.perf_overhead.process_memory import RssWatch, reap
+from eval.perf_overhead.process_memory import RssWatch, process_tree, reap
 
 CPU_TIMES_FILE = "iteration_cpu_times.txt"  # the process's CPU time per iteration, beside the times file
 RSS_FILE = "iteration_rss_mb.txt"  # the process's VmRSS (MiB) after each iteration, beside it
@@ -115,13 +115,20 @@ def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: f
 
 def stop_process_group(run: Launched) -> None:
     """SIGTERM the run's process group (the collector forwards it and flushes), then SIGKILL whatever
-    is left of the group, children that outlived their parent included."""
+    is left of the group, children that outlived their parent included, and of the run's descendants in
+    sessions of their own (the collector's training process)."""
     pid = run.proc.pid
+    descendants = [p for p in process_tree(pid) if p != pid]
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         pass
     reap_launched(run, KILL_GRACE_SECONDS)
+    for target in descendants:
+        try:
+            os.kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:

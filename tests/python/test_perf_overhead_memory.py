@@ -119,6 +119,21 @@ def test_a_run_past_the_rss_limit_is_stopped_and_marked(tmp_path):
     assert outcome.peak_rss_mb > 200
 
 
+def test_the_rss_limit_sees_a_training_process_in_a_session_of_its_own(tmp_path):
+    """The collector starts the training process with start_new_session: the run's process group does not
+    hold it. A watcher that sampled the group let the seed transformer under an old recorder reach 5.1 GB
+    past a 4 GB limit; it must follow the process tree."""
+    script = tmp_path / "alloc.py"
+    script.write_text(ALLOCATOR)
+    launcher = (f"import subprocess, sys; sys.exit(subprocess.Popen([{sys.executable!r}, {str(script)!r}, "
+                f"'400', '600'], start_new_session=True).wait())")
+    outcome = run_process.run_with_time_limit([sys.executable, "-c", launcher], tmp_path, {"PATH": "/usr/bin:/bin"},
+                                              120, tmp_path / "log", tmp_path / "iteration_times.txt",
+                                              rss_limit_mb=200)
+    assert outcome.status == "rss limit" and outcome.times == [0.5]
+    assert outcome.peak_rss_mb > 200
+
+
 def test_the_workload_timer_writes_resident_memory_per_iteration(tmp_path, monkeypatch):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval" / "perf_overhead" / "workloads"))
     import torch
