@@ -25,7 +25,9 @@ BASELINE = "naive"
 # Plot and table order; methods not listed here come after these, alphabetically.
 METHOD_ORDER = ("settrace", "monkey-patch", "monkey-patch-descriptors", "selective", "peer-monkey-patch",
                 "peer-selective")
-CSV_COLUMNS = ("task", "method", "overhead", "std")
+CSV_COLUMNS = ("task", "method", "overhead", "std")  # what old readers know; the memory ones follow
+MEMORY_CSV_COLUMNS = ("peak_rss_mb", "naive_peak_rss_mb", "peak_rss_ratio", "rss_growth_mb_per_iter",
+                      "naive_rss_growth_mb_per_iter", "memory_over_budget")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,19 @@ class OverheadRow:
     overhead: float  # mean per-iteration ratio against naive
     std: float  # population standard deviation of those ratios
     n: int  # number of ratios averaged (0 when read back from a CSV that does not say)
+    # Memory (memory_analysis.py): NaN where not measured (an old CSV, a run without a peak).
+    peak_rss_mb: float = math.nan  # median over the runs of the peak RSS (ru_maxrss)
+    naive_peak_rss_mb: float = math.nan
+    rss_growth_mb_per_iter: float = math.nan  # median over the runs; NaN where the workload does not say
+    naive_rss_growth_mb_per_iter: float = math.nan
+    memory_over_budget: bool = False  # peak > 1.10 x naive + BUDGET_MB, or a run stopped by the RSS limit
+    rss_limited: bool = False  # a run was stopped by the RSS limit: its peak is a lower bound
+
+    @property
+    def peak_rss_ratio(self) -> float:
+        if math.isnan(self.peak_rss_mb) or not self.naive_peak_rss_mb > 0:
+            return math.nan
+        return self.peak_rss_mb / self.naive_peak_rss_mb
 
 
 def parse_iteration_times(text: str) -> list[float]:
@@ -145,33 +160,78 @@ def load_results(res_dir: str | Path) -> dict[str, dict[str, list[float]]]:
 def write_csv(rows: list[OverheadRow], path: str | Path) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow(CSV_COLUMNS + MEMORY_CSV_COLUMNS)
         for row in rows:
-            writer.writerow([row.task, row.method, f"{row.overhead:.4f}", f"{row.std:.4f}"])
+            writer.writerow([row.task, row.method, f"{row.overhead:.4f}", f"{row.std:.4f}",
+                             format_optional(row.peak_rss_mb, 1), format_optional(row.naive_peak_rss_mb, 1),
+                             format_optional(row.peak_rss_ratio, 4), format_optional(row.rss_growth_mb_per_iter, 3),
+                             format_optional(row.naive_rss_growth_mb_per_iter, 3),
+                             int(row.memory_over_budget)])
+
+
+def format_optional(value: float, digits: int) -> str:
+    """A number with `digits` decimals, or "" for NaN (not measured)."""
+    return "" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def parse_optional(text: str | None) -> float:
+    return float(text) if text not in (None, "") else math.nan
 
 
 def read_csv(path: str | Path) -> list[OverheadRow]:
+    """Rows of an overhead_e2e.csv, with or without the memory columns (older files have none)."""
     with open(path, newline="") as f:
-        return [OverheadRow(r["task"], r["method"], float(r["overhead"]), float(r["std"]), 0)
+        return [OverheadRow(r["task"], r["method"], float(r["overhead"]), float(r["std"]), 0,
+                            parse_optional(r.get("peak_rss_mb")), parse_optional(r.get("naive_peak_rss_mb")),
+                            parse_optional(r.get("rss_growth_mb_per_iter")),
+                            parse_optional(r.get("naive_rss_growth_mb_per_iter")),
+                            r.get("memory_over_budget") == "1")
                 for r in csv.DictReader(f)]
 
 
 def format_table(rows: list[OverheadRow]) -> str:
-    """A fixed-width console table: one line per workload, one `overhead ± std (n)` column per method."""
+    """A fixed-width console table: one line per workload, one `overhead ± std (n)` column per method;
+    where peak RSS was measured, then naive's peak (MB) and one `RSS` column per method with the peak-RSS
+    ratio to naive, `!` marking a method out of the memory budget (footnote below the table)."""
     if not rows:
         return "(no overhead results)"
     tasks = list(dict.fromkeys(row.task for row in rows))
     methods = sorted({row.method for row in rows}, key=method_sort_key)
     cell = {(row.task, row.method): row for row in rows}
+    with_memory = any(not math.isnan(row.peak_rss_mb) for row in rows)
 
     def fmt(row: OverheadRow | None) -> str:
-        if row is None:
+        if row is None or math.isnan(row.overhead):
             return "-"
         text = f"{row.overhead:.3g}x ± {row.std:.2g}"
         return f"{text} ({row.n})" if row.n else text
 
-    table = [["workload", *methods]] + [[t, *(fmt(cell.get((t, m))) for m in methods)] for t in tasks]
+    def fmt_memory(row: OverheadRow | None) -> str:
+        if row is None or math.isnan(row.peak_rss_ratio):
+            return "-"
+        text = (">" if row.rss_limited else "") + f"{row.peak_rss_ratio:.3g}x"
+        if not math.isnan(row.rss_growth_mb_per_iter):
+            text += f" {row.rss_growth_mb_per_iter:+.2g}/it"
+        return text + (" !" if row.memory_over_budget else "")
+
+    def naive_peak(task: str) -> str:
+        peaks = [cell[(task, m)].naive_peak_rss_mb for m in methods if (task, m) in cell]
+        peaks = [p for p in peaks if not math.isnan(p)]
+        return f"{peaks[0]:.0f}" if peaks else "-"
+
+    header = ["workload", *methods]
+    if with_memory:
+        header += ["naive MB", *(f"{m} RSS" for m in methods)]
+    table = [header]
+    for t in tasks:
+        line = [t, *(fmt(cell.get((t, m))) for m in methods)]
+        if with_memory:
+            line += [naive_peak(t), *(fmt_memory(cell.get((t, m))) for m in methods)]
+        table.append(line)
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     lines = ["  ".join(text.ljust(w) for text, w in zip(line, widths)).rstrip() for line in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if with_memory:
+        from eval.perf_overhead.memory_analysis import budget_footnote
+        lines.append(budget_footnote(any(row.memory_over_budget for row in rows)))
     return "\n".join(lines)

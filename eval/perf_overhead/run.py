@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +27,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: make the `eval.perf_overhead` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from eval.perf_overhead import analysis
+from eval.perf_overhead import analysis, memory_analysis
+from eval.perf_overhead import seed_workloads as seeds
+from eval.perf_overhead.run_process import (CPU_TIMES_FILE, DEFAULT_RSS_LIMIT_MB, KILL_GRACE_SECONDS,  # noqa: F401
+                                            RSS_FILE, Launched, RunOutcome, launch, run_with_time_limit,
+                                            stop_process_group, wait_for)
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS_DIR = HERE / "workloads"
@@ -35,7 +39,6 @@ SETTRACE_RUNNER = HERE / "settrace_runner.py"
 DEFAULT_INVARIANTS = HERE / "invariants" / "deployed_100.json"
 
 TIMES_FILE = "iteration_times.txt"  # wall time per iteration, written by every workload
-CPU_TIMES_FILE = "iteration_cpu_times.txt"  # the process's CPU time per iteration, beside it
 CPU_DIR = "cpu"  # <out>/cpu/ holds the same files and analysis as <out>/, for CPU time
 
 BASE_METHODS = ("naive", "settrace", "monkey-patch", "selective")
@@ -55,7 +58,6 @@ FIRST_ROUND_ONLY = ("settrace",)
 NOT_IN_LOCKSTEP = ("settrace", "peer-monkey-patch")
 DEFAULT_TIME_LIMITS = {"settrace": 60.0}
 DEFAULT_TIME_LIMIT = 300.0
-KILL_GRACE_SECONDS = 10.0
 # glibc's malloc trimming made a 6 ms CNN iteration swing by 6-28 ms (README.md here, "Noise control").
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 
@@ -93,6 +95,7 @@ class Options:
     keep_runs: bool = False
     workloads_dir: Path = WORKLOADS_DIR
     workload_args: list[str] = field(default_factory=list)
+    rss_limit_mb: float | None = DEFAULT_RSS_LIMIT_MB
 
     def time_limit(self, method: str) -> float:
         return self.time_limits.get(method, self.default_time_limit)
@@ -185,91 +188,6 @@ def child_environment(method: str, opts: Options) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Running one process under a time limit
-
-
-@dataclass
-class RunOutcome:
-    status: str  # "ok", "time limit", "failed", "no iterations"
-    returncode: int | None
-    elapsed: float
-    times: list[float]
-    cpu_times: list[float] = field(default_factory=list)
-
-
-@dataclass
-class Launched:
-    """A run's process, started in its own process group, with the moment it must be stopped."""
-    proc: subprocess.Popen
-    log: object
-    started: float
-    deadline: float
-
-
-def launch(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path) -> Launched:
-    log = open(log_path, "w")
-    log.write("$ " + " ".join(cmd) + "\n")
-    log.flush()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    now = time.perf_counter()
-    return Launched(proc, log, now, now + limit)
-
-
-def wait_for(run: Launched, times_path: Path) -> RunOutcome:
-    """Wait for a launched run; past its deadline stop the whole group (SIGTERM, then SIGKILL) and keep
-    the iterations it completed."""
-    proc, timed_out = run.proc, False
-    try:
-        proc.wait(timeout=max(0.0, run.deadline - time.perf_counter()))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        stop_process_group(proc)
-    except BaseException:  # Ctrl-C of the runner: leave nothing behind
-        stop_process_group(proc)
-        raise
-    finally:
-        run.log.close()
-    elapsed = time.perf_counter() - run.started
-    times = analysis.read_iteration_times(times_path) if times_path.is_file() else []
-    cpu_path = times_path.with_name(CPU_TIMES_FILE)
-    cpu_times = analysis.read_iteration_times(cpu_path) if cpu_path.is_file() else []
-    if timed_out:
-        status = "time limit"
-    elif proc.returncode != 0:
-        status = "failed"
-    elif not times:
-        status = "no iterations"
-    else:
-        status = "ok"
-    return RunOutcome(status, None if timed_out else proc.returncode, elapsed, times, cpu_times)
-
-
-def run_with_time_limit(cmd: list[str], cwd: Path, env: dict[str, str], limit: float, log_path: Path,
-                        times_path: Path) -> RunOutcome:
-    """Run `cmd` alone under a time limit (see wait_for)."""
-    return wait_for(launch(cmd, cwd, env, limit, log_path), times_path)
-
-
-def stop_process_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the run's process group (the collector forwards it and flushes), then SIGKILL whatever
-    is left of the group, children that outlived their parent included."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-# ----------------------------------------------------------------------------------------------------
 # The evaluation
 
 
@@ -282,6 +200,8 @@ class RunRecord:
     returncode: int | None
     iterations: int
     elapsed: float
+    peak_rss_mb: float = math.nan
+    rss_growth_mb_per_iter: float = math.nan  # slope over the second half of the run, where written
 
 
 def rotated(methods: list[str], k: int) -> list[str]:
@@ -314,7 +234,10 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
     for sub in ("raw", "logs", "runs"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     once = [m for m in methods if m in FIRST_ROUND_ONLY]
-    total = len(opts.workloads) * (len(methods) * opts.repeats - len(once) * (opts.repeats - 1))
+    def runs_of(workload: str) -> int:
+        mine = [m for m in methods if not seeds.is_seed_workload(workload) or m in seeds.SEED_METHODS]
+        return len(mine) * opts.repeats - len([m for m in once if m in mine]) * (opts.repeats - 1)
+    total = sum(runs_of(w) for w in opts.workloads)
     records: list[RunRecord] = []
     runs: dict[tuple[str, str], list[list[float]]] = {}
     cpu_runs: dict[tuple[str, str], list[list[float]]] = {}
@@ -336,25 +259,29 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
                 store.setdefault((record.workload, record.method), []).append(times)
                 merged = analysis.merge_repeats(store[(record.workload, record.method)])
                 (folder / name).write_text(format_times(merged))
-        if record.status == "time limit":
+        if record.status in ("time limit", "rss limit"):
             not_repeated.add((record.workload, record.method))
 
     def result_line(record: RunRecord) -> str:
         total_min = (time.perf_counter() - started) / 60
-        return (f" {record.elapsed:6.1f}s  {record.iterations:>4} iterations  "
-                f"{describe_status(record, opts)}  [{total_min:.1f} min]")
+        return (f" {record.elapsed:6.1f}s  {record.iterations:>4} iterations  peak RSS "
+                f"{record.peak_rss_mb:6.0f} MB  {describe_status(record, opts)}  [{total_min:.1f} min]")
 
     for rnd in range(opts.repeats):
         for workload in opts.workloads:
             todo = []
+            seed = seeds.is_seed_workload(workload)
             for method in rotated(methods, rnd):
+                if seed and method not in seeds.SEED_METHODS:
+                    continue
                 if rnd > 0 and method in FIRST_ROUND_ONLY:
                     continue
                 if (workload, method) in not_repeated:
-                    printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time limit)", flush=True)
+                    printer(f"{prefix(rnd, workload, method)} not repeated (it hit its time or RSS limit)", flush=True)
                     continue
                 todo.append(method)
-            ring = [m for m in todo if opts.lockstep and m not in NOT_IN_LOCKSTEP]
+            # The paper's scripts do not take turns (no TurnTaking): they run one after the other.
+            ring = [m for m in todo if opts.lockstep and not seed and m not in NOT_IN_LOCKSTEP]
             if len(ring) < 2:
                 ring = []
             for method in (m for m in todo if m not in ring):
@@ -373,6 +300,8 @@ def run_evaluation(opts: Options, printer=print) -> list[RunRecord]:
 def describe_status(record: RunRecord, opts: Options) -> str:
     if record.status == "time limit":
         return f"stopped at the {opts.time_limit(record.method):g} s limit"
+    if record.status == "rss limit":
+        return f"stopped at the {opts.rss_limit_mb:g} MB RSS limit"
     if record.status == "failed":
         return f"FAILED (exit {record.returncode}, see logs/)"
     if record.status == "no iterations":
@@ -388,7 +317,8 @@ def copy_workload(workloads_dir: Path, workload: str, dest: Path) -> None:
     (`workload_common.py`, where `workloads_dir` has one) beside its `main.py`: every method runs the
     script with its own folder as sys.path[0], and the copy is away from `workloads_dir`."""
     shutil.copytree(workloads_dir / workload, dest,
-                    ignore=shutil.ignore_patterns("__pycache__", "_traincheck_*", TIMES_FILE, CPU_TIMES_FILE))
+                    ignore=shutil.ignore_patterns("__pycache__", "_traincheck_*", TIMES_FILE, CPU_TIMES_FILE,
+                                                  RSS_FILE))
     common = workloads_dir / COMMON_MODULE
     if common.is_file():
         shutil.copy2(common, dest / COMMON_MODULE)
@@ -412,6 +342,11 @@ def prepare_run(workload: str, method: str, rnd: int, opts: Options) -> Prepared
     if run_root.exists():
         shutil.rmtree(run_root)
     src_dir, out_dir = run_root / "src", run_root / "out"
+    if seeds.is_seed_workload(workload):  # the paper's script runs in its own folder's copy
+        seeds.prepare_copy(workload, src_dir, opts.device)
+        out_dir = src_dir if method == "naive" else out_dir
+        return PreparedRun(workload, method, rnd, tag, run_root, out_dir,
+                           seeds.build_command(workload, method, src_dir, out_dir))
     copy_workload(opts.workloads_dir, workload, src_dir)
     if method not in COLLECTOR_METHODS:
         out_dir.mkdir(parents=True)  # the collector makes its own output dir
@@ -420,9 +355,12 @@ def prepare_run(workload: str, method: str, rnd: int, opts: Options) -> Prepared
 
 def start_run(run: PreparedRun, opts: Options, extra_env: dict[str, str] | None = None) -> Launched:
     env = child_environment(run.method, opts)
+    if seeds.is_seed_workload(run.workload):
+        env = seeds.environment(run.workload, opts.device, env)
     env.update(extra_env or {})
     return launch(run.cmd, cwd=run.out_dir if run.out_dir.exists() else run.run_root, env=env,
-                  limit=opts.time_limit(run.method), log_path=opts.out / "logs" / f"{run.tag}.log")
+                  limit=opts.time_limit(run.method), log_path=opts.out / "logs" / f"{run.tag}.log",
+                  rss_limit_mb=opts.rss_limit_mb)
 
 
 def finish_run(run: PreparedRun, launched: Launched, opts: Options) -> tuple[RunRecord, RunOutcome]:
@@ -433,8 +371,11 @@ def finish_run(run: PreparedRun, launched: Launched, opts: Options) -> tuple[Run
         (opts.out / "raw" / f"{run.tag}.cpu.txt").write_text(format_times(outcome.cpu_times))
     if not opts.keep_runs:
         shutil.rmtree(run.run_root, ignore_errors=True)
+    if outcome.rss_mb:
+        (opts.out / "raw" / f"{run.tag}.rss.txt").write_text(format_times(outcome.rss_mb))
     record = RunRecord(run.workload, run.method, run.round + 1, outcome.status, outcome.returncode,
-                       len(outcome.times), outcome.elapsed)
+                       len(outcome.times), outcome.elapsed, outcome.peak_rss_mb,
+                       memory_analysis.rss_growth_per_iteration(outcome.rss_mb))
     return record, outcome
 
 
@@ -461,7 +402,7 @@ def run_lockstep(workload: str, methods: list[str], rnd: int, opts: Options) -> 
         return [finish_run(run, proc, opts) for run, proc in zip(runs, launched)]
     except BaseException:
         for proc in launched:
-            stop_process_group(proc.proc)
+            stop_process_group(proc)
         raise
     finally:
         shutil.rmtree(fifo_dir, ignore_errors=True)
@@ -474,10 +415,13 @@ def format_times(times: list[float]) -> str:
 def write_manifest(records: list[RunRecord], path: Path) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["workload", "method", "round", "status", "returncode", "iterations", "elapsed_s"])
+        writer.writerow(["workload", "method", "round", "status", "returncode", "iterations", "elapsed_s",
+                         *memory_analysis.MANIFEST_MEMORY_COLUMNS])
         for r in records:
             writer.writerow([r.workload, r.method, r.round, r.status,
-                             "" if r.returncode is None else r.returncode, r.iterations, f"{r.elapsed:.2f}"])
+                             "" if r.returncode is None else r.returncode, r.iterations, f"{r.elapsed:.2f}",
+                             analysis.format_optional(r.peak_rss_mb, 1),
+                             analysis.format_optional(r.rss_growth_mb_per_iter, 3)])
 
 
 def analyse(opts: Options, printer=print) -> list[analysis.OverheadRow]:
@@ -495,10 +439,12 @@ def analyse(opts: Options, printer=print) -> list[analysis.OverheadRow]:
 
     results = analysis.load_results(opts.out)
     rows = analysis.compute_overheads(results, opts.warmup, task_order=opts.workloads)
+    memory = memory_analysis.compute_memory(memory_analysis.read_manifest(opts.out / "runs.csv"))
+    rows = memory_analysis.attach_memory(rows, {k: v for k, v in memory.items() if k[0] in opts.workloads})
     csv_path = opts.out / "overhead_e2e.csv"
     analysis.write_csv(rows, csv_path)
     printer(f"\nOverhead in wall time per iteration against naive (mean ± std over iterations after "
-            f"{opts.warmup} warm-up; (n) = iterations compared), device {opts.device}:")
+            f"{opts.warmup} warm-up; (n) = iterations compared), device {opts.device}; peak RSS over naive:")
     printer(analysis.format_table(rows))
     printer(f"\nwrote {csv_path}")
     if not rows:
@@ -565,6 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="ARG", help="extra argument passed to every workload (repeatable)")
     parser.add_argument("--workloads-dir", type=Path, default=WORKLOADS_DIR,
                         help="where the workload folders are (default: workloads/ here)")
+    parser.add_argument("--seed-workloads", action="store_true",
+                        help=f"also run the paper's own scripts ({', '.join(seeds.SEED_WORKLOADS)}) from "
+                             f"${seeds.SEED_DIR_ENV} (default: ../shared/seed-workloads); see README")
+    parser.add_argument("--rss-limit", dest="rss_limit_mb", type=float, default=DEFAULT_RSS_LIMIT_MB,
+                        metavar="MB", help=f"stop a run whose process group's resident set passes this "
+                                           f"(default: {DEFAULT_RSS_LIMIT_MB:g}; 0: no limit)")
     parser.add_argument("--keep-runs", action="store_true",
                         help="keep each run's folder (traces) under <out>/runs")
     parser.add_argument("--analyze-only", action="store_true", help="only analyse the e2e_*.txt files in --out")
@@ -575,6 +527,13 @@ def options_from_args(args: argparse.Namespace) -> Options:
     workloads_dir = args.workloads_dir.resolve()
     available = discover_workloads(workloads_dir)
     workloads = args.workloads or default_workload_order(available)
+    seed_available = seeds.available_seed_workloads()
+    if args.seed_workloads:
+        if not seed_available:
+            raise SystemExit(f"--seed-workloads: no seed workloads in {seeds.seed_dir()} "
+                             f"(set {seeds.SEED_DIR_ENV})")
+        workloads = [w for w in workloads if w not in seed_available] + seed_available
+    available = available + seed_available
     unknown = [w for w in workloads if w not in available]
     if unknown:
         raise SystemExit(f"unknown workload(s): {', '.join(unknown)} (available: {', '.join(available)})")
@@ -585,7 +544,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
                    default_time_limit=default_limit, out=args.out, invariants=args.invariants,
                    peer_venv=args.peer_venv.resolve() if args.peer_venv else None,
                    track_vars=args.track_vars, threads=args.threads, keep_runs=args.keep_runs,
-                   workloads_dir=workloads_dir, workload_args=args.workload_args, lockstep=args.lockstep)
+                   workloads_dir=workloads_dir, workload_args=args.workload_args, lockstep=args.lockstep,
+                   rss_limit_mb=args.rss_limit_mb or None)
 
 
 def write_setup(opts: Options, path: Path) -> None:

@@ -14,6 +14,17 @@ from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
 TIMES_FILE = "iteration_times.txt"
 CPU_TIMES_FILE = "iteration_cpu_times.txt"
+RSS_FILE = "iteration_rss_mb.txt"  # VmRSS after each iteration, beside the times file
+_PAGE_MB = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+
+
+def resident_mb():
+    """This process's resident set in MiB (/proc/self/statm; NaN where there is no /proc)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * _PAGE_MB
+    except OSError:
+        return float("nan")
 
 
 def add_common_arguments(parser, default_seed):
@@ -28,7 +39,9 @@ def add_common_arguments(parser, default_seed):
 
 class IterationTimer:
     """Writes one wall time (`time.perf_counter`) and one process CPU time (`time.process_time`) per
-    iteration, in seconds, one line each to two files that it opens (overwriting) when made.
+    iteration, in seconds, one line each to two files that it opens (overwriting) when made; and the
+    process's resident set (MiB) after the iteration to `iteration_rss_mb.txt` beside the first (read
+    after the clocks stop: outside the timed region).
 
         with IterationTimer(args.times_file, args.cpu_times_file, device) as timer:
             for batch in loader:
@@ -44,6 +57,7 @@ class IterationTimer:
     def __init__(self, times_file, cpu_times_file, device):
         self._times = open(times_file, "w")
         self._cpu_times = open(cpu_times_file, "w")
+        self._rss = open(os.path.join(os.path.dirname(os.path.abspath(times_file)), RSS_FILE), "w")
         self._iteration = _TimedIteration(self, device.type == "cuda", TurnTaking.from_environment())
         self.count = 0
 
@@ -55,11 +69,14 @@ class IterationTimer:
         self._times.flush()
         self._cpu_times.write(f"{cpu_time}\n")
         self._cpu_times.flush()
+        self._rss.write(f"{resident_mb()}\n")
+        self._rss.flush()
         self.count += 1
 
     def close(self):
         self._times.close()
         self._cpu_times.close()
+        self._rss.close()
         self._iteration.turns.close()
 
     def __enter__(self):
