@@ -32,10 +32,10 @@ def test_memory_ratios_by_hand_and_budget_marks():
         manifest_row("tf", "naive", "ok", 400, 0.0), manifest_row("tf", "naive", "ok", 500, 0.2),
         manifest_row("tf", "naive", "time limit", 600),
         manifest_row("tf", "naive", "failed", 9000),  # failed runs do not count
-        # full: 806 = 1.10 x 500 + 256 exactly: inside the budget; ratio 1.612
-        manifest_row("tf", "monkey-patch", "ok", 806, 0.5),
-        # selective: 807 > 806: out of the budget
-        manifest_row("tf", "selective", "ok", 807),
+        # full: 710 = 1.10 x 500 + 160 exactly: inside the budget; ratio 1.42
+        manifest_row("tf", "monkey-patch", "ok", 710, 0.5),
+        # selective: 711 > 710: out of the budget
+        manifest_row("tf", "selective", "ok", 711),
         # another workload: stopped by the RSS limit before any timed iteration compared
         manifest_row("mn", "naive", "ok", 300), manifest_row("mn", "selective", "rss limit", 4100),
     ]
@@ -47,10 +47,10 @@ def test_memory_ratios_by_hand_and_budget_marks():
     rows = memory_analysis.attach_memory(time_rows, memory)
     by_key = {(r.task, r.method): r for r in rows}
     full, selective, limited = by_key["tf", "monkey-patch"], by_key["tf", "selective"], by_key["mn", "selective"]
-    assert full.overhead == 1.05 and full.peak_rss_ratio == pytest.approx(806 / 500)
+    assert full.overhead == 1.05 and full.peak_rss_ratio == pytest.approx(710 / 500)
     assert full.rss_growth_mb_per_iter == pytest.approx(0.5) and full.naive_rss_growth_mb_per_iter == pytest.approx(0.1)
     assert not full.memory_over_budget
-    assert selective.memory_over_budget and selective.peak_rss_ratio == pytest.approx(807 / 500)
+    assert selective.memory_over_budget and selective.peak_rss_ratio == pytest.approx(711 / 500)
     assert math.isnan(limited.overhead) and limited.rss_limited and limited.memory_over_budget
     assert limited.peak_rss_ratio == pytest.approx(4100 / 300)
 
@@ -58,10 +58,10 @@ def test_memory_ratios_by_hand_and_budget_marks():
     lines = table.splitlines()
     assert "naive MB" in lines[0] and "selective RSS" in lines[0]
     tf_line = next(line for line in lines if line.startswith("tf "))
-    assert "1.61x +0.5/it" in tf_line and "1.61x !" in tf_line and "500" in tf_line
+    assert "1.42x +0.5/it" in tf_line and "1.42x !" in tf_line and "500" in tf_line
     mn_line = next(line for line in lines if line.startswith("mn "))
     assert ">13.7x !" in mn_line
-    assert "'!' out of the memory budget (peak > 1.1 x naive + 256 MB)" in lines[-1]
+    assert "'!' out of the memory budget (peak > 1.1 x naive + 160 MB)" in lines[-1]
 
 
 def test_csv_keeps_the_old_columns_first_and_reads_both_layouts(tmp_path):
