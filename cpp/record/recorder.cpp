@@ -373,7 +373,9 @@ void Recorder::shutdown() {
                  static_cast<unsigned long long>(s.write_errors), output_dir_.c_str());
   }
   const uint64_t heap_trims = heap_trims_.load();
-  if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_ || heap_trims) && !output_dir_.empty()) {
+  // Heap trims alone are no problem to report: they join the log when it is written anyway (and are
+  // in _core.stats()), so a healthy process, a DataLoader worker's included, leaves no recorder log.
+  if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_) && !output_dir_.empty()) {
     const std::string path = output_dir_ + "/traincheck_recorder_" + std::to_string(pid_) + ".log";
     if (FILE* f = std::fopen(path.c_str(), "a")) {
       std::fprintf(f, "events_dropped: %llu\nwrite_errors: %llu\n",
@@ -480,6 +482,11 @@ void Recorder::at_fork_child() {
   r.flush_requested_ = r.flush_completed_ = 0;
   r.pid_ = static_cast<uint64_t>(getpid());
   r.generation_.fetch_add(1, std::memory_order_relaxed);
+  // The parent's resident mark is not the child's: the child starts its own (and its own counts).
+  if (r.reclaimer_) r.reclaimer_ = std::make_unique<HeapReclaimer>(r.reclaimer_->step_bytes());
+  r.heap_trims_ = 0;
+  r.heap_released_bytes_ = 0;
+  r.peak_rss_bytes_ = 0;
 }
 
 }  // namespace traincheck
