@@ -45,6 +45,26 @@ SKIP_APIS = frozenset(
 # torch itself (the JIT frontend inspects function objects; import machinery runs during the walk).
 NEVER_WRAP = ("torch._C", "torch.jit", "torch._jit_internal", "torch._dynamo", "torch.fx", "torch._sources")
 
+# torch's compiler, which torch.compile imports at its first compile: never instrumented when imported
+# after the start (compiler work is not training, and torch.compile must run as without the tool).
+COMPILER_MODULES = (
+    "torch._inductor",
+    "torch._dynamo",
+    "torch._functorch",
+    "torch._higher_order_ops",
+    "torch._subclasses",
+    "torch._prims",
+    "torch._refs",
+    "torch._decomp",
+    "torch._export",
+    "torch.export",
+    "torch._guards",
+    "torch._logging",
+    "torch._library",
+    "torch._lazy",
+    "torch.utils._sympy",
+)
+
 ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__enter__", "__exit__"})
 
 
