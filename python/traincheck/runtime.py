@@ -100,7 +100,7 @@ def _instrument(config: dict, core):
     """Wraps the loaded modules of the instrumented packages now and those imported later when they are
     imported; returns a function giving the instrumentation summary so far."""
     from traincheck import post_import
-    from traincheck.instrument import compile_support, selective
+    from traincheck.instrument import compile_support, selective, worker_transport
     from traincheck.instrument.installer import CallOptions, install
     from traincheck.instrument.later_imports import LaterImports
     from traincheck.instrument.walker import find_targets
@@ -137,6 +137,7 @@ def _instrument(config: dict, core):
     later = LaterImports(walked, config["use_full_instr"], core.is_wrapper, descriptors, options_for, report)
     post_import.add_hook(later.hook)
     compile_support.pause_recording_while_compiling(core)
+    worker_transport.pause_recording_in_worker_transport(core)
     _write_signatures_at_exit(report, config["output_dir"])
     _start_online_check(config, core, report)
 

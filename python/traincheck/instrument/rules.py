@@ -41,6 +41,17 @@ SKIP_APIS = frozenset(
     }
 )
 
+# Never wrapped, and nothing recorded inside them (instrument/worker_transport.py): the main process taking
+# DataLoader worker results off their queue. How many arrive in a step, and so these calls and the
+# unpickling inside them, follows the workers' timing, not the program: recorded, they made two runs of
+# one program differ (issue 25, item 5).
+TIMING_DEPENDENT_APIS = frozenset(
+    {
+        "torch.utils.data.dataloader._MultiProcessingDataLoaderIter._get_data",
+        "torch.utils.data.dataloader._MultiProcessingDataLoaderIter._try_get_data",
+    }
+)
+
 # Modules whose code must keep running unwrapped even under --use-full-instr: wrapping them breaks
 # torch itself (the JIT frontend inspects function objects; import machinery runs during the walk).
 NEVER_WRAP = ("torch._C", "torch.jit", "torch._jit_internal", "torch._dynamo", "torch.fx", "torch._sources")
@@ -79,7 +90,7 @@ def skip_api(full_name: str, root: str, use_full_instr: bool) -> bool:
     """Rules 7 to 9 plus the dump decision, for a function's full API name."""
     if not (full_name == root or full_name.startswith(root + ".")):
         return True
-    if full_name in SKIP_APIS or _startswith_any(full_name, MODULES_TO_SKIP):
+    if full_name in SKIP_APIS or full_name in TIMING_DEPENDENT_APIS or _startswith_any(full_name, MODULES_TO_SKIP):
         return True
     if _startswith_any(full_name, DUMP_WHITELIST):
         return False
