@@ -74,6 +74,9 @@ COMPILER_MODULES = (
     "torch._library",
     "torch._lazy",
     "torch.utils._sympy",
+    # The profiler's monitor, imported by the first record_function (inside the first zero_grad or DDP
+    # forward): recorded, its annotation calls came and went between runs of one program.
+    "torch.profiler",
 )
 
 ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__enter__", "__exit__"})
