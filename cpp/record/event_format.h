@@ -49,7 +49,7 @@ enum class ValueTag : uint8_t {
   kFloat = 5,       // double
   kStr = 6,         // u32 length + bytes; written as {"str": "..."}
   kBigInt = 7,      // u32 length + decimal digits (Python ints beyond int64)
-  kTensor = 8,      // TensorSummary + ndim x int64 dims
+  kTensor = 8,      // TensorSummary + ndim x int64 dims [+ a kDict when kTensorHasToolAttributes]
   kObject = 9,      // u32 type-name id: {"<type>": {}}
   kNamedValue = 10, // u32 type-name id + u32 text id: {"<type>": "<text>"} (torch.dtype, torch.device)
   kList = 11,       // u32 count + values
@@ -71,6 +71,7 @@ enum TensorFlags : uint16_t {
   kTensorIsMeta = 1 << 8,
   kTensorIsSparse = 1 << 9,
   kTensorIsQuantized = 1 << 10,
+  kTensorHasToolAttributes = 1 << 11,  // _TRAINCHECK_* attributes set on the tensor object (a kDict follows)
 };
 
 struct TensorSummary {
@@ -79,8 +80,8 @@ struct TensorSummary {
   uint16_t ndim;
   uint32_t itemsize;
   uint32_t reserved;
-  uint64_t data_id;        // id(tensor)
-  uint64_t grad_id;        // id(tensor.grad) when kTensorHasGrad
+  uint64_t data_id;        // the address of the tensor's data, id(tensor) without one (value_capture.cpp)
+  uint64_t grad_id;        // the same of tensor.grad, when kTensorHasGrad
 };
 static_assert(sizeof(TensorSummary) == 32);
 

@@ -50,6 +50,7 @@ constexpr DtypeNames kTensorNames[] = {
 };
 
 void format_value(std::string& out, PayloadReader& in, const FormatContext& ctx);
+void append_dict_members(std::string& out, PayloadReader& in, const FormatContext& ctx);
 
 // The JSON-native form of a value inside a container (json.dumps would have accepted it), or the typed
 // {"<type>": payload} form for everything else.
@@ -124,6 +125,7 @@ void format_tensor_body(std::string& out, PayloadReader& in, const FormatContext
                               : tensor_type_name(ctx.names.get(t.dtype_name_id), t.flags & kTensorIsCuda));
   out += ":{";
   append_tensor_attributes(out, t, in, ctx, nullptr, nullptr);
+  if (t.flags & kTensorHasToolAttributes) append_dict_members(out, in, ctx);
   out += "}}";
 }
 
@@ -147,6 +149,17 @@ void format_dict(std::string& out, PayloadReader& in, const FormatContext& ctx) 
     format_element(out, in, ctx);
   }
   out += '}';
+}
+
+// A kDict value's members appended to an object being written (after a comma when there are any).
+void append_dict_members(std::string& out, PayloadReader& in, const FormatContext& ctx) {
+  std::string dict;
+  in.u8();  // ValueTag::kDict
+  format_dict(dict, in, ctx);
+  if (dict.size() > 2) {
+    out += ',';
+    out.append(dict, 1, dict.size() - 2);
+  }
 }
 
 void format_element(std::string& out, PayloadReader& in, const FormatContext& ctx) {
@@ -312,16 +325,8 @@ void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in,
   out += ",\"type\":\"state_change\",\"attributes\":{";
   append_tensor_attributes(out, v.tensor, in, ctx, (v.flags & kVarHasDataDigest) ? &v.data_digest : nullptr,
                            (v.flags & kVarHasGradDigest) ? &v.grad_digest : nullptr);
-  if (v.flags & kVarHasUserAttributes) {
-    // User attributes set on the parameter object (Megatron's tensor_model_parallel, ...), merged in.
-    std::string dict;
-    in.u8();  // ValueTag::kDict
-    format_dict(dict, in, ctx);
-    if (dict.size() > 2) {
-      out += ',';
-      out.append(dict, 1, dict.size() - 2);
-    }
-  }
+  // User attributes set on the parameter object (Megatron's tensor_model_parallel, ...), merged in.
+  if (v.flags & kVarHasUserAttributes) append_dict_members(out, in, ctx);
   out += "},\"time\":";
   append_json_uint(out, h.time_ns);
   out += "}\n";

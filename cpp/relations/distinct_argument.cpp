@@ -24,8 +24,9 @@
 //     (the original verifies it once, on the list of all of f's pre-records);
 //   - it reports every identical pair, not only the first; a violation's records are [the later call's
 //     pre-record, the earlier one's];
-//   - arguments are compared without the tool's object ids (_TRAINCHECK_data_ID): memory addresses are
-//     reused by chance, which made the same program's invariants differ from run to run.
+//   - a tensor argument's identity is its data's address (_TRAINCHECK_data_ID as ours records it), never
+//     a Python id: a freed temporary's id is reused by the next one (`.data` of different parameters
+//     looked alike); the tool's other ids take no part.
 #include "relations/distinct_argument.h"
 
 #include <algorithm>
@@ -41,6 +42,7 @@ namespace traincheck {
 namespace {
 
 constexpr std::string_view kGroup = "distinct_arg";
+constexpr std::string_view kDataIdentity = "_TRAINCHECK_data_ID";
 constexpr double kMinIntListOverlap = 0.1;
 
 const Value* args_of(const Record& pre) { return pre.get(keys().args); }
@@ -126,10 +128,15 @@ bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& a
   if (!args1.is_object() || !args2.is_object()) return false;  // a missing or NaN list is never the same
   const Object& x = args1.as_object();
   const Object& y = args2.as_object();
-  // The tool's object ids (a tensor's _TRAINCHECK_data_ID, its memory address) take no part: an address
-  // freed by one call's input and reused by the next is chance, so with them the same program gave
-  // an invariant in one run and not in the next.
-  auto compared = [](const Member& m) { return !is_tool_attribute(key_name(m.key)); };
+  // Of the tool's own attributes only a tensor's identity takes part (_TRAINCHECK_data_ID: the address of
+  // its data, which no other live tensor has unless it views the same data): without it, every two
+  // tensors of one shape and dtype were "the same argument", so a correct initialisation of equally
+  // shaped parameters (`p.data.normal_()` for each p) was flagged (issue 25). Other ids (a grad's,
+  // Python ids in the original's traces) take no part.
+  auto compared = [](const Member& m) {
+    const std::string_view name = key_name(m.key);
+    return !is_tool_attribute(name) || name == kDataIdentity;
+  };
   if (std::count_if(x.begin(), x.end(), compared) != std::count_if(y.begin(), y.end(), compared)) return false;
   for (const Member& m : x) {
     if (!compared(m)) continue;

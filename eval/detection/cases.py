@@ -25,6 +25,7 @@ class Case:
     trigger_step: int
     launcher: str = "python"
     models_to_track: tuple[str, ...] = ()
+    modules_to_instr: tuple[str, ...] = ()  # collect's -t; empty: its default (torch)
     args: tuple[str, ...] = ()
     symptom: str = ""
 
@@ -52,6 +53,7 @@ _FIELDS = (
     _Field("trigger_step", int),
     _Field("launcher", str, False, "python"),
     _Field("models_to_track", list, False, []),
+    _Field("modules_to_instr", list, False, []),
     _Field("args", list, False, []),
     _Field("symptom", str, False, ""),
 )
@@ -79,8 +81,9 @@ def load_case(folder: Path) -> Case:
         if f.kind is int and isinstance(value, bool) or not isinstance(value, f.kind):
             raise CaseError(f"{path}: field '{f.name}' must be {f.kind.__name__}, got {value!r}")
         values[f.name] = value
-    if values["trigger_step"] < 1:
-        raise CaseError(f"{path}: field 'trigger_step' must be >= 1 (steps are numbered from 1)")
+    if values["trigger_step"] < 0:
+        raise CaseError(f"{path}: field 'trigger_step' must be >= 0 (steps are numbered from 1; 0 is what runs "
+                        "before the first step, the initialisation)")
     if values["launcher"] not in LAUNCHERS:
         raise CaseError(f"{path}: field 'launcher' must be one of {', '.join(LAUNCHERS)}, got {values['launcher']!r}")
     if not (folder / "main.py").is_file():
@@ -90,6 +93,7 @@ def load_case(folder: Path) -> Case:
     return Case(name=folder.name, folder=folder, description=values["description"], bug_class=values["bug_class"],
                 trigger_step=values["trigger_step"], launcher=values["launcher"],
                 models_to_track=tuple(str(m) for m in values["models_to_track"]),
+                modules_to_instr=tuple(str(m) for m in values["modules_to_instr"]),
                 args=tuple(str(a) for a in values["args"]), symptom=values["symptom"])
 
 

@@ -63,6 +63,8 @@ def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants:
         cmd += ["-s", str(case.shell_launcher)]
     if case.models_to_track:
         cmd += ["--models-to-track", *case.models_to_track]
+    if case.modules_to_instr:
+        cmd += ["-t", *case.modules_to_instr]
     if invariants is not None:
         cmd += ["-i", str(invariants)]
     cmd += ["--", *case.args, "--seed", str(seed)]

@@ -7,6 +7,11 @@ Public annotations for training scripts (they are no-ops unless the script runs 
     traincheck.start_step()                 # at the top of each training iteration
     traincheck.start_eval_step()            # at the top of each evaluation iteration
     traincheck.set_meta_var("_DATA_PARALLEL_RANK", rank)
+    traincheck.annotate_answer_start_token_ids(token_id)   # generate() responses start after this token
+
+Every name the original TrainCheck 0.2.0 exports from `traincheck`, `traincheck.developer` and
+`traincheck.instrumentor` that a training script uses is here with its meaning (docs/differences.md
+§Script API); importing one that is not offered (`Instrumentor`) raises ImportError saying so.
 """
 
 from traincheck.meta_vars import (
@@ -18,8 +23,15 @@ from traincheck.meta_vars import (
 )
 
 # The original's import surface for scripts written for it (`traincheck.instrumentor.tracer.DISABLE_WRAPPER`,
-# `traincheck.config.config`, `traincheck.instrumentor.META_VARS`): light modules, no torch.
-from traincheck import config, instrumentor  # noqa: E402,F401
+# `traincheck.config.config`, `traincheck.instrumentor.META_VARS`, `traincheck.developer.annotations`):
+# light modules, no torch.
+from traincheck import config, developer, instrumentor  # noqa: E402,F401
+from traincheck.developer.annotations import annotate_answer_start_token_ids  # noqa: E402
+from traincheck.instrumentor.tracer import get_all_subclasses  # noqa: E402
+from traincheck.not_offered import INSTRUMENTATION_API, module_getattr  # noqa: E402
 
-__all__ = ["annotate_stage", "get_meta_vars", "set_meta_var", "start_eval_step", "start_step"]
+__getattr__ = module_getattr(__name__, INSTRUMENTATION_API)
+
+__all__ = ["annotate_answer_start_token_ids", "annotate_stage", "get_all_subclasses", "get_meta_vars",
+           "set_meta_var", "start_eval_step", "start_step"]
 __version__ = "0.2.0"

@@ -108,10 +108,11 @@ def _install_sigterm_flush(core) -> None:
 
 
 def _publish_signatures(report, output_dir: str) -> dict:
-    """api_signatures.json, written now, before the script runs, rather than at exit: a live
-    traincheck-onlinecheck reads it before this process's first trace line, and a run killed by SIGKILL,
-    SIGTERM or os._exit leaves it too. Each process merges its entries in (signatures.publish_signatures).
-    Returns the entries, which the in-process checker uses as well."""
+    """api_signatures.json, written when the APIs are wrapped (before the script runs, and as modules
+    imported later are instrumented), never at exit: a live traincheck-onlinecheck reads it before this
+    process's first trace line, and a run killed by SIGKILL, SIGTERM or os._exit leaves it too. Each
+    process merges its entries in (signatures.publish_signatures). Returns the entries, which the
+    in-process checker uses as well."""
     from traincheck.instrument.signatures import publish_signatures, signature_entries
 
     entries = signature_entries(report.wrappers, frozenset(report.classmethods))
@@ -123,9 +124,13 @@ def _publish_signatures(report, output_dir: str) -> dict:
     return entries
 
 
-def _instrument(config: dict, core) -> dict:
-    from traincheck.instrument import compile_support, selective
+def _instrument(config: dict, core):
+    """Wraps the loaded modules of the instrumented packages now and those imported later when they are
+    imported; returns a function giving the instrumentation summary so far."""
+    from traincheck import post_import
+    from traincheck.instrument import compile_support, selective, worker_transport
     from traincheck.instrument.installer import CallOptions, install
+    from traincheck.instrument.later_imports import LaterImports
     from traincheck.instrument.walker import find_targets
     from traincheck.tracking.tracker import mutates_parameters
 
@@ -138,11 +143,14 @@ def _instrument(config: dict, core) -> dict:
 
     stack = bool(config.get("api_dump_stack_trace"))
     plan = selective.load_plan(config["instr_opts"]) if config.get("instr_opts") else None
+    # Selective mode wraps what the plan names wherever it lives: the packages of its APIs are walked too
+    # (only the named functions are wrapped), but never imported by us.
+    walked = list(roots) if plan is None else list(dict.fromkeys([*roots, *selective.plan_roots(plan)]))
     # C method descriptors (Tensor.normal_, ...): in full mode only with --instr-descriptors, as the
     # original; in selective mode always, so that an invariant naming one is checked whether or not the
     # flag was repeated at checking time (only the descriptors invariants name get wrapped there).
     descriptors = plan is not None or bool(config.get("instr_descriptors"))
-    targets = find_targets(roots, config["use_full_instr"], core.is_wrapper, instr_descriptors=descriptors)
+    targets = find_targets(walked, config["use_full_instr"], core.is_wrapper, instr_descriptors=descriptors)
     full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
     full_tracked = dataclasses.replace(full, track_vars=True)
     tracking = bool(config.get("models_to_track"))
@@ -154,13 +162,21 @@ def _instrument(config: dict, core) -> dict:
         return dataclasses.replace(opts, dump_stack=True) if opts is not None and stack else opts
 
     report = install(targets, options_for)
+    later = LaterImports(walked, config["use_full_instr"], core.is_wrapper, descriptors, options_for, report)
+    post_import.add_hook(later.hook)
     compile_support.pause_recording_while_compiling(core)
+    worker_transport.pause_recording_in_worker_transport(core)
     signatures = _publish_signatures(report, config["output_dir"])
+    later.on_installed = lambda installed: _publish_signatures(installed, config["output_dir"])
     _start_online_check(config, core, signatures)
-    if plan is None:
-        return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names),
-                "instr_descriptors": descriptors}
-    return selective.resolution_summary(plan, report.api_names, roots)
+
+    def summary() -> dict:
+        if plan is None:
+            return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names),
+                    "instr_descriptors": descriptors, "modules_instrumented_on_import": len(later.modules_walked)}
+        return selective.resolution_summary(plan, report.api_names, walked)
+
+    return summary
 
 
 def _start_online_check(config: dict, core, signatures: dict) -> None:
@@ -246,18 +262,26 @@ def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: lis
     exec(code, main.__dict__)
 
 
+def _write_summary(path: str, summary: dict, quiet: bool = False) -> None:
+    try:
+        with open(path, "w") as f:
+            json.dump(summary, f, indent=2)
+    except OSError as e:  # a full or read-only output folder: the recorder announces it too; train anyway
+        if not quiet:
+            print(f"traincheck: warning: could not write {path} ({e.strerror})", file=sys.stderr)
+
+
 def main(config: dict) -> None:
     """Entry point of the launcher file; `config` is what traincheck-collect decided."""
     os.environ.setdefault("TRAINCHECK_OUTPUT_DIR", config["output_dir"])
     core = _start_recorder(config)
     summary = _instrument(config, core)
-    # One file per process: DDP ranks and workers each report what they resolved.
+    # One file per process: DDP ranks and workers each report what they resolved; written again at exit
+    # with what modules imported during the run added.
     summary_path = os.path.join(config["output_dir"], f"instrumentation_summary_{os.getpid()}.json")
-    try:
-        with open(summary_path, "w") as f:
-            json.dump(summary, f, indent=2)
-    except OSError as e:  # a full or read-only output folder: the recorder announces it too; train anyway
-        print(f"traincheck: warning: could not write {summary_path} ({e.strerror})", file=sys.stderr)
+    _write_summary(summary_path, summary())
+    pid = os.getpid()
+    atexit.register(lambda: os.getpid() == pid and _write_summary(summary_path, summary(), quiet=True))
     _start_tracking(config, core)
     # Instrumentation leaves tens of thousands of short-lived objects (the walk over torch, the script's
     # AST): collected here, before the script starts, they cannot trigger the script's first full

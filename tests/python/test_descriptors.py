@@ -75,8 +75,13 @@ def test_collect_records_descriptor_calls_with_self_and_leaves_results_identical
     pres = [r for r in _pairs(records, NORMAL) if r["type"] == "function_call (pre)"]
     assert len(pres) == 2 and len(_pairs(records, NORMAL)) == 4  # nn.init.normal_'s and the direct one
     for pre in pres:
-        assert pre["is_bound_method"] is True and pre["obj_id"] == pre["args"]["0"]["torch.FloatTensor"]["_TRAINCHECK_data_ID"]
+        assert pre["is_bound_method"] is True and isinstance(pre["obj_id"], int)
         assert pre["args"]["0"]["torch.FloatTensor"]["shape"] == [4, 3]
+    # Both calls are on `w`: the same object (obj_id, its Python id) holding the same data
+    # (_TRAINCHECK_data_ID, the address of its data since issue 25; it was the Python id before).
+    assert pres[0]["obj_id"] == pres[1]["obj_id"]
+    data_ids = {pre["args"]["0"]["torch.FloatTensor"]["_TRAINCHECK_data_ID"] for pre in pres}
+    assert len(data_ids) == 1 and pres[0]["obj_id"] not in data_ids
     assert pres[0]["args"]["1"] == {"float": 0.0} and pres[0]["kwargs"]["generator"] == {"NoneType": None}
     # nn.init.normal_ itself is a Python function, recorded around the descriptor's call.
     assert _pairs(records, "torch.nn.init.normal_")

@@ -49,7 +49,7 @@ def test_discover_reads_every_case_sorted_with_defaults(tmp_path):
 @pytest.mark.parametrize("yml, message", [
     ("bug_class: c\ntrigger_step: 3\n", "field 'description' is missing"),
     ("description: d\nbug_class: c\ntrigger_step: three\n", "field 'trigger_step' must be int"),
-    ("description: d\nbug_class: c\ntrigger_step: 0\n", "must be >= 1"),
+    ("description: d\nbug_class: c\ntrigger_step: -1\n", "must be >= 0"),
     ("description: d\nbug_class: c\ntrigger_step: 2\nlauncher: mpirun\n", "field 'launcher' must be one of"),
     ("description: d\nbug_class: c\ntrigger_step: 2\ncolour: red\n", "unknown field(s) colour"),
     ("description: d\nbug_class: c\ntrigger_step: 2\nlauncher: torchrun\n", "run.sh is missing"),

@@ -139,7 +139,9 @@ def test_tracer_and_config_flags_are_one_flag_and_start_step_applies_the_policy(
         meta_vars._meta.update(saved[0])
         meta_vars._policy.update(saved[1])
         meta_vars._set_recording(not saved[2])
-    with pytest.raises(AttributeError, match="traincheck-collect"):
+    # ImportError, not AttributeError: `from ... import Instrumentor` turns an AttributeError into a bare
+    # "cannot import name" and loses the message (issue 25: importing it must say why it is not offered).
+    with pytest.raises(ImportError, match="traincheck-collect"):
         tracer.Instrumentor
 
 

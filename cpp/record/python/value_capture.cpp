@@ -15,6 +15,9 @@ constexpr Py_ssize_t kMaxStringBytes = 4096;
 constexpr int kMaxDims = kMaxTensorDims;
 
 TorchTypes g_types;
+// torch._C.TensorBase.data_ptr, the C method itself: a wrapper that --instr-descriptors sets on
+// torch.Tensor is never called from here. Null before set_torch_types or where torch lacks it.
+PyObject* g_data_ptr = nullptr;
 
 // Caches keyed by objects that live as long as the process (types, dtype singletons). Only touched with
 // the GIL held, so no lock.
@@ -123,10 +126,31 @@ const DtypeInfo* dtype_info(PyObject* dtype) {
 
 }  // namespace
 
+// A tensor's identity in records (_TRAINCHECK_data_ID): the address of its data, which no other tensor
+// alive at the same time has unless it views the same data, rather than id(tensor). A temporary such as
+// `p.data` is freed after the call, and the next one often gets the same Python id: `.data` views of
+// different parameters looked like one tensor (issue 25); their data addresses differ, and two views of
+// one parameter share theirs. A tensor without an address (meta, sparse, fake, functorch wrappers: 0 or
+// an error) keeps id(tensor).
+uint64_t data_identity(PyObject* t, bool sparse) {
+  if (g_data_ptr == nullptr || sparse) return reinterpret_cast<uint64_t>(t);
+  PyObject* ptr = PyObject_CallOneArg(g_data_ptr, t);
+  if (ptr == nullptr) {
+    PyErr_Clear();
+    return reinterpret_cast<uint64_t>(t);
+  }
+  const unsigned long long address = PyLong_AsUnsignedLongLong(ptr);
+  Py_DECREF(ptr);
+  if (PyErr_Occurred() || address == 0) {
+    PyErr_Clear();
+    return reinterpret_cast<uint64_t>(t);
+  }
+  return static_cast<uint64_t>(address);
+}
+
 void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
   const Names& n = names();
   s = TensorSummary{};
-  s.data_id = reinterpret_cast<uint64_t>(t);
   if (PyObject* dtype = PyObject_GetAttr(t, n.dtype)) {
     if (const DtypeInfo* info = dtype_info(dtype)) {
       s.dtype_name_id = info->name_id;
@@ -162,7 +186,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     if (PyObject* grad = PyObject_GetAttr(t, n.grad)) {
       if (grad != Py_None) {
         f |= kTensorHasGrad;
-        s.grad_id = reinterpret_cast<uint64_t>(grad);
+        s.grad_id = data_identity(grad, false);
       }
       Py_DECREF(grad);
     } else {
@@ -176,6 +200,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     PyErr_Clear();
   }
   s.flags = f;
+  s.data_id = data_identity(t, f & kTensorIsSparse);
 }
 
 bool is_tensor(PyObject* obj) { return g_types.tensor && PyObject_TypeCheck(obj, g_types.tensor); }
@@ -221,11 +246,40 @@ void capture_module(PayloadEncoder& out, PyObject* m) {
   out.module(type_name_id(Py_TYPE(m)), training == Py_True);
 }
 
-void capture_tensor(PayloadEncoder& out, PyObject* t) {
+// The tensor object's own _TRAINCHECK_* attributes (the generate response lengths that
+// annotate_answer_start_token_ids asks for), any value; null when it has none (almost every tensor: one
+// pointer test).
+PyObject* tool_attributes(PyObject* t) {
+  PyObject** dict_ptr = _PyObject_GetDictPtr(t);
+  PyObject* dict = dict_ptr ? *dict_ptr : nullptr;
+  if (dict == nullptr || !PyDict_Check(dict) || PyDict_GET_SIZE(dict) == 0) return nullptr;
+  Py_ssize_t pos = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(dict, &pos, &key, &value)) {
+    if (PyUnicode_Check(key) && utf8(key).starts_with("_TRAINCHECK")) return dict;
+  }
+  return nullptr;
+}
+
+void capture_tensor(PayloadEncoder& out, PyObject* t, int depth) {
   TensorSummary s;
   int64_t dims[kMaxDims];
   summarize_tensor(t, s, dims);
+  PyObject* tool = tool_attributes(t);
+  if (tool != nullptr) s.flags |= kTensorHasToolAttributes;
   out.tensor(s, dims);
+  if (tool == nullptr) return;
+  const size_t at = out.begin_container(ValueTag::kDict);
+  Py_ssize_t pos = 0;
+  uint32_t count = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(tool, &pos, &key, &value)) {
+    if (!PyUnicode_Check(key) || !utf8(key).starts_with("_TRAINCHECK")) continue;
+    out.text(utf8(key));
+    capture_value(out, value, depth + 1);
+    ++count;
+  }
+  out.end_container(at, count);
 }
 
 template <class GetItem>
@@ -252,7 +306,21 @@ void capture_dict(PayloadEncoder& out, PyObject* dict, int depth) {
 
 }  // namespace
 
-void set_torch_types(const TorchTypes& types) { g_types = types; }
+void set_torch_types(const TorchTypes& types) {
+  g_types = types;
+  Py_CLEAR(g_data_ptr);
+  if (types.tensor == nullptr) return;
+  // The first method descriptor named data_ptr in torch.Tensor's MRO: TensorBase's own, not a wrapper.
+  PyObject* mro = types.tensor->tp_mro;
+  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = dict ? PyDict_GetItemString(dict, "data_ptr") : nullptr;
+    if (found != nullptr && Py_IS_TYPE(found, &PyMethodDescr_Type)) {
+      g_data_ptr = Py_NewRef(found);
+      return;
+    }
+  }
+}
 
 uint32_t type_name_id(PyTypeObject* type) {
   auto& m = type_names();
@@ -296,7 +364,7 @@ void capture_value(PayloadEncoder& out, PyObject* v, int depth) {
     std::string_view s = utf8(v);
     return out.str(s.size() > kMaxStringBytes ? s.substr(0, kMaxStringBytes) : s);
   }
-  if (g_types.tensor && PyObject_TypeCheck(v, g_types.tensor)) return capture_tensor(out, v);
+  if (g_types.tensor && PyObject_TypeCheck(v, g_types.tensor)) return capture_tensor(out, v, depth);
   if (depth < kMaxDepth) {
     if (PyList_CheckExact(v)) {
       return capture_sequence(out, ValueTag::kList, PyList_GET_SIZE(v),

@@ -20,10 +20,11 @@ Two things keep a compiled program's graphs, graph breaks and results what they 
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import threading
 import types
+
+from traincheck import post_import
 
 _DYNAMO_CALLBACKS = "torch._dynamo.callback"
 
@@ -39,7 +40,7 @@ def pause_recording_while_compiling(core) -> None:
     if _DYNAMO_CALLBACKS in sys.modules:
         _register(core, sys.modules[_DYNAMO_CALLBACKS])
     else:
-        sys.meta_path.insert(0, _AfterImport(_DYNAMO_CALLBACKS, lambda module: _register(core, module)))
+        post_import.after_import(_DYNAMO_CALLBACKS, lambda module: _register(core, module))
 
 
 def _register(core, callback_module) -> None:
@@ -58,37 +59,3 @@ def _register(core, callback_module) -> None:
 
     handler.register_start_callback(on_start)
     handler.register_end_callback(on_end)
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs `then(module)` once `name` has been executed, then steps out of sys.meta_path."""
-
-    def __init__(self, name: str, then):
-        self._name, self._then = name, then
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self._name:
-            return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _ThenLoader(spec.loader, self._then)
-                return spec
-        return None
-
-
-class _ThenLoader(importlib.abc.Loader):
-    def __init__(self, loader, then):
-        self._loader, self._then = loader, then
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        module.__loader__ = module.__spec__.loader = self._loader  # as if imported without us
-        try:
-            self._then(module)
-        except Exception as e:  # noqa: BLE001 - never break the user's import of torch._dynamo
-            print(f"traincheck: warning: could not register the torch.compile callbacks ({e})", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from traincheck import _core
+from traincheck.instrument import responses
 from traincheck.instrument.arg_filter import argument_filter
 from traincheck.instrument.compile_support import mark_traceable
 from traincheck.instrument.walker import Target
@@ -32,6 +33,16 @@ class InstallReport:
     wrappers: dict = field(default_factory=dict, repr=False)  # API name -> wrapper
     classmethods: set = field(default_factory=set, repr=False)  # API names recorded without `cls`
     _undo: list = field(default_factory=list, repr=False)
+
+    def merge(self, later: "InstallReport") -> None:
+        """Add what a later install (a module imported after the start) wrapped."""
+        self.wrapped_targets += later.wrapped_targets
+        self.failed_targets += later.failed_targets
+        self.api_names |= later.api_names
+        for name, wrapper in later.wrappers.items():
+            self.wrappers.setdefault(name, wrapper)
+        self.classmethods |= later.classmethods
+        self._undo.extend(later._undo)
 
     def uninstall(self) -> None:
         """Restore every replaced attribute (tests; a collect run keeps the wrappers to the end)."""
@@ -60,8 +71,9 @@ def install(targets: list[Target], options_for) -> InstallReport:
         if wrapper is None:
             drop_cls = t.container == "classmethod"
             selected = argument_filter(t.original, opts.arg_names, drop_cls) if opts.arg_names is not None else None
+            wrapped = responses.marking_responses(t.original) if responses.marks_responses(t.api_name) else t.original
             wrapper = _core.wrap(
-                t.original,
+                wrapped,
                 t.api_name,
                 binds=binds,
                 dump_args=opts.dump_args,
@@ -73,7 +85,7 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 arg_positions=selected[0] if selected else None,
                 arg_keywords=selected[1] if selected else (),
             )
-            mark_traceable(wrapper, t.original, binds)  # torch.compile traces the original
+            mark_traceable(wrapper, wrapped, binds)  # torch.compile traces the original
             wrappers[key] = wrapper
         if t.container == "staticmethod":
             replacement = staticmethod(wrapper)

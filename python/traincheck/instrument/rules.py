@@ -41,9 +41,43 @@ SKIP_APIS = frozenset(
     }
 )
 
+# Never wrapped, and nothing recorded inside them (instrument/worker_transport.py): the main process taking
+# DataLoader worker results off their queue. How many arrive in a step, and so these calls and the
+# unpickling inside them, follows the workers' timing, not the program: recorded, they made two runs of
+# one program differ (issue 25, item 5).
+TIMING_DEPENDENT_APIS = frozenset(
+    {
+        "torch.utils.data.dataloader._MultiProcessingDataLoaderIter._get_data",
+        "torch.utils.data.dataloader._MultiProcessingDataLoaderIter._try_get_data",
+    }
+)
+
 # Modules whose code must keep running unwrapped even under --use-full-instr: wrapping them breaks
 # torch itself (the JIT frontend inspects function objects; import machinery runs during the walk).
 NEVER_WRAP = ("torch._C", "torch.jit", "torch._jit_internal", "torch._dynamo", "torch.fx", "torch._sources")
+
+# torch's compiler, which torch.compile imports at its first compile: never instrumented when imported
+# after the start (compiler work is not training, and torch.compile must run as without the tool).
+COMPILER_MODULES = (
+    "torch._inductor",
+    "torch._dynamo",
+    "torch._functorch",
+    "torch._higher_order_ops",
+    "torch._subclasses",
+    "torch._prims",
+    "torch._refs",
+    "torch._decomp",
+    "torch._export",
+    "torch.export",
+    "torch._guards",
+    "torch._logging",
+    "torch._library",
+    "torch._lazy",
+    "torch.utils._sympy",
+    # The profiler's monitor, imported by the first record_function (inside the first zero_grad or DDP
+    # forward): recorded, its annotation calls came and went between runs of one program.
+    "torch.profiler",
+)
 
 ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__enter__", "__exit__"})
 
@@ -59,7 +93,7 @@ def skip_api(full_name: str, root: str, use_full_instr: bool) -> bool:
     """Rules 7 to 9 plus the dump decision, for a function's full API name."""
     if not (full_name == root or full_name.startswith(root + ".")):
         return True
-    if full_name in SKIP_APIS or _startswith_any(full_name, MODULES_TO_SKIP):
+    if full_name in SKIP_APIS or full_name in TIMING_DEPENDENT_APIS or _startswith_any(full_name, MODULES_TO_SKIP):
         return True
     if _startswith_any(full_name, DUMP_WHITELIST):
         return False

@@ -10,6 +10,7 @@ and answers, per API, what its wrapper records.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 
 from traincheck.instrument.installer import CallOptions
@@ -96,9 +97,41 @@ def load_plan(instr_opts_path: str) -> SelectivePlan:
         return SelectivePlan.from_instr_opts(json.load(f))
 
 
+def plan_roots(plan: SelectivePlan) -> list[str]:
+    """The packages of the APIs the plan names (`transformers` for `transformers.generation.utils...`)."""
+    return list(dict.fromkeys(name.partition(".")[0] for name in plan.funcs))
+
+
+def not_imported_yet(api: str) -> bool:
+    """Whether `api` may live in a module not imported yet: the first component after its deepest loaded
+    module is a submodule that module's package has on disk, or no part is loaded and its package is on
+    sys.path (looked up, never imported or executed)."""
+    import importlib.machinery
+
+    parts = api.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is None:
+            continue
+        path = getattr(module, "__path__", None)
+        if path is None:
+            return False
+        try:
+            return importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), list(path)) is not None
+        except (ImportError, ValueError, TypeError):
+            return False
+    try:  # not even the package is loaded: a package on sys.path is imported later, or never
+        return importlib.machinery.PathFinder.find_spec(parts[0]) is not None
+    except (ImportError, ValueError, TypeError):
+        return False
+
+
 def resolution_summary(plan: SelectivePlan, resolved_apis: set, roots: list[str]) -> dict:
-    """How many invariants and APIs this library version could serve; named APIs it lacks."""
-    missing = sorted(set(plan.funcs) - set(resolved_apis))
+    """How many invariants and APIs this library version could serve; named APIs it lacks, and those whose
+    module is not imported yet (they are wrapped when it is: traincheck.instrument.later_imports)."""
+    unresolved = sorted(set(plan.funcs) - set(resolved_apis))
+    pending = [api for api in unresolved if not_imported_yet(api)]
+    missing = [api for api in unresolved if api not in set(pending)]
     ok_invariants = sum(1 for inv in plan.invariants if all(a in resolved_apis for a in inv.apis))
     versions = {}
     for root in roots:
@@ -113,15 +146,18 @@ def resolution_summary(plan: SelectivePlan, resolved_apis: set, roots: list[str]
         "invariants_total": len(plan.invariants),
         "invariants_resolved": ok_invariants,
         "apis_total": len(plan.funcs),
-        "apis_resolved": len(plan.funcs) - len(missing),
+        "apis_resolved": len(plan.funcs) - len(unresolved),
         "missing_apis": missing,
+        "apis_not_imported_yet": pending,
         "library_versions": versions,
     }
 
 
 def summary_line(summary: dict) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in summary.get("library_versions", {}).items())
+    waiting = len(summary.get("apis_not_imported_yet", []))
     return (
         f"selective: {summary['invariants_resolved']} of {summary['invariants_total']} invariants, "
         f"{summary['apis_resolved']} of {summary['apis_total']} APIs resolved in {versions}"
+        + (f" ({waiting} more wrapped when their module is imported)" if waiting else "")
     )

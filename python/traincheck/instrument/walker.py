@@ -78,12 +78,15 @@ def _is_under(name: str, root: str) -> bool:
     return name == root or name.startswith(root + ".")
 
 
+def skip_module(name: str) -> bool:
+    """Modules never walked (the original's INSTR_MODULES_TO_SKIP, and code that wrapping breaks)."""
+    return name.startswith(rules.MODULES_TO_SKIP) or name.startswith(rules.NEVER_WRAP)
+
+
 def loaded_modules(root: str) -> list[types.ModuleType]:
     mods = []
     for name, mod in list(sys.modules.items()):
-        if mod is None or not _is_under(name, root):
-            continue
-        if name.startswith(rules.MODULES_TO_SKIP) or name.startswith(rules.NEVER_WRAP):
+        if mod is None or not _is_under(name, root) or skip_module(name):
             continue
         mods.append(mod)
     return mods
@@ -163,16 +166,23 @@ def find_targets(roots: list[str], use_full_instr: bool, is_wrapped: Callable[[o
     seen_classes: set[int] = set()
     for root in roots:
         for mod in loaded_modules(root):
-            for attr, value in _safe_items(mod):
-                if _is_class(value):
-                    if isinstance(value.__module__, str) and _is_under(value.__module__, root):
-                        targets.extend(_class_targets(value, root, use_full_instr, seen_classes, is_wrapped,
-                                                      instr_descriptors))
-                    continue
-                if not _is_function(value) or rules.skip_attribute_name(attr) or is_wrapped(value):
-                    continue
-                name = api_name(value)
-                if name is None or rules.skip_api(name, root, use_full_instr):
-                    continue
-                targets.append(Target(mod, attr, value, name, "plain", False))
+            targets.extend(module_targets(mod, root, use_full_instr, is_wrapped, instr_descriptors, seen_classes))
     return targets
+
+
+def module_targets(mod: types.ModuleType, root: str, use_full_instr: bool, is_wrapped: Callable[[object], bool],
+                   instr_descriptors: bool = False, seen_classes: Optional[set] = None) -> Iterator[Target]:
+    """The targets one module's namespace reaches: its functions, and the methods of the classes of the
+    root package it holds (a class already walked, by id in `seen_classes`, is not walked again)."""
+    seen_classes = set() if seen_classes is None else seen_classes
+    for attr, value in _safe_items(mod):
+        if _is_class(value):
+            if isinstance(value.__module__, str) and _is_under(value.__module__, root):
+                yield from _class_targets(value, root, use_full_instr, seen_classes, is_wrapped, instr_descriptors)
+            continue
+        if not _is_function(value) or rules.skip_attribute_name(attr) or is_wrapped(value):
+            continue
+        name = api_name(value)
+        if name is None or rules.skip_api(name, root, use_full_instr):
+            continue
+        yield Target(mod, attr, value, name, "plain", False)

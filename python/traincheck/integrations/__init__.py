@@ -7,7 +7,7 @@ integrations annotate such a loop through the library's own extension points, so
 what they mean in a hand-written loop:
 
 - transformers (transformers_trainer.py): a TrainerCallback added to every Trainer when
-  `transformers.trainer` is imported (post-import hook below);
+  `transformers.trainer` is imported (traincheck.post_import);
 - Lightning (lightning_trainer.py): a Callback that Lightning adds to every Trainer through its
   documented `callbacks_factory` entry points (pyproject.toml); it is empty outside traincheck-collect.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from traincheck import meta_vars
+from traincheck import meta_vars, post_import
 
 _state = {"number_steps": True}
 
@@ -36,11 +36,17 @@ def numbers_steps() -> bool:
 def install(script_numbers_steps: bool) -> None:
     """Called by the runtime before the user's script runs."""
     _state["number_steps"] = not script_numbers_steps
-    finder = _PostImportFinder(dict(_POST_IMPORT))
-    sys.meta_path.insert(0, finder)
-    for name in list(finder.hooks):
-        if name in sys.modules:  # imported before us (not by the script): attach now
-            finder.run_hook(name, sys.modules[name])
+    for name, target in _POST_IMPORT.items():  # now for a module imported before us (not by the script)
+        post_import.after_import(name, functools.partial(_attach, name, target))
+
+
+def _attach(name: str, target: str, module) -> None:
+    try:
+        module_name, function = target.split(":")
+        getattr(__import__(module_name, fromlist=[function]), function)(module)
+    except Exception as e:  # noqa: BLE001 - annotations are an extra: never break the user's program
+        print(f"traincheck: warning: no step/stage annotations for {name} ({type(e).__name__}: {e})",
+              file=sys.stderr)
 
 
 def in_stage(stage: str, function):
@@ -72,46 +78,3 @@ def before_each_call(action, function):
 
     run_after_action.__traincheck_before__ = action
     return run_after_action
-
-
-class _PostImportFinder:
-    """A sys.meta_path entry that finds nothing itself: for a module named in `hooks` it asks the finders
-    after it for the module's spec and has the loader run the hook once the module has executed."""
-
-    def __init__(self, hooks: dict):
-        self.hooks = hooks
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in self.hooks:
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        execute = loader.exec_module
-
-        def exec_module(module):
-            execute(module)
-            self.run_hook(fullname, module)
-
-        loader.exec_module = exec_module  # this module's own loader object: no other module sees it
-        return spec
-
-    def run_hook(self, name: str, module) -> None:
-        target = self.hooks.pop(name, None)
-        if target is None:
-            return
-        try:
-            module_name, function = target.split(":")
-            getattr(__import__(module_name, fromlist=[function]), function)(module)
-        except Exception as e:  # noqa: BLE001 - annotations are an extra: never break the user's program
-            print(f"traincheck: warning: no step/stage annotations for {name} ({type(e).__name__}: {e})",
-                  file=sys.stderr)

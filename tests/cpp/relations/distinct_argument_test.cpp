@@ -58,19 +58,23 @@ TEST(DistinctArgument, SameArgumentsFollowTheOriginalsComparison) {
   EXPECT_FALSE(DistinctArgumentRelation::same_arguments(Value(), Value()));
 }
 
-TEST(DistinctArgument, TensorArgumentsAreComparedWithoutTheirMemoryAddresses) {
-  // Two inputs of one shape: the same whatever their addresses, which are reused by chance (with them,
-  // one run of a program learned "Linear.forward receives different arguments" and the next did not).
+TEST(DistinctArgument, TensorArgumentsAreTheSameOnlyWhenTheyHoldTheSameData) {
+  // _TRAINCHECK_data_ID is the address of a tensor's data (record/python/value_capture.cpp): two tensors
+  // of one shape are the same argument only when they hold the same data. Before, the ids took no part
+  // and every two tensors of one shape were the same: `p.data.normal_()` over equally shaped parameters,
+  // a correct initialisation, violated "normal_ receives different arguments" (issue 25).
   auto tensor = [](int id, int rows) {
     return args(R"({"0":{"torch.FloatTensor":{"_TRAINCHECK_data_ID":)" + std::to_string(id) + R"(,"shape":[)" +
                 std::to_string(rows) + "," + std::to_string(2 * rows) + R"(],"dtype":"torch.float32"}}})");
   };
-  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(2002, 4)));
-  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 4)));
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(2002, 4)));
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 4)));  // initialised twice
   EXPECT_FALSE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 16)));
-  // The legacy spelling of the id is left out too.
-  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"t":{"_ML_DAIKON_data_ID":1,"n":2}}})"),
-                                                       args(R"({"0":{"t":{"_ML_DAIKON_data_ID":3,"n":2}}})")));
+  // The tool's other ids (a grad's; either spelling) take no part.
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"t":{"_ML_DAIKON_grad_ID":1,"n":2}}})"),
+                                                       args(R"({"0":{"t":{"_ML_DAIKON_grad_ID":3,"n":2}}})")));
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"t":{"_TRAINCHECK_grad_ID":1,"n":2}}})"),
+                                                       args(R"({"0":{"t":{"_TRAINCHECK_grad_ID":3,"n":2}}})")));
 }
 
 TEST(DistinctArgument, OnlineKeepsOnlyRecentStepsAndThoseBeforeTraining) {

@@ -1,0 +1,3 @@
+"""The original's `traincheck.developer`: annotations a training script may call (see annotations.py)."""
+
+from traincheck.developer import annotations  # noqa: F401

@@ -1,0 +1,126 @@
+"""Modules of an instrumented package imported after collection starts are instrumented when imported, in
+full and selective mode (docs/collection.md §Modules imported later): a package of the script's own, a
+torch submodule torch does not import at start, and transformers' lazily loaded modeling and generation
+modules (a tiny GPT-2 from its config, no download), with torch.compile untouched."""
+import json
+import sys
+
+import pytest
+
+from conftest import SCRIPTS, all_records, collect, write_script
+
+LATE_PACKAGE = {
+    "mylib/__init__.py": "",
+    "mylib/late.py": "def inner(x):\n    return x * 2\n\n\ndef outer(x):\n    return inner(x) + 1\n",
+}
+
+LATE_SCRIPT = """
+import torch
+import torch.nn.utils.prune as prune  # not loaded by `import torch`
+import mylib.late                     # imported after collection started
+
+lin = torch.nn.Linear(4, 4)
+prune.l1_unstructured(lin, "weight", amount=0.5)
+print("RESULT", mylib.late.outer(3), int((lin.weight == 0).sum()))
+"""
+
+
+def _contains(parent: str, child: str) -> dict:
+    return {
+        "text_description": f"{parent} contains {child}", "relation": "APIContainRelation",
+        "params": [{"param_type": "APIParam", "api_full_name": parent},
+                   {"param_type": "APIParam", "api_full_name": child}],
+        "precondition": {"parent_func_call_pre": {"inverted": False, "preconditions": [{"clauses": "Unconditional"}]}},
+        "num_positive_examples": 3, "num_negative_examples": 0,
+    }
+
+
+def _pre_functions(out) -> list[str]:
+    return [r["function"] for r in all_records(out) if r["type"] == "function_call (pre)"]
+
+
+def _late_package(tmp_path):
+    for name, text in LATE_PACKAGE.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return write_script(tmp_path, "late.py", LATE_SCRIPT)
+
+
+def _result_line(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if line.startswith("RESULT"))
+
+
+def test_full_mode_wraps_a_package_submodule_and_a_torch_submodule_imported_after_the_start(tmp_path):
+    script = _late_package(tmp_path)
+    r = collect(tmp_path, "-p", str(script), "-t", "torch", "mylib", "--output-dir", "out")
+    assert r.returncode == 0, r.stderr
+    assert _result_line(r.stdout) == "RESULT 7 8"
+    functions = _pre_functions(tmp_path / "out")
+    assert functions.count("mylib.late.outer") == 1 and functions.count("mylib.late.inner") == 1
+    assert "torch.nn.utils.prune.l1_unstructured" in functions
+    summary = json.loads(next((tmp_path / "out").glob("instrumentation_summary_*.json")).read_text())
+    assert summary["modules_instrumented_on_import"] >= 2  # mylib.late, torch.nn.utils.prune
+
+
+def test_selective_mode_wraps_named_functions_of_a_module_not_loaded_at_the_start(tmp_path):
+    script = _late_package(tmp_path)
+    (tmp_path / "inv.json").write_text(json.dumps(_contains("mylib.late.outer", "mylib.late.inner")) + "\n")
+    r = collect(tmp_path, "-p", str(script), "-i", "inv.json", "--output-dir", "sel")
+    assert r.returncode == 0, r.stderr
+    assert _result_line(r.stdout) == "RESULT 7 8"
+    assert "API not found" not in r.stderr  # the module was not imported yet: not missing
+    assert "2 more wrapped when their module is imported" in r.stderr
+    functions = _pre_functions(tmp_path / "sel")
+    assert sorted(set(functions)) == ["mylib.late.inner", "mylib.late.outer"]
+    summary = json.loads(next((tmp_path / "sel").glob("instrumentation_summary_*.json")).read_text())
+    assert (summary["apis_resolved"], summary["invariants_resolved"]) == (2, 1)  # rewritten at exit
+    assert not (tmp_path / "sel" / "online_check" / "failed.log").read_text().strip()
+
+
+@pytest.fixture
+def transformers_installed():
+    pytest.importorskip("transformers", reason="transformers is not installed: pip install 'traincheck[stacks]'")
+
+
+GENERATE = "transformers.generation.utils.GenerationMixin.generate"
+ATTENTION = "transformers.models.gpt2.modeling_gpt2.GPT2Attention.forward"
+SDPA = "transformers.integrations.sdpa_attention.sdpa_attention_forward"
+HF_SCRIPT = SCRIPTS / "hf_generate_lazy.py"
+
+
+def _plain(tmp_path, *args) -> str:
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(HF_SCRIPT), *args], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_transformers_generate_and_attention_recorded_full_and_selective(tmp_path, transformers_installed):
+    plain = _plain(tmp_path)
+    r = collect(tmp_path, "-p", str(HF_SCRIPT), "-t", "transformers", "--output-dir", "full")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == plain.splitlines()[-1]  # the generated tokens
+    functions = _pre_functions(tmp_path / "full")
+    assert functions.count(GENERATE) == 1
+    assert functions.count(ATTENTION) == 3 and functions.count(SDPA) == 3  # the prompt, then 2 new tokens
+
+    (tmp_path / "inv.json").write_text(json.dumps(_contains(GENERATE, ATTENTION)) + "\n")
+    r = collect(tmp_path, "-p", str(HF_SCRIPT), "-i", "inv.json", "--output-dir", "sel")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == plain.splitlines()[-1]
+    functions = _pre_functions(tmp_path / "sel")
+    assert sorted(set(functions)) == [GENERATE, ATTENTION]
+    assert not (tmp_path / "sel" / "online_check" / "failed.log").read_text().strip()
+
+
+def test_modules_torch_compile_imports_are_not_instrumented(tmp_path, transformers_installed):
+    # The first compile imports torch._inductor, torch._dynamo and other compiler modules after the start;
+    # they stay unwrapped and the compiled model gives what it gives without the tool. (Only torch is
+    # instrumented: a compiled model whose own library is instrumented, -t transformers, stops in dynamo's
+    # guards, docs/differences.md.)
+    plain = _plain(tmp_path, "--compile")
+    r = collect(tmp_path, "-p", str(HF_SCRIPT), "--output-dir", "out", script_args=("--compile",))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-2:] == plain.splitlines()[-2:]  # compiled logits, generated tokens
+    assert not any(f.startswith(("torch._inductor", "torch._dynamo")) for f in _pre_functions(tmp_path / "out"))
