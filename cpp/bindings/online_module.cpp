@@ -9,6 +9,9 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+#include <thread>
+
 #include "bindings/python_peer_store.h"
 #include "check/online_session.h"
 #include "check/process_summaries.h"
@@ -67,6 +70,24 @@ NB_MODULE(_online, m) {
       },
       nb::arg("invariant_files"), nb::arg("signatures_json"), nb::arg("output_dir"), nb::arg("report_interval_s") = 10.0,
       "Load the invariants, open <output_dir>/failed.log and return the record sink capsule for _core.set_record_sink.");
+  m.def(
+      "add_signatures",
+      [](const std::string& signatures_json) {
+        ApiSignatures more;
+        try {
+          more = parse_signatures_json(signatures_json);
+        } catch (const std::exception& e) {
+          throw nb::value_error(e.what());
+        }
+        // Never blocks on the session's lock with the GIL held (the lock's holder may be waiting for the
+        // store's I/O thread, which needs the GIL); the GIL is held while merging (on_fork_child).
+        while (!session().try_add_signatures(more)) {
+          nb::gil_scoped_release release;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      },
+      nb::arg("signatures_json"),
+      "Signatures of APIs wrapped after start (modules imported later), as api_signatures.json entries.");
   m.def(
       "counts",
       [] {

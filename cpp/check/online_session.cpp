@@ -30,14 +30,6 @@ int64_t monotonic_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-ApiSignatures parse_signatures(const std::string& text) {
-  if (text.empty()) return {};
-  Value root;
-  std::string error;
-  if (!parse_json(text, root, error)) throw std::runtime_error("api signatures: invalid JSON: " + error);
-  return ApiSignatures::from_value(root, "<api signatures>");
-}
-
 // True for the first process of the run to get here: it creates invariants.json (empty, filled by the
 // checker) and owns report.html.
 bool claim_invariants_file(const std::string& dir) {
@@ -52,8 +44,16 @@ bool claim_invariants_file(const std::string& dir) {
 
 }  // namespace
 
+ApiSignatures parse_signatures_json(const std::string& text) {
+  if (text.empty()) return {};
+  Value root;
+  std::string error;
+  if (!parse_json(text, root, error)) throw std::runtime_error("api signatures: invalid JSON: " + error);
+  return ApiSignatures::from_value(root, "<api signatures>");
+}
+
 OnlineSession::OnlineSession(OnlineSessionOptions options) : options_(std::move(options)), pid_(::getpid()) {
-  open_outputs(OnlineChecker::load_invariants(options_.invariant_files), parse_signatures(options_.signatures_json));
+  open_outputs(OnlineChecker::load_invariants(options_.invariant_files), parse_signatures_json(options_.signatures_json));
 }
 
 OnlineSession::OnlineSession(OnlineSessionOptions options, std::vector<Invariant> invariants, ApiSignatures signatures)
@@ -176,6 +176,13 @@ void OnlineSession::note_lag_locked() {
                static_cast<int>(pid_));
 }
 
+bool OnlineSession::try_add_signatures(const ApiSignatures& more) {
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  checker_->add_signatures(more);
+  return true;
+}
+
 OnlineShedStats OnlineSession::shed_stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return shed_;
@@ -190,8 +197,9 @@ uint64_t OnlineSession::on_close(void* context) noexcept {
 
 // In the fork child, on its writer thread; `context` is the child's copy of the parent's session. No lock
 // is taken: a thread of the parent (Python asking for counts) may have held mutex_ at the fork, and the
-// copy keeps it held. What is read is never written after construction: the options, the invariants and
-// the signatures (add_signatures is traincheck-onlinecheck's, never a session's).
+// copy keeps it held. What is read is never written after construction, the options and the invariants,
+// or is written only by a thread holding the GIL, as the forking thread does: the signatures
+// (try_add_signatures).
 uint64_t OnlineSession::on_fork_child(void* context, void** child_context) noexcept {
   auto* parent = static_cast<OnlineSession*>(context);
   *child_context = nullptr;

@@ -27,6 +27,9 @@
 
 namespace traincheck {
 
+// api_signatures.json's content (or an entry set of it) parsed; "" is none. Throws TraceReadError.
+ApiSignatures parse_signatures_json(const std::string& text);
+
 struct OnlineSessionOptions {
   std::vector<std::string> invariant_files;
   std::string signatures_json;  // api_signatures.json's content for the wrapped APIs ("": none)
@@ -63,6 +66,13 @@ class OnlineSession {
   // is installed. A fork child's session never exchanges (it is not a rank).
   bool enable_cross_rank(std::unique_ptr<PeerStore> store, CrossRankOptions options);
   std::optional<CrossRankStats> cross_rank_stats() const;
+
+  // Signatures of APIs wrapped after the session started (modules imported later): checks bind their
+  // arguments by name from the next record on. Never waits for the lock: false when the writer holds it,
+  // and the caller (holding Python's GIL, which the writer's I/O thread may be waiting for) retries
+  // without the GIL. Called only with the GIL held, as every fork from Python is: a fork never copies a
+  // half-merged table into a child (on_fork_child reads it unlocked).
+  bool try_add_signatures(const ApiSignatures& more);
 
   // Thread-safe snapshots.
   OnlineCounts counts() const;

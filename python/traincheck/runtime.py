@@ -167,8 +167,8 @@ def _instrument(config: dict, core):
     compile_support.pause_recording_while_compiling(core)
     worker_transport.pause_recording_in_worker_transport(core)
     signatures = _publish_signatures(report, config["output_dir"])
-    later.on_installed = lambda installed: _publish_signatures(installed, config["output_dir"])
-    _start_online_check(config, core, signatures)
+    online = _start_online_check(config, core, signatures)
+    later.on_installed = lambda installed: _signatures_of_later_apis(installed, config["output_dir"], online)
 
     def summary() -> dict:
         if plan is None:
@@ -179,14 +179,27 @@ def _instrument(config: dict, core):
     return summary
 
 
-def _start_online_check(config: dict, core, signatures: dict) -> None:
+def _signatures_of_later_apis(installed, output_dir: str, online) -> None:
+    """APIs wrapped when their module was imported during the run: their signatures go where those of the
+    APIs wrapped at the start went, the file and the in-process checker (its checks of them bind
+    arguments by name from then on, as an offline check of the same trace does)."""
+    entries = _publish_signatures(installed, output_dir)
+    if online is None or not entries:
+        return
+    try:
+        online.add_signatures(json.dumps(entries))
+    except Exception as e:  # noqa: BLE001 - checking is an extra
+        print(f"traincheck: warning: online check: signatures of later imported APIs not added ({e})", file=sys.stderr)
+
+
+def _start_online_check(config: dict, core, signatures: dict):
     """In-process checking (collect -i, unless --no-online-check): the recorder's writer thread feeds every
     trace line to the checker in traincheck._online, which appends violations to failed.log as it finds
     them and writes report.html and summary_<pid>.json when the recorder shuts down. Imported only here,
-    so that otherwise no analyzer code is loaded into training."""
+    so that otherwise no analyzer code is loaded into training. Returns that module, or None when off."""
     online = config.get("online_check")
     if not online:
-        return
+        return None
     try:
         from traincheck import _online
 
@@ -194,8 +207,10 @@ def _start_online_check(config: dict, core, signatures: dict) -> None:
         capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval)
         _start_cross_rank_check(_online)
         core.set_record_sink(capsule)
+        return _online
     except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches
         print(f"traincheck: warning: online check disabled: {e}", file=sys.stderr)
+        return None
 
 
 def _start_cross_rank_check(online) -> None:

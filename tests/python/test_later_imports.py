@@ -3,6 +3,7 @@ full and selective mode (docs/collection.md §Modules imported later): a package
 torch submodule torch does not import at start, and transformers' lazily loaded modeling and generation
 modules (a tiny GPT-2 from its config, no download), with torch.compile untouched."""
 import json
+import subprocess
 import sys
 
 import pytest
@@ -60,6 +61,10 @@ def test_full_mode_wraps_a_package_submodule_and_a_torch_submodule_imported_afte
     assert "torch.nn.utils.prune.l1_unstructured" in functions
     summary = json.loads(next((tmp_path / "out").glob("instrumentation_summary_*.json")).read_text())
     assert summary["modules_instrumented_on_import"] >= 2  # mylib.late, torch.nn.utils.prune
+    # Their signatures are published as they are wrapped, as those of the APIs wrapped at the start.
+    signatures = json.loads((tmp_path / "out" / "api_signatures.json").read_text())
+    assert [p["name"] for p in signatures["mylib.late.outer"]["params"]] == ["x"]
+    assert "torch.nn.utils.prune.l1_unstructured" in signatures
 
 
 def test_selective_mode_wraps_named_functions_of_a_module_not_loaded_at_the_start(tmp_path):
@@ -89,8 +94,6 @@ HF_SCRIPT = SCRIPTS / "hf_generate_lazy.py"
 
 
 def _plain(tmp_path, *args) -> str:
-    import subprocess
-
     r = subprocess.run([sys.executable, str(HF_SCRIPT), *args], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return r.stdout
@@ -124,3 +127,41 @@ def test_modules_torch_compile_imports_are_not_instrumented(tmp_path, transforme
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-2:] == plain.splitlines()[-2:]  # compiled logits, generated tokens
     assert not any(f.startswith(("torch._inductor", "torch._dynamo")) for f in _pre_functions(tmp_path / "out"))
+
+
+ARG_PACKAGE = {
+    "arglib/__init__.py": "",
+    "arglib/late.py": "def scale(x, factor):\n    return x * factor\n\n\ndef outer(x, factor):\n    return scale(x, factor) + 1\n",
+}
+ARG_SCRIPT = "import sys\nimport arglib.late\n\nprint('RESULT', arglib.late.outer(3, int(sys.argv[1])))\n"
+
+
+def _violations(folder) -> list:
+    text = folder.read_text() if folder.exists() else ""
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_in_process_check_names_arguments_of_apis_wrapped_later_as_the_offline_check_does(tmp_path):
+    """The in-process checker gets the signatures of APIs wrapped when their module is imported (their
+    positional arguments named, as offline): it once checked them with arguments named by index, so an
+    invariant on `factor` flagged every call in-process and none offline."""
+    for name, text in ARG_PACKAGE.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    script = write_script(tmp_path, "args.py", ARG_SCRIPT)
+    invariant = _contains("arglib.late.outer", "arglib.late.scale")
+    invariant["params"][1]["arguments"] = {"args": {"factor": {"int": 2}}, "func_name": "arglib.late.scale"}
+    (tmp_path / "inv.json").write_text(json.dumps(invariant) + "\n")
+    verdicts = {}
+    for factor in ("2", "3"):  # the invariant's value, then another
+        out = f"run{factor}"
+        r = collect(tmp_path, "-p", str(script), "-t", "arglib", "-i", "inv.json", "--output-dir", out,
+                    script_args=[factor])
+        assert r.returncode == 0, r.stderr
+        in_process = _violations(tmp_path / out / "online_check" / "failed.log")
+        c = subprocess.run(["traincheck-check", "-f", out, "-i", "inv.json", "-o", f"offline{factor}"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+        assert c.returncode == 0, c.stderr
+        offline = json.loads((tmp_path / f"offline{factor}" / out / "violations_summary.json").read_text())["violations"]
+        verdicts[factor] = (len(in_process) > 0, len(offline) > 0)
+    assert verdicts == {"2": (False, False), "3": (True, True)}
