@@ -39,7 +39,7 @@ def test_the_corpus_covers_the_families_features_and_styles_asked_for(programs):
     assert REQUIRED_FAMILIES <= {p.family for p in programs}
     assert REQUIRED_FEATURES <= {f for p in programs for f in p.features}
     # Optimizers both with and without a scheduler; several styles of one thing.
-    for opt in ("sgd", "adam", "adamw", "rmsprop"):
+    for opt in ("sgd", "adam", "adamw", "adadelta", "rmsprop"):
         with_sched = {("scheduler" in p.features) for p in programs if opt in p.features}
         assert with_sched == {True, False}, opt
     assert {p.style for p in programs} == {"hand", "trainer"}
