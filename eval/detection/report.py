@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from eval.detection.results import IN_PROCESS, OFFLINE, DetectionRow, FpRow
+from eval.detection.run_level import fp_run_level, run_level
 
 COLUMNS = [("ours", OFFLINE), ("ours", IN_PROCESS), ("original", OFFLINE)]
 
@@ -65,6 +66,12 @@ class Summary:
     seconds: float                   # infer + check jobs (offline) or in-process runs, first repetition
     nondeterministic: int
     repetitions: int = 1
+    # Run-level (eval/detection/run_level.py): each run judged on its own alarms, no twin subtracted.
+    correct_alarming: int = 0
+    buggy_alarming: int = 0
+    clean_catches: int = 0
+    clean_catches_after_trigger: int = 0
+    median_alarms_correct: float | None = None
 
     @property
     def recall(self) -> float:
@@ -100,7 +107,7 @@ def summarize(rows: list[DetectionRow]) -> list[Summary]:
                                statistics.mean(fps) if fps else None,
                                statistics.mean(invs) if invs else None, secs,
                                sum(1 for k in keys if differs(groups[k])),
-                               min(len(groups[k]) for k in keys)))
+                               min(len(groups[k]) for k in keys), **asdict(run_level(firsts))))
     return out
 
 
@@ -127,6 +134,20 @@ def case_table(rows: list[DetectionRow]) -> str:
                 reps = groups.get((name, s, t, m))
                 row.append(cell(reps) if reps else "-")
         body.append(row)
+    return _md_table(header, body)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
+def run_level_table(summaries: list[Summary]) -> str:
+    """The headline: each run judged on its own alarms, as a user without a twin good run sees it."""
+    header = ["tool", "check", "setting", "correct runs alarming", "buggy runs alarming",
+              "clean catches (at/after trigger)", "median alarms (correct run)", "recall (vs twin)"]
+    body = [[s.tool, s.mode, s.setting, f"{s.correct_alarming}/{s.cases}", f"{s.buggy_alarming}/{s.cases}",
+             f"{s.clean_catches}/{s.cases} ({s.clean_catches_after_trigger})", _num(s.median_alarms_correct),
+             f"{s.detected}/{s.cases}"] for s in summaries]
     return _md_table(header, body)
 
 
@@ -165,6 +186,8 @@ class FpSummary:
     max_fp_rate: float | None
     mean_invariants: float | None
     not_finished: int
+    programs_alarming: int = 0       # run-level: checked programs with >= 1 violated invariant
+    median_alarms: float | None = None
 
 
 def summarize_fp(rows: list[FpRow]) -> list[FpSummary]:
@@ -179,14 +202,16 @@ def summarize_fp(rows: list[FpRow]) -> list[FpSummary]:
             rates = [r.fp_rate for r in ok]
             out.append(FpSummary(tool, k, len(sel), statistics.mean(rates) if rates else None,
                                  max(rates) if rates else None,
-                                 statistics.mean(r.invariants for r in ok) if ok else None, len(sel) - len(ok)))
+                                 statistics.mean(r.invariants for r in ok) if ok else None, len(sel) - len(ok),
+                                 **asdict(fp_run_level(sel))))
     return out
 
 
 def fp_table(summaries: list[FpSummary]) -> str:
-    header = ["tool", "trained on (programs)", "checked programs", "invariants (mean)", "mean FP rate", "max FP rate",
-              "not finished"]
-    body = [[s.tool, str(s.train_size), str(s.programs), "-" if s.mean_invariants is None else f"{s.mean_invariants:.0f}",
+    header = ["tool", "trained on (programs)", "checked programs", "programs alarming", "median alarms",
+              "invariants (mean)", "mean FP rate", "max FP rate", "not finished"]
+    body = [[s.tool, str(s.train_size), str(s.programs), f"{s.programs_alarming}/{s.programs}", _num(s.median_alarms),
+             "-" if s.mean_invariants is None else f"{s.mean_invariants:.0f}",
              _pct(s.mean_fp_rate), _pct(s.max_fp_rate), str(s.not_finished)] for s in summaries]
     return _md_table(header, body)
 
@@ -239,6 +264,13 @@ def plot_fp(summaries: list[FpSummary], out_dir: Path) -> list[Path]:
     return paths
 
 
+RUN_LEVEL_NOTE = (
+    "Each run judged on its own alarms (invariants it violates, at any step), as a user who has no good run of the "
+    "same program sees it; first repetition. Correct run: the case's third good run. Clean catch: the buggy run "
+    "alarms and its correct twin (same seed) raises no alarm; in brackets, those whose buggy run alarms at or after "
+    "the trigger step. Recall (vs twin) subtracts the twin's alarms, which a user does not have.\n")
+
+
 def write_report(out_dir: Path, det_rows: list[DetectionRow], fp_rows: list[FpRow], setup: str) -> str:
     summaries = summarize(det_rows)
     fp_sums = summarize_fp(fp_rows)
@@ -249,7 +281,8 @@ def write_report(out_dir: Path, det_rows: list[DetectionRow], fp_rows: list[FpRo
         plot_fp(fp_sums, out_dir)
     nondet = sorted(k for k, reps in _group(det_rows).items() if differs(reps))
     parts = [
-        "# Detection evaluation\n", setup, "\n## Summary\n", summary_table(summaries),
+        "# Detection evaluation\n", setup, "\n## Summary: run by run\n", run_level_table(summaries),
+        "\n\n" + RUN_LEVEL_NOTE, "\n## Summary: against the twin good run\n", summary_table(summaries),
         "\n\nRecall: cases whose buggy run violates an invariant, at or after the trigger step, that the good run of the "
         "same seed does not violate. Latency: that first step minus the trigger step. FP rate (good run): invariants "
         "violated on the third good run over all invariants, averaged over cases.\n",

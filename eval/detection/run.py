@@ -12,6 +12,7 @@ and per repetition rep<r>/ with every trace, invariant file, check result and lo
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the `eval.detection` package importable
@@ -57,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows-from", nargs="+", type=Path, default=None,
                    help="with --report-only: the rows.json of these result folders, their repetitions numbered "
                         "one after another (runs split over several invocations)")
+    p.add_argument("--csv-from", type=Path, default=None,
+                   help="with --report-only: rebuild from the detection.csv and fp.csv of this folder (a landed "
+                        "result, e.g. eval/detection/results) instead of rows.json")
     p.add_argument("--peer-repeats", type=int, default=None,
                    help="run the original in the first N repetitions only (default: all)")
     p.add_argument("--peer-no-fp", action="store_true",
@@ -101,6 +106,32 @@ def load_rows(path: Path) -> tuple[list[DetectionRow], list[FpRow], str]:
     return ([DetectionRow(**r) for r in data["detection"]], [FpRow(**r) for r in data["fp"]], data["setup"])
 
 
+def _csv_value(text: str, kind: str):
+    """A CSV cell as the row field's type (the field's annotation, a string under `annotations`)."""
+    if text == "" and "None" in kind:
+        return None
+    if kind.startswith("bool"):
+        return text == "True"
+    if kind.startswith("int"):
+        return int(text)
+    if kind.startswith("float"):
+        return float(text)
+    return text
+
+
+def _read_csv(path: Path, row_type) -> list:
+    kinds = {f.name: str(f.type) for f in fields(row_type)}
+    with open(path, newline="") as f:
+        return [row_type(**{k: _csv_value(v, kinds[k]) for k, v in r.items() if k in kinds}) for r in csv.DictReader(f)]
+
+
+def load_csv_rows(folder: Path) -> tuple[list[DetectionRow], list[FpRow]]:
+    """The rows of a result folder's detection.csv and fp.csv (fp.csv may be missing or empty)."""
+    fp_csv = folder / "fp.csv"
+    fp = _read_csv(fp_csv, FpRow) if fp_csv.exists() and fp_csv.stat().st_size else []
+    return _read_csv(folder / "detection.csv", DetectionRow), fp
+
+
 def merge_rows(folders: list[Path]) -> tuple[list[DetectionRow], list[FpRow], str]:
     """The rows of several result folders, repetitions renumbered in folder order."""
     det_all, fp_all, setups, offset = [], [], [], 0
@@ -122,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
-        det, fp, setup = merge_rows(args.rows_from or [out])
+        if args.csv_from:
+            det, fp = load_csv_rows(args.csv_from)
+            setup = f"Rebuilt from the CSV files of {args.csv_from}.\n"
+        else:
+            det, fp, setup = merge_rows(args.rows_from or [out])
         print(write_report(out, det, fp, setup))
         return 0
     try:
