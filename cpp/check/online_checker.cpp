@@ -57,12 +57,7 @@ size_t find_in(std::string_view hay, std::string_view needle, size_t from) {
 }  // namespace
 
 std::vector<Invariant> OnlineChecker::load_invariants(const std::vector<std::string>& files) {
-  std::vector<Invariant> out;
-  std::set<std::string> seen;
-  for (const std::string& path : files)
-    for (Invariant& inv : read_invariant_file(path, relation_names()))
-      if (seen.insert(inv.identity()).second) out.push_back(std::move(inv));
-  return out;
+  return read_invariant_files(files, relation_names());
 }
 
 OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures signatures, OnlineCheckerOptions options)
