@@ -80,11 +80,8 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
     OnlineInvariantState& s = states_[i];
     s.invariant = &invariants_[i];
     s.relation = find_relation(invariants_[i].relation);
-    if (s.relation) {
-      s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
-      s.display_name = s.relation->display_name(invariants_[i]);
-    }
-    if (s.display_name.empty()) s.display_name = invariants_[i].text_description;
+    if (s.relation) s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
+    s.display_name = invariant_label(s.relation, invariants_[i]);
     if (!s.check) continue;
     const OnlineInterest interest = s.check->interest();
     const auto id = static_cast<uint32_t>(i);
