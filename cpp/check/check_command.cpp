@@ -64,11 +64,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
   try {
     // Invariants from every -i file, duplicates (same relation and params) kept once. The original
     // copies only the last file to <out>/invariants.json (docs/differences.md §Checking); we write them all.
-    std::vector<Invariant> invariants;
-    std::set<std::string> seen;
-    for (const std::string& path : args.get_list("invariants"))
-      for (Invariant& inv : read_invariant_file(path, relation_names()))
-        if (seen.insert(inv.identity()).second) invariants.push_back(std::move(inv));
+    std::vector<Invariant> invariants = read_invariant_files(args.get_list("invariants"), relation_names());
     fs::create_directories(out_dir);
     write_invariant_file((fs::path(out_dir) / "invariants.json").string(), invariants);
 

@@ -33,8 +33,7 @@ TraceCheckReport check_trace(const TraceStore& trace, const std::vector<Invarian
     o.relation = find_relation(invariants[i].relation);
     TC_ASSERT(o.relation != nullptr, "invariants name registered relations (the codec rejects others)");
     o.result = o.relation->check(trace, invariants[i], options);
-    o.display_name = o.relation->display_name(invariants[i]);
-    if (o.display_name.empty()) o.display_name = invariants[i].text_description;
+    o.display_name = invariant_label(o.relation, invariants[i]);
   });
   return report;
 }

@@ -57,12 +57,7 @@ size_t find_in(std::string_view hay, std::string_view needle, size_t from) {
 }  // namespace
 
 std::vector<Invariant> OnlineChecker::load_invariants(const std::vector<std::string>& files) {
-  std::vector<Invariant> out;
-  std::set<std::string> seen;
-  for (const std::string& path : files)
-    for (Invariant& inv : read_invariant_file(path, relation_names()))
-      if (seen.insert(inv.identity()).second) out.push_back(std::move(inv));
-  return out;
+  return read_invariant_files(files, relation_names());
 }
 
 OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures signatures, OnlineCheckerOptions options)
@@ -85,11 +80,8 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
     OnlineInvariantState& s = states_[i];
     s.invariant = &invariants_[i];
     s.relation = find_relation(invariants_[i].relation);
-    if (s.relation) {
-      s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
-      s.display_name = s.relation->display_name(invariants_[i]);
-    }
-    if (s.display_name.empty()) s.display_name = invariants_[i].text_description;
+    if (s.relation) s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
+    s.display_name = invariant_label(s.relation, invariants_[i]);
     if (!s.check) continue;
     const OnlineInterest interest = s.check->interest();
     const auto id = static_cast<uint32_t>(i);

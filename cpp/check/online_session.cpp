@@ -272,7 +272,7 @@ Value OnlineSession::summary() const {
   return summary_locked();
 }
 
-// The checker's summary, plus what the cross-rank exchange did (docs/formats.md §summary_<pid>.json).
+// The checker's summary, plus what the cross-rank exchange did (docs/formats.md §traincheck-onlinecheck).
 Value OnlineSession::summary_locked() const {
   Value summary = checker_->summary();
   auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };

@@ -35,7 +35,7 @@ struct OnlineSessionOptions {
   std::string signatures_json;  // api_signatures.json's content for the wrapped APIs ("": none)
   std::string output_dir;
   double report_interval_s = 10.0;  // <= 0: report.html only at finish
-  // Shedding (DESIGN.md, hot-path rule 7): once the records the writer hands over are this much older than
+  // Shedding (docs/README.md §Rules of the hot path, rule 7): once the records the writer hands over are this much older than
   // they were at the first pass (the writer has fallen behind the training by that much), checking stops
   // for the rest of the run, with a warning and counts in summary_<pid>.json; the trace goes on.
   double max_lag_s = 10.0;

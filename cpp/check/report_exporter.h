@@ -1,4 +1,4 @@
-// External reporting (docs/formats.md §External reporting): --report-wandb and --report-mlflow hand the
+// External reporting (docs/differences.md §Checking): --report-wandb and --report-mlflow hand the
 // checker's output folder to a Python child, `python -m traincheck.reporting.export`, which logs it with
 // the real `wandb` / `mlflow` packages. The checker itself never links or embeds Python: the child reads
 // only the files the checker wrote (failed.log, violations_summary.json, report.html, invariants.json).

@@ -3,7 +3,7 @@
 // Release (NDEBUG): the condition is not evaluated there, so it may cost what it must.
 //
 // Never for user input: a bad trace or invariant file gets an error naming file, line and field
-// (DESIGN.md, Style). A failed assertion names the source line and aborts, so a sanitizer or test run
+// (docs/README.md §Architecture). A failed assertion names the source line and aborts, so a sanitizer or test run
 // stops at the first broken invariant instead of computing on from it.
 #pragma once
 

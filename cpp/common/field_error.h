@@ -1,6 +1,6 @@
 // FieldError: invalid input in one named field of a document being read (a param, a precondition). The
-// reader that knows the file and line catches it and says all three (DESIGN.md, Style: errors name file,
-// line and field).
+// reader that knows the file and line catches it and says all three (docs/README.md §Architecture: errors
+// name file, line and field).
 #pragma once
 
 #include <stdexcept>

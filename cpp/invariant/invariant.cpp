@@ -102,6 +102,16 @@ std::vector<Invariant> read_invariant_file(const std::string& path, const Relati
   return out;
 }
 
+std::vector<Invariant> read_invariant_files(const std::vector<std::string>& paths, const RelationNames& relations) {
+  std::vector<Invariant> out;
+  std::set<std::string> seen;
+  for (const std::string& path : paths)
+    for_each_invariant_in_file(path, relations, [&](Invariant&& inv, size_t) {
+      if (seen.insert(inv.identity()).second) out.push_back(std::move(inv));
+    });
+  return out;
+}
+
 void for_each_invariant_in_file(const std::string& path, const RelationNames& relations,
                                 const std::function<void(Invariant&&, size_t line)>& visit) {
   std::string text, error;

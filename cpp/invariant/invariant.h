@@ -55,6 +55,10 @@ Invariant invariant_from_json(std::string_view text, const std::string& file = "
 // Reads a JSONL invariant file (blank lines ignored) whose relations are all among `relations`.
 // Throws InvariantFormatError. The visitor form also gives each invariant's line number.
 std::vector<Invariant> read_invariant_file(const std::string& path, const RelationNames& relations);
+// Every file's invariants, in file order; an invariant met again by identity (another -i file, or the same
+// file twice) is kept once, the first (docs/formats.md §Invariant identity). How traincheck-check and the
+// online checkers merge their -i files.
+std::vector<Invariant> read_invariant_files(const std::vector<std::string>& paths, const RelationNames& relations);
 void for_each_invariant_in_file(const std::string& path, const RelationNames& relations,
                                 const std::function<void(Invariant&&, size_t line)>& visit);
 

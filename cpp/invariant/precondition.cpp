@@ -229,6 +229,8 @@ GroupedPreconditions preconditions_from_value(const Value& v) {
   return out;
 }
 
+// The recorder accepts the same names (python/traincheck/meta_vars.py, VALID_STAGES); sorted.
+// tests/python/test_stage_names.py ties the two lists together.
 const std::vector<std::string>& all_stage_names() {
   static const std::vector<std::string> names = {"checkpointing", "evaluation",     "inference", "init",
                                                  "postprocessing", "preprocessing", "testing",   "training"};

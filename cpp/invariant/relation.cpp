@@ -14,4 +14,9 @@ void Relation::merge(Hypothesis& into, Hypothesis&& other) const {
   for (const TraceStore* t : other.generated_by) into.generated_by.push_back(t);
 }
 
+std::string invariant_label(const Relation* relation, const Invariant& invariant) {
+  std::string label = relation ? relation->display_name(invariant) : std::string();
+  return label.empty() ? invariant.text_description : label;
+}
+
 }  // namespace traincheck

@@ -158,4 +158,9 @@ class Relation {
   virtual std::string display_name(const Invariant& invariant) const { return {}; }
 };
 
+// An invariant's label wherever one is shown or written (failed.log's display_name, the summaries,
+// report.html), offline and online: its relation's display name, else its text_description. relation
+// may be null (then text_description).
+std::string invariant_label(const Relation* relation, const Invariant& invariant);
+
 }  // namespace traincheck

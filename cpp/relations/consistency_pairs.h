@@ -1,5 +1,5 @@
-// ConsistencyRelation's pairs of one step, judged in time linear in the step ends (DESIGN.md, hot-path
-// rule 7): the offline check (consistency.cpp) and the online one (consistency_online.cpp) both ask an
+// ConsistencyRelation's pairs of one step, judged in time linear in the step ends (docs/README.md
+// §Rules of the hot path, rule 7): the offline check (consistency.cpp) and the online one (consistency_online.cpp) both ask an
 // index of one side's step ends "how many pairs with this end does the precondition admit, and how many of
 // those hold different values", and for the first few of the violating ones, which.
 //

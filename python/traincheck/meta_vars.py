@@ -13,6 +13,8 @@ import operator
 from collections.abc import MutableMapping
 from typing import Any
 
+# The analyzer lists the same names (cpp/invariant/precondition.cpp, all_stage_names);
+# tests/python/test_stage_names.py ties the two lists together.
 VALID_STAGES = (
     "init",
     "training",

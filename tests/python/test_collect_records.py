@@ -36,7 +36,10 @@ def test_every_record_has_the_original_keys_and_pre_post_pair_up(tmp_path):
 
 def test_records_of_each_file_are_time_ordered_by_post_and_nested_calls_lie_inside(tmp_path):
     _, out = run_mlp(tmp_path)
-    for records in read_trace_files(out).values():
+    files = read_trace_files(out)
+    assert files, f"no trace_API_*.log in {out}: the loop below would check nothing"
+    for records in files.values():
+        assert records
         times = [r["time"] for r in records]
         assert times == sorted(times)
         assert len({(r["process_id"], r["thread_id"]) for r in records}) == 1

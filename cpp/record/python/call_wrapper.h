@@ -17,8 +17,8 @@
 
 namespace traincheck {
 
-// Every wrapper records its calls: what need not be recorded is not wrapped at all (DESIGN.md, hot-path
-// rule 3), so there is no pass-through option to test per call.
+// Every wrapper records its calls: what need not be recorded is not wrapped at all (docs/README.md
+// §Rules of the hot path, rule 3), so there is no pass-through option to test per call.
 enum WrapperOptions : uint8_t {
   kDumpArgs = 1 << 1,       // capture arguments into the pre event
   kDumpReturn = 1 << 2,     // capture the return value into the post event

@@ -56,6 +56,9 @@ def entry_steps(entry: dict) -> list[tuple[int, str | None]]:
 
 
 def entry_label(entry: dict) -> str:
+    """The label the C++ checker wrote (`display_name`, from invariant_label in cpp/invariant/relation.h);
+    an entry without one (the original's failed.log) falls back as that function does, then to the
+    relation's name."""
     inv = entry.get("invariant") or {}
     return entry.get("display_name") or inv.get("text_description") or inv.get("relation", "")
 

@@ -73,7 +73,7 @@ TEST(OnlineSession, ViolationsReachFailedLogDuringThePassAndTheSummaryAtClose) {
   session.finish();  // idempotent
 }
 
-// Regression (DESIGN.md, hot-path rule 7): a checker that cannot keep up made the writer fall behind
+// Regression (docs/README.md §Rules of the hot path, rule 7): a checker that cannot keep up made the writer fall behind
 // without bound (80k records at exit, ranks that never exited). Once the records handed over are
 // max_lag_s older than at the first pass, checking stops: later lines are counted, not checked, and the
 // summary says so; the sink stays cheap, so the trace and the exit go on.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check/check_command.h"
+#include "golden_update.h"
 #include "infer/infer_command.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +28,7 @@ std::string slurp(const fs::path& p) {
 
 void expect_golden(const fs::path& actual, const std::string& golden_name) {
   const fs::path golden = kData / "golden" / golden_name;
-  if (std::getenv("TC_UPDATE_GOLDEN")) fs::copy_file(actual, golden, fs::copy_options::overwrite_existing);
+  if (golden_update_requested()) fs::copy_file(actual, golden, fs::copy_options::overwrite_existing);
   EXPECT_EQ(slurp(actual), slurp(golden)) << "differs from " << golden;
 }
 

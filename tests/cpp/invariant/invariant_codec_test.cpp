@@ -110,6 +110,24 @@ TEST(InvariantCodec, WrittenFilesAreSortedByDescriptionAndReadBack) {
   std::filesystem::remove(path);
 }
 
+// The -i merge of traincheck-check and the online checkers: file order, an invariant met again by identity
+// (relation and params; a different description or precondition does not matter) kept once, the first.
+TEST(InvariantCodec, ReadingSeveralFilesKeepsEachIdentityOnceTheFirst) {
+  const std::string tmp = std::filesystem::temp_directory_path() / ("tc_merge_" + std::to_string(::getpid()));
+  Invariant renamed = invariant_from_json(kZeroGrad);
+  renamed.text_description = "the same invariant, described again";
+  std::ofstream(tmp + "_a.json") << kZeroGrad << "\n" << kDropout << "\n";
+  std::ofstream(tmp + "_b.json") << kRelu << "\n" << renamed.to_json_line() << "\n" << kDropout << "\n";
+  const std::vector<Invariant> merged = read_invariant_files({tmp + "_a.json", tmp + "_b.json", tmp + "_a.json"}, relation_names());
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].to_json_line(), kZeroGrad);
+  EXPECT_EQ(merged[1].to_json_line(), kDropout);
+  EXPECT_EQ(merged[2].to_json_line(), kRelu);
+  EXPECT_TRUE(read_invariant_files({}, relation_names()).empty());
+  std::filesystem::remove(tmp + "_a.json");
+  std::filesystem::remove(tmp + "_b.json");
+}
+
 TEST(ParamValues, GeneralisedTokensMatchAndGeneralise) {
   EXPECT_TRUE(value_matches(Value::string("non_zero"), Value::integer(-5)));
   EXPECT_FALSE(value_matches(Value::string("non_zero"), Value::integer(0)));
