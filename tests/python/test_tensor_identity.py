@@ -49,3 +49,35 @@ def test_data_temporaries_of_different_parameters_are_different_arguments(tmp_pa
 
 def test_one_parameter_initialised_twice_is_the_same_argument(tmp_path):
     assert len(_violations(tmp_path, "bug", "--bug")) >= 1
+
+
+# Evaluation passes under no_grad: each pass's hidden states are freed before the next pass allocates its
+# own, often at the same address. Different tensors at one address must stay different arguments: they
+# made DistinctArgument alarm on correct runs whenever the allocator happened to reuse an address. A
+# fixed mmap threshold makes the reuse certain here (each 1 MB block is its own mapping, unmapped when
+# freed, and the next mapping of that size lands in the gap it left).
+PASSES = """
+import torch
+torch.manual_seed(0)
+layer = torch.nn.Linear(512, 4)
+x = torch.randn(512, 512)
+with torch.no_grad():
+    for _ in range(6):
+        hidden = torch.tanh(x)  # a fresh 1 MB tensor each pass
+        layer(hidden)
+        del hidden
+print("OK")
+"""
+
+
+def test_different_tensors_at_one_reused_address_are_different_arguments(tmp_path):
+    script = write_script(tmp_path, "passes.py", PASSES)
+    r = collect(tmp_path, "-p", str(script), "--output-dir", "out", env={"MALLOC_MMAP_THRESHOLD_": "131072"})
+    assert r.returncode == 0, r.stderr
+    records = [r for rs in read_trace_files(tmp_path / "out").values() for r in rs
+               if r["type"] == "function_call (pre)" and r["function"] == "torch.nn.modules.linear.Linear.forward"]
+    ids = [r["args"]["1"]["torch.FloatTensor"]["_TRAINCHECK_data_ID"] for r in records]
+    assert len(ids) == 6
+    address = (1 << 48) - 1  # an identity's low bits are the address
+    assert len({i & address for i in ids}) < 6  # the scenario: some pass reused an earlier pass's address
+    assert len(set(ids)) == 6

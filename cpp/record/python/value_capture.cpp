@@ -3,6 +3,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "record/python/data_lifetimes.h"
 #include "record/recorder.h"
 
 namespace traincheck {
@@ -18,6 +19,7 @@ TorchTypes g_types;
 // torch._C.TensorBase.data_ptr, the C method itself: a wrapper that --instr-descriptors sets on
 // torch.Tensor is never called from here. Null before set_torch_types or where torch lacks it.
 PyObject* g_data_ptr = nullptr;
+PyObject* g_untyped_storage = nullptr;  // TensorBase.untyped_storage, likewise
 
 // Caches keyed by objects that live as long as the process (types, dtype singletons). Only touched with
 // the GIL held, so no lock.
@@ -126,8 +128,8 @@ const DtypeInfo* dtype_info(PyObject* dtype) {
 
 }  // namespace
 
-// A tensor's identity in records (_TRAINCHECK_data_ID): the address of its data, which no other tensor
-// alive at the same time has unless it views the same data, rather than id(tensor). A temporary such as
+// A tensor's identity in records (_TRAINCHECK_data_ID): the address of its data paired with the lifetime
+// of the storage there (record/python/data_lifetimes.h), rather than id(tensor). A temporary such as
 // `p.data` is freed after the call, and the next one often gets the same Python id: `.data` views of
 // different parameters looked like one tensor (issue 25); their data addresses differ, and two views of
 // one parameter share theirs. A tensor without an address (meta, sparse, fake, functorch wrappers: 0 or
@@ -145,7 +147,7 @@ uint64_t data_identity(PyObject* t, bool sparse) {
     PyErr_Clear();
     return reinterpret_cast<uint64_t>(t);
   }
-  return static_cast<uint64_t>(address);
+  return data_lifetime_identity(t, static_cast<uint64_t>(address), g_untyped_storage);
 }
 
 void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
@@ -306,20 +308,25 @@ void capture_dict(PayloadEncoder& out, PyObject* dict, int depth) {
 
 }  // namespace
 
+// The first method descriptor named `name` in the tensor type's MRO: TensorBase's own C method, never a
+// wrapper that --instr-descriptors set on torch.Tensor. A new reference, or null.
+static PyObject* tensor_base_method(PyTypeObject* tensor, const char* name) {
+  PyObject* mro = tensor->tp_mro;
+  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = dict ? PyDict_GetItemString(dict, name) : nullptr;
+    if (found != nullptr && Py_IS_TYPE(found, &PyMethodDescr_Type)) return Py_NewRef(found);
+  }
+  return nullptr;
+}
+
 void set_torch_types(const TorchTypes& types) {
   g_types = types;
   Py_CLEAR(g_data_ptr);
+  Py_CLEAR(g_untyped_storage);
   if (types.tensor == nullptr) return;
-  // The first method descriptor named data_ptr in torch.Tensor's MRO: TensorBase's own, not a wrapper.
-  PyObject* mro = types.tensor->tp_mro;
-  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
-    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
-    PyObject* found = dict ? PyDict_GetItemString(dict, "data_ptr") : nullptr;
-    if (found != nullptr && Py_IS_TYPE(found, &PyMethodDescr_Type)) {
-      g_data_ptr = Py_NewRef(found);
-      return;
-    }
-  }
+  g_data_ptr = tensor_base_method(types.tensor, "data_ptr");
+  g_untyped_storage = tensor_base_method(types.tensor, "untyped_storage");
 }
 
 uint32_t type_name_id(PyTypeObject* type) {
