@@ -34,7 +34,7 @@ TraceCheckReport check_trace(const TraceStore& trace, const std::vector<Invarian
     TC_ASSERT(o.relation != nullptr, "invariants name registered relations (the codec rejects others)");
     o.result = o.relation->check(trace, invariants[i], options);
     o.display_name = o.relation->display_name(invariants[i]);
-    if (o.display_name.empty()) o.display_name = invariants[i].text_description;
+    if (o.display_name.empty()) o.display_name = invariants[i].text_description.str();
   });
   return report;
 }

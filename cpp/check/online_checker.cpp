@@ -89,7 +89,7 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
       s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
       s.display_name = s.relation->display_name(invariants_[i]);
     }
-    if (s.display_name.empty()) s.display_name = invariants_[i].text_description;
+    if (s.display_name.empty()) s.display_name = invariants_[i].text_description.str();
     if (!s.check) continue;
     const OnlineInterest interest = s.check->interest();
     const auto id = static_cast<uint32_t>(i);
