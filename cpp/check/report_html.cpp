@@ -97,7 +97,7 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
       std::string steps;
       for (size_t i = 0; i < row.steps.size() && i < kMaxListedSteps; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
       h += "<tr class=\"vrow\"><td><details><summary>" + esc(o.display_name) + " <span class=\"badge\">" + esc(o.invariant->relation) +
-           "</span></summary><p class=\"muted\">" + esc(o.invariant->text_description) + "</p><p>Steps: " + steps + "</p>" +
+           "</span></summary><p class=\"muted\">" + esc(o.invariant->text_description.str()) + "</p><p>Steps: " + steps + "</p>" +
            trace_sample_table(*row.report->trace, o) + "</details></td><td>" + esc(row.report->name) + "</td><td>" + first + stage_badge +
            "</td><td>" + last + "</td><td>" + std::to_string(o.result.violation_count) + "</td></tr>";
     }

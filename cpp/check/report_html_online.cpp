@@ -57,7 +57,7 @@ std::string render_online_report_html(OnlineReportData d) {
       const std::string last = row.last_step ? std::to_string(*row.last_step) : "&ndash;";
       const std::string badge = row.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(row.first_stage) + "</span>";
       h += "<tr class=\"vrow\"><td><details><summary>" + esc(row.display_name) + " <span class=\"badge\">" + esc(row.invariant->relation) +
-           "</span></summary><p class=\"muted\">" + esc(row.invariant->text_description) + "</p><p>Steps: " + steps + "</p>" +
+           "</span></summary><p class=\"muted\">" + esc(row.invariant->text_description.str()) + "</p><p>Steps: " + steps + "</p>" +
            sample_table(row.samples) + "</details></td><td>" + first + badge + "</td><td>" + last + "</td><td>" +
            std::to_string(row.count) + "</td></tr>";
     }

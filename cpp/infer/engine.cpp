@@ -75,7 +75,7 @@ InferResult infer_invariants(const std::vector<const TraceStore*>& traces, const
     const Relation& rel = *relations[i % relations.size()];
     generated[i] = rel.generate(trace);
     for (Hypothesis& h : generated[i]) {
-      if (h.merge_key.empty()) h.merge_key = h.invariant.identity();
+      if (h.merge_key.empty()) h.merge_key = h.invariant.compact_identity();
       h.generated_by = {&trace};
     }
     gen_progress.tick();

@@ -8,13 +8,27 @@
 
 namespace traincheck {
 
-std::string Invariant::identity() const {
-  std::string out = relation;
-  for (const Param& p : params) {
+namespace {
+
+// The relation, then each param's key.
+template <typename ParamKey>
+std::string relation_and_params(const Invariant& inv, ParamKey&& key) {
+  std::string out = inv.relation;
+  for (const Param& p : inv.params) {
     out += '|';
-    out += p.to_json();
+    out += key(p);
   }
   return out;
+}
+
+}  // namespace
+
+std::string Invariant::identity() const {
+  return relation_and_params(*this, [](const Param& p) { return p.to_json(); });
+}
+
+std::string Invariant::compact_identity() const {
+  return relation_and_params(*this, [](const Param& p) { return p.compact_key(); });
 }
 
 std::set<std::string> context_managers_named(const Invariant& invariant) {
@@ -32,7 +46,7 @@ Value Invariant::to_value() const {
   Array ps;
   for (const Param& p : params) ps.push_back(p.to_value());
   auto count = [](const std::optional<int64_t>& n) { return n ? Value::integer(*n) : Value::null(); };
-  return make_object({{"text_description", Value::string(text_description)},
+  return make_object({{"text_description", Value::string(text_description.str())},
                       {"relation", Value::string(relation)},
                       {"params", Value::array(std::move(ps))},
                       {"precondition", precondition ? precondition->to_value() : Value::string("Failed")},
@@ -131,8 +145,8 @@ void for_each_invariant_in_file(const std::string& path, const RelationNames& re
 std::vector<std::string> named_apis(const Invariant& invariant) {
   std::vector<std::string> out;
   for (const Param& p : invariant.params) {
-    if (p.type == ParamType::Api) out.push_back(p.api_full_name);
-    else if (p.type == ParamType::InputOutput && !p.api_name.empty()) out.push_back(p.api_name);
+    if (p.type == ParamType::Api) out.push_back(p.api_full_name.str());
+    else if (p.type == ParamType::InputOutput && !p.api_name.empty()) out.push_back(p.api_name.str());
   }
   return out;
 }

@@ -14,11 +14,12 @@
 
 #include "invariant/param.h"
 #include "invariant/precondition.h"
+#include "invariant/shared_text.h"
 
 namespace traincheck {
 
 struct Invariant {
-  std::string text_description;
+  SharedText text_description;  // quotes its params' names by reference (shared_text.h)
   std::string relation;
   std::vector<Param> params;
   std::optional<GroupedPreconditions> precondition;  // nullopt: "Failed" / not inferred
@@ -26,6 +27,9 @@ struct Invariant {
   std::optional<int64_t> num_negative_examples;
 
   std::string identity() const;  // relation + canonical params
+  // Equal iff identity() is, within this process; names by their interned ids (Param::compact_key), so
+  // its length does not grow with theirs.
+  std::string compact_identity() const;
   // The precondition's group of that name; nullptr when there is none (or no precondition).
   const PreconditionGroup* precondition_group(std::string_view name) const {
     return precondition ? precondition->find(name) : nullptr;

@@ -15,53 +15,70 @@ std::string_view param_type_name(ParamType t) {
   return "";
 }
 
-Param Param::api(std::string name) {
+Param Param::api(std::string_view name) {
   Param p;
   p.type = ParamType::Api;
-  p.api_full_name = std::move(name);
+  p.api_full_name = Name(name);
   return p;
 }
 
-Param Param::var_type_param(std::string var_type, std::string attr) {
+Param Param::var_type_param(std::string_view var_type, std::string_view attr) {
   Param p;
   p.type = ParamType::VarType;
-  p.var_type = std::move(var_type);
-  p.attr_name = std::move(attr);
+  p.var_type = Name(var_type);
+  p.attr_name = Name(attr);
   return p;
 }
 
-Value Param::to_value() const {
+namespace {
+
+// The param as an object; `name_value` turns each name into its value (its text, or its id).
+template <typename NameValue>
+Value param_value(const Param& param, NameValue&& name_value) {
+  const Param& p = param;
+  const ParamType type = p.type;
   Object o;
   auto put = [&](std::string_view k, Value v) { o.push_back({intern_key(k), std::move(v)}); };
   put("param_type", Value::string(std::string(param_type_name(type))));
   switch (type) {
     case ParamType::Api:
-      put("api_full_name", Value::string(api_full_name));
-      if (exception) put("exception", *exception);
-      if (arguments) put("arguments", *arguments);
+      put("api_full_name", name_value(p.api_full_name));
+      if (p.exception) put("exception", *p.exception);
+      if (p.arguments) put("arguments", *p.arguments);
       break;
     case ParamType::VarType:
     case ParamType::VarName:
-      put("var_type", Value::string(var_type));
-      if (type == ParamType::VarName) put("var_name", Value::string(var_name));
-      put("attr_name", Value::string(attr_name));
-      if (pre_value) put("pre_value", *pre_value);
-      if (post_value) put("post_value", *post_value);
-      if (const_value) put("const_value", *const_value);
+      put("var_type", name_value(p.var_type));
+      if (type == ParamType::VarName) put("var_name", name_value(p.var_name));
+      put("attr_name", name_value(p.attr_name));
+      if (p.pre_value) put("pre_value", *p.pre_value);
+      if (p.post_value) put("post_value", *p.post_value);
+      if (p.const_value) put("const_value", *p.const_value);
       break;
     case ParamType::InputOutput:
-      put("name", Value::string(name));
-      put("index", index);
-      put("type", Value::string(io_type));
-      put("additional_path", additional_path);
-      put("api_name", Value::string(api_name));
-      put("is_input", Value::boolean(is_input));
+      put("name", name_value(p.name));
+      put("index", p.index);
+      put("type", name_value(p.io_type));
+      put("additional_path", p.additional_path);
+      put("api_name", name_value(p.api_name));
+      put("is_input", Value::boolean(p.is_input));
       break;
   }
   return Value::object(std::move(o));
 }
 
+}  // namespace
+
+Value Param::to_value() const {
+  return param_value(*this, [](Name n) { return Value::string(n.str()); });
+}
+
 std::string Param::to_json() const { return traincheck::to_json(to_value()); }
+
+std::string Param::compact_key() const {
+  // An integer where to_json has a string: no name's text can be mistaken for an id.
+  return traincheck::to_json(param_value(*this, [](Name n) { return Value::integer(n.id()); }));
+}
 
 namespace {
 
@@ -85,26 +102,26 @@ Param param_from_value(const Value& v) {
   Param p;
   if (kind == "APIParam") {
     p.type = ParamType::Api;
-    p.api_full_name = required_string(v, "api_full_name");
+    p.api_full_name = Name(required_string(v, "api_full_name"));
     p.exception = optional_value(v, "exception");
     p.arguments = optional_value(v, "arguments");
     if (p.arguments && !p.arguments->is_null() && !p.arguments->is_object())
       throw ParamFormatError("arguments", "must be an object or null");
   } else if (kind == "VarTypeParam" || kind == "VarNameParam") {
     p.type = kind == "VarTypeParam" ? ParamType::VarType : ParamType::VarName;
-    p.var_type = required_string(v, "var_type");
-    if (p.type == ParamType::VarName) p.var_name = required_string(v, "var_name");
-    p.attr_name = required_string(v, "attr_name");
+    p.var_type = Name(required_string(v, "var_type"));
+    if (p.type == ParamType::VarName) p.var_name = Name(required_string(v, "var_name"));
+    p.attr_name = Name(required_string(v, "attr_name"));
     p.pre_value = optional_value(v, "pre_value");
     p.post_value = optional_value(v, "post_value");
     p.const_value = optional_value(v, "const_value");
   } else if (kind == "InputOutputParam") {
     p.type = ParamType::InputOutput;
-    p.name = required_string(v, "name");
+    p.name = Name(required_string(v, "name"));
     if (const Value* f = v.find("index")) p.index = *f;
-    if (const Value* f = v.find("type"); f && f->is_string()) p.io_type = f->as_string();
+    if (const Value* f = v.find("type"); f && f->is_string()) p.io_type = Name(f->as_string());
     if (const Value* f = v.find("additional_path")) p.additional_path = *f;
-    if (const Value* f = v.find("api_name"); f && f->is_string()) p.api_name = f->as_string();
+    if (const Value* f = v.find("api_name"); f && f->is_string()) p.api_name = Name(f->as_string());
     if (const Value* f = v.find("is_input"); f && f->is_bool()) p.is_input = f->as_bool();
   } else {
     throw ParamFormatError("param_type", "unknown param type '" + kind + "'");

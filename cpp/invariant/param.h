@@ -2,6 +2,10 @@
 //
 // Absent-versus-null matters: an optional field that is absent means "not set / unconstrained"; a field
 // set to null means "the value None". std::optional<Value> keeps that distinction (nullopt vs null).
+//
+// Names (APIs, variable types and names, attributes) are interned (trace/name.h): inference makes a
+// param per function of each pair it hypothesises, and copying a long name into each made its memory
+// grow as name length x pairs (issue 24); copying a Param copies 4 bytes per name.
 #pragma once
 
 #include <optional>
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "common/field_error.h"
+#include "trace/name.h"
 #include "trace/value.h"
 
 namespace traincheck {
@@ -22,29 +27,32 @@ struct Param {
   ParamType type = ParamType::Api;
 
   // APIParam
-  std::string api_full_name;
+  Name api_full_name;
   std::optional<Value> exception;  // opaque; kept for round trips
   std::optional<Value> arguments;  // {"args": {name: {type: value}}, "func_name": str} or null
 
   // VarTypeParam / VarNameParam
-  std::string var_type;
-  std::string var_name;  // VarNameParam only
-  std::string attr_name;
+  Name var_type;
+  Name var_name;  // VarNameParam only
+  Name attr_name;
   std::optional<Value> pre_value, post_value, const_value;
 
   // InputOutputParam
-  std::string name;
+  Name name;
   Value index;            // int or null
-  std::string io_type;    // "type"
+  Name io_type;           // "type"
   Value additional_path;  // list or null
-  std::string api_name;
+  Name api_name;
   bool is_input = false;
 
-  static Param api(std::string name);
-  static Param var_type_param(std::string var_type, std::string attr);
+  static Param api(std::string_view name);
+  static Param var_type_param(std::string_view var_type, std::string_view attr);
 
   Value to_value() const;
   std::string to_json() const;  // canonical (compact) form; identity of a param
+  // Equal iff to_json() is, within this process, with each name written as its interned id: a key
+  // whose length does not grow with the names' (inference keys hypotheses by it).
+  std::string compact_key() const;
 };
 
 class ParamFormatError : public FieldError {

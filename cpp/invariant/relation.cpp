@@ -16,7 +16,7 @@ void Relation::merge(Hypothesis& into, Hypothesis&& other) const {
 
 std::string invariant_label(const Relation* relation, const Invariant& invariant) {
   std::string label = relation ? relation->display_name(invariant) : std::string();
-  return label.empty() ? invariant.text_description : label;
+  return label.empty() ? invariant.text_description.str() : label;
 }
 
 }  // namespace traincheck

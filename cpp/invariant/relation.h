@@ -32,7 +32,8 @@ struct Hypothesis {
   // (docs/formats.md §Stage restriction).
   std::vector<std::string> valid_stages;
   // Hypotheses from different traces with equal merge keys are one hypothesis (their examples are
-  // concatenated, then Relation::merge refines params). Defaults to the invariant identity.
+  // concatenated, then Relation::merge refines params). Defaults to the invariant's compact identity; a
+  // relation's own key names names by their ids too (Name::id), so that it stays short with long names.
   std::string merge_key;
   // Traces that generated this hypothesis (collect_examples runs on the others).
   std::vector<const TraceStore*> generated_by;

@@ -134,22 +134,22 @@ double likelihood(size_t positives, size_t total) {
   return 1.0 / (1.0 + std::exp(-0.1 * (pos - neg)));
 }
 
-std::string describe_child(const Param& child) {
-  if (child.type == ParamType::Api) {
-    std::string s = child.api_full_name;
-    if (child.arguments && child.arguments->is_object())
-      if (const Value* a = child.arguments->find("args")) s += "(" + to_json(*a) + ")";
-    return s;
-  }
-  auto v = [](const std::optional<Value>& x) { return x ? to_json(*x) : std::string("*"); };
-  std::string target = child.var_type + (child.type == ParamType::VarName ? "[" + child.var_name + "]" : "") + "." + child.attr_name;
-  return "a change of " + target + " from " + v(child.pre_value) + " to " + v(child.post_value);
-}
-
 void describe(Hypothesis& h) {
   const Param& parent = h.invariant.params[0];
   const Param& child = h.invariant.params[1];
-  h.invariant.text_description = parent.api_full_name + " contains " + describe_child(child);
+  SharedText& s = h.invariant.text_description;
+  s = SharedText() + parent.api_full_name + " contains ";
+  if (child.type == ParamType::Api) {
+    s += child.api_full_name;
+    if (child.arguments && child.arguments->is_object())
+      if (const Value* a = child.arguments->find("args")) s += "(" + to_json(*a) + ")";
+    return;
+  }
+  auto v = [](const std::optional<Value>& x) { return x ? to_json(*x) : std::string("*"); };
+  s += "a change of ";
+  s += child.var_type;
+  if (child.type == ParamType::VarName) s = s + "[" + child.var_name + "]";
+  s = s + "." + child.attr_name + " from " + v(child.pre_value) + " to " + v(child.post_value);
 }
 
 // Argument constraints as text in one canonical order (by name): equal sets give equal text whatever
@@ -164,19 +164,19 @@ std::string canonical_child(const Param& child) {
   Param bare = child;
   bare.arguments.reset();
   const Value* args = child.arguments && child.arguments->is_object() ? child.arguments->find("args") : nullptr;
-  return bare.to_json() + (args != nullptr && args->is_object() ? canonical_args(args->as_object()) : std::string());
+  return bare.compact_key() + (args != nullptr && args->is_object() ? canonical_args(args->as_object()) : std::string());
 }
 
 Hypothesis make_hypothesis(const TraceStore& trace, std::string_view parent, Param child) {
   Hypothesis h;
   h.invariant.relation = "APIContainRelation";
-  h.invariant.params = {Param::api(std::string(parent)), std::move(child)};
+  h.invariant.params = {Param::api(parent), std::move(child)};
   h.group_names = {std::string(ApiContainRelation::kGroup)};
   // Merged across traces by parent and child; an API child's argument values are intersected (merge),
   // so its key leaves them out and the caller adds the stage.
   Param key_child = h.invariant.params[1];
   key_child.arguments.reset();
-  h.merge_key = std::string(parent) + "|" + key_child.to_json();
+  h.merge_key = std::to_string(h.invariant.params[0].api_full_name.id()) + "|" + key_child.compact_key();
   describe(h);
   return h;
 }
@@ -239,9 +239,9 @@ void note_distinct(std::vector<Value>& seen, const Value& v) {
 
 Param named_var_param(std::string_view var_type, std::string_view var_name, std::string_view attr,
                       const NamedVarChanges& changes) {
-  Param p = Param::var_type_param(std::string(var_type), std::string(attr));
+  Param p = Param::var_type_param(var_type, attr);
   p.type = ParamType::VarName;
-  p.var_name = std::string(var_name);
+  p.var_name = Name(var_name);
   if (changes.pres.size() == 1) p.pre_value = changes.pres.front();
   if (changes.posts.size() == 1) p.post_value = changes.posts.front();
   return p;
@@ -558,7 +558,8 @@ void ApiContainRelation::combine(std::vector<Hypothesis>& hypotheses) const {
       out.push_back(std::move(h));
       continue;
     }
-    auto [it, inserted] = kept.try_emplace(h.invariant.params[0].api_full_name + "|" + canonical_child(h.invariant.params[1]), out.size());
+    const std::string key = std::to_string(h.invariant.params[0].api_full_name.id()) + "|" + canonical_child(h.invariant.params[1]);
+    auto [it, inserted] = kept.try_emplace(key, out.size());
     if (inserted) out.push_back(std::move(h));
     else fold(out[it->second], std::move(h));
   }
@@ -617,8 +618,8 @@ std::string ApiContainRelation::display_name(const Invariant& inv) const {
   const Param& child = inv.params[1];
   if (child.type == ParamType::Api) return parent + " always calls " + short_api_name(child.api_full_name) + "()";
   auto v = [](const std::optional<Value>& x) { return x ? display_value(*x) : std::string("anything"); };
-  const std::string target = child.type == ParamType::VarName ? child.var_name : short_type_name(child.var_type);
-  return parent + " changes " + target + "." + child.attr_name + ": " + v(child.pre_value) +
+  const std::string target = child.type == ParamType::VarName ? child.var_name.str() : short_type_name(child.var_type);
+  return parent + " changes " + target + "." + child.attr_name.str() + ": " + v(child.pre_value) +
          " --> " + v(child.post_value);
 }
 

@@ -72,7 +72,7 @@ ApiContainOnlineCheck::ApiContainOnlineCheck(const Invariant& inv, const ApiSign
     // Untracked attributes have no history offline, so they never change; leaving the kind None
     // makes every checked parent a violation, as offline.
     child_kind_ = ChildKind::Var;
-    attr_key_ = intern_key(std::string(kAttributeFieldPrefix) + child_.attr_name);
+    attr_key_ = intern_key(std::string(kAttributeFieldPrefix) + child_.attr_name.str());
   }
   if (const PreconditionGroup* g = inv.precondition_group(ApiContainRelation::kGroup)) precondition_ = *g;
 }

@@ -129,16 +129,18 @@ std::optional<ParamPair> param_pair(const Invariant& inv) {
   return ParamPair{p.var_type, p.attr_name, q.var_type, q.attr_name};
 }
 
-std::string describe_side(const std::string& type, const std::string& attr) { return type + "." + attr; }
+SharedText describe_side(Name type, Name attr) { return SharedText() + type + "." + attr; }
 
 Hypothesis make_hypothesis(const ParamPair& pp) {
   Hypothesis h;
   h.invariant.relation = "ConsistencyRelation";
   h.invariant.params = {Param::var_type_param(pp.t1, pp.a1), Param::var_type_param(pp.t2, pp.a2)};
   h.group_names = {std::string(ConsistencyRelation::kGroup)};
+  const Param &p = h.invariant.params[0], &q = h.invariant.params[1];
   h.invariant.text_description = pp.symmetric()
-                                     ? describe_side(pp.t1, pp.a1) + " is consistent across variable instances"
-                                     : describe_side(pp.t1, pp.a1) + " is consistent with " + describe_side(pp.t2, pp.a2);
+                                     ? describe_side(p.var_type, p.attr_name) + " is consistent across variable instances"
+                                     : describe_side(p.var_type, p.attr_name) + " is consistent with " +
+                                           describe_side(q.var_type, q.attr_name);
   return h;
 }
 

@@ -57,10 +57,10 @@ bool is_position_name(std::string_view s) {
 Hypothesis make_hypothesis(std::string_view function, const IoPath& in, const IoPath& out) {
   Hypothesis h;
   h.invariant.relation = "ConsistentInputOutputRelation";
-  h.invariant.params = {tensor_path_param(in, function, true), Param::api(std::string(function)), tensor_path_param(out, function, false)};
+  h.invariant.params = {tensor_path_param(in, function, true), Param::api(function), tensor_path_param(out, function, false)};
   h.group_names = {std::string(kPreEventGroup)};
-  h.invariant.text_description =
-      std::string(function) + ": " + describe_tensor_path("input", in) + " equals " + describe_tensor_path("output", out);
+  h.invariant.text_description = SharedText() + h.invariant.params[1].api_full_name + ": " +
+                                 describe_tensor_path("input", in) + " equals " + describe_tensor_path("output", out);
   return h;
 }
 

@@ -64,12 +64,12 @@ bool is_constant_candidate(const Value& v) {
 Hypothesis make_hypothesis(std::string_view function, std::string_view attr, const Value& value) {
   Hypothesis h;
   h.invariant.relation = "ConsistentOutputRelation";
-  Param out = Param::var_type_param(std::string(kTensorType), std::string(attr));
+  Param out = Param::var_type_param(kTensorType, attr);
   out.const_value = value;
-  h.invariant.params = {Param::api(std::string(function)), std::move(out)};
+  h.invariant.params = {Param::api(function), std::move(out)};
   h.group_names = {std::string(kPreEventGroup)};
-  h.invariant.text_description =
-      std::string(function) + " returns tensors whose " + std::string(attr) + " is " + to_json(value);
+  h.invariant.text_description = SharedText() + h.invariant.params[0].api_full_name + " returns tensors whose " +
+                                 h.invariant.params[1].attr_name + " is " + to_json(value);
   return h;
 }
 
@@ -83,7 +83,7 @@ std::optional<Target> target_of(const Invariant& inv) {
   if (inv.params.size() < 2 || inv.params[0].type != ParamType::Api) return std::nullopt;
   const Param& out = inv.params[1];
   if (out.type != ParamType::VarType || !out.const_value) return std::nullopt;
-  return Target{inv.params[0].api_full_name, &out.attr_name, &*out.const_value};
+  return Target{inv.params[0].api_full_name, &out.attr_name.str(), &*out.const_value};
 }
 
 void collect(const TraceStore& trace, const std::vector<uint32_t>& calls, Hypothesis& h) {

@@ -105,9 +105,10 @@ void for_each_pair(const TraceStore& trace, std::string_view function, F&& f) {
 Hypothesis make_hypothesis(std::string_view function) {
   Hypothesis h;
   h.invariant.relation = "DistinctArgumentRelation";
-  h.invariant.params = {Param::api(std::string(function))};
+  h.invariant.params = {Param::api(function)};
   h.group_names = {std::string(kGroup)};
-  h.invariant.text_description = std::string(function) + " receives different arguments in each call of a step";
+  h.invariant.text_description =
+      SharedText() + h.invariant.params[0].api_full_name + " receives different arguments in each call of a step";
   return h;
 }
 
@@ -119,7 +120,7 @@ void collect(const TraceStore& trace, Hypothesis& h) {
 
 const std::string* function_of(const Invariant& inv) {
   if (inv.params.empty() || inv.params[0].type != ParamType::Api) return nullptr;
-  return &inv.params[0].api_full_name;
+  return &inv.params[0].api_full_name.str();
 }
 
 }  // namespace

@@ -139,18 +139,18 @@ void walk_pair(const TraceStore& trace, FunctionOrder order, const CallsByThread
 Hypothesis make_hypothesis(FunctionOrder order, std::string_view first, std::string_view second) {
   Hypothesis h;
   h.invariant.relation = order == FunctionOrder::Cover ? "FunctionCoverRelation" : "FunctionLeadRelation";
-  h.invariant.params = {Param::api(std::string(first)), Param::api(std::string(second))};
+  h.invariant.params = {Param::api(first), Param::api(second)};
   h.group_names = {std::string(group_name(order))};
-  h.invariant.text_description =
-      order == FunctionOrder::Cover
-          ? std::string(first) + " is called before every call of " + std::string(second)
-          : std::string(first) + " is followed by a call of " + std::string(second) + " before its next call";
+  const Name a = h.invariant.params[0].api_full_name, b = h.invariant.params[1].api_full_name;
+  h.invariant.text_description = order == FunctionOrder::Cover
+                                     ? SharedText() + a + " is called before every call of " + b
+                                     : SharedText() + a + " is followed by a call of " + b + " before its next call";
   return h;
 }
 
 void collect(const TraceStore& trace, FunctionOrder order, const CallsByThread& by_thread, Hypothesis& h) {
-  const std::string& first = h.invariant.params[0].api_full_name;
-  const std::string& second = h.invariant.params[1].api_full_name;
+  const std::string_view first = h.invariant.params[0].api_full_name;
+  const std::string_view second = h.invariant.params[1].api_full_name;
   walk_pair(trace, order, by_thread, first, second, [&](const Judgement& j) {
     (j.ok ? h.positives : h.negatives).push_back(Example{&trace, {{j.subject_pre}}});
   });

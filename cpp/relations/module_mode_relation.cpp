@@ -63,7 +63,7 @@ Hypothesis make_hypothesis(std::string_view function, bool training) {
   h.invariant.params = {mode_param(function, training)};
   h.group_names = {std::string(kPreEventGroup)};
   h.invariant.text_description =
-      std::string(function) + " runs on a module in " + (training ? "training" : "eval") + " mode";
+      SharedText() + Name(function) + " runs on a module in " + (training ? "training" : "eval") + " mode";
   return h;
 }
 

@@ -22,13 +22,13 @@ const Value* tensor_value_at(const std::vector<const Object*>& tensors, const Io
 Param tensor_path_param(const IoPath& p, std::string_view function, bool is_input) {
   Param q;
   q.type = ParamType::InputOutput;
-  q.name = is_input ? "input_tensors" : "output_tensors";
+  q.name = Name(is_input ? "input_tensors" : "output_tensors");
   q.index = Value::integer(p.tensor);
-  q.io_type = std::string(kTensorType);
+  q.io_type = Name(kTensorType);
   Array path{Value::string(p.attr)};
   if (p.element >= 0) path.push_back(Value::integer(p.element));
   q.additional_path = Value::array(std::move(path));
-  q.api_name = std::string(function);
+  q.api_name = Name(function);
   q.is_input = is_input;
   return q;
 }

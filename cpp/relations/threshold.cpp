@@ -63,12 +63,12 @@ std::optional<double> output_value(const Record& post, const IoPath& path) {
 Param argument_param(const std::string& name, const Value& recorded, std::string_view function) {
   Param p;
   p.type = ParamType::InputOutput;
-  p.name = name;
+  p.name = Name(name);
   p.index = Value();
   const Value* payload = recorded.is_object() && recorded.as_object().size() == 1 ? &recorded.as_object().front().value : &recorded;
-  p.io_type = payload->is_int() ? "<class 'int'>" : "<class 'float'>";
+  p.io_type = Name(payload->is_int() ? "<class 'int'>" : "<class 'float'>");
   p.additional_path = Value();
-  p.api_name = std::string(function);
+  p.api_name = Name(function);
   p.is_input = true;
   return p;
 }
@@ -79,11 +79,11 @@ Hypothesis make_hypothesis(std::string_view function, const std::string& argumen
   h.invariant.relation = "ThresholdRelation";
   Param in = argument_param(argument, recorded, function);
   Param output = tensor_path_param(out, function, false);
-  if (is_max) h.invariant.params = {std::move(in), Param::api(std::string(function)), std::move(output)};
-  else h.invariant.params = {std::move(output), Param::api(std::string(function)), std::move(in)};
+  if (is_max) h.invariant.params = {std::move(in), Param::api(function), std::move(output)};
+  else h.invariant.params = {std::move(output), Param::api(function), std::move(in)};
   h.group_names = {std::string(kPreEventGroup)};
-  h.invariant.text_description = std::string(function) + ": " + describe_tensor_path("output", out) +
-                                 (is_max ? " <= " : " >= ") + "argument " + argument;
+  h.invariant.text_description = SharedText() + h.invariant.params[1].api_full_name + ": " +
+                                 describe_tensor_path("output", out) + (is_max ? " <= " : " >= ") + "argument " + argument;
   return h;
 }
 

@@ -37,7 +37,9 @@ uint32_t InternedStrings::intern(std::string_view s) {
   return static_cast<uint32_t>(id);
 }
 
-std::string_view InternedStrings::text(uint32_t id) const {
+std::string_view InternedStrings::text(uint32_t id) const { return str(id); }
+
+const std::string& InternedStrings::str(uint32_t id) const {
   const std::string* block = chunks_[id >> kChunkBits].load(std::memory_order_acquire);
   TC_ASSERT(block != nullptr, "an id comes from intern or find");
   return block[id & (kChunkSize - 1)];

@@ -30,6 +30,8 @@ class InternedStrings {
   std::optional<uint32_t> find(std::string_view s) const;
   // The text of an id returned by intern or find; the view lives as long as the table.
   std::string_view text(uint32_t id) const;
+  // The same text as the stored string itself (never moves, lives as long as the table).
+  const std::string& str(uint32_t id) const;
 
  private:
   struct Hash {

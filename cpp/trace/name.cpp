@@ -23,6 +23,8 @@ Name::Name(std::string_view text) : id_(names().intern(text)) {}
 
 std::string_view Name::view() const { return names().text(id_); }
 
+const std::string& Name::str() const { return names().str(id_); }
+
 Name Name::of(const Value* v) {
   if (v == nullptr || !v->is_string()) return Name();
   // Per thread, the payloads last named: the reader shares a file's repeated strings, so most records'

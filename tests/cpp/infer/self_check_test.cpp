@@ -40,7 +40,7 @@ std::vector<std::string> self_check_failures(const TraceStore& trace) {
   for (const InvariantOutcome& o : report.outcomes) {
     if (o.result.passed()) continue;
     const std::vector<int64_t> steps = violation_steps(trace, o);
-    out.push_back(o.invariant->relation + ": " + o.invariant->text_description + " at step " +
+    out.push_back(o.invariant->relation + ": " + o.invariant->text_description.str() + " at step " +
                   (steps.empty() ? std::string("?") : std::to_string(steps.front())) + " (" +
                   std::to_string(o.result.violation_count) + " violations)");
   }

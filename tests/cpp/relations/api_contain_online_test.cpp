@@ -293,7 +293,7 @@ TEST(ApiContainOnline, VarChangesCountInTheCallsProcessWithinItsInterval) {
   // the variable was first recorded in their process: v appears inside p5, so p1-p4 are not judged.
   Param named = grad_reset();
   named.type = ParamType::VarName;
-  named.var_name = "v";
+  named.var_name = Name("v");
   const Invariant only_v = contain("P", named);
   const std::vector<Found> expected_v = offline(store, only_v);
   EXPECT_EQ(ids(expected_v), (std::vector<std::string>{"p6", "p7"}));

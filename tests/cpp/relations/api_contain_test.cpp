@@ -30,7 +30,7 @@ TraceStore synthetic(const std::string& name, SyntheticTraceSpec spec) {
 
 std::map<std::string, const Hypothesis*> by_description(const std::vector<Hypothesis>& hs) {
   std::map<std::string, const Hypothesis*> out;
-  for (const Hypothesis& h : hs) out[h.invariant.text_description] = &h;
+  for (const Hypothesis& h : hs) out[h.invariant.text_description.str()] = &h;
   return out;
 }
 

@@ -159,7 +159,7 @@ TEST_P(RelationCase, MatchesItsExpectedOutputs) {
     expected += "infer: " + std::to_string(result.invariants.size()) + " invariants, " + std::to_string(result.failed.size()) +
                 " failed hypotheses\n";
     for (const FailedHypothesis& f : result.failed)
-      expected += "failed " + f.invariant.text_description + ": " + f.reason + " (" + std::to_string(f.num_positive_examples) +
+      expected += "failed " + f.invariant.text_description.str() + ": " + f.reason + " (" + std::to_string(f.num_positive_examples) +
                   " positive, " + std::to_string(f.num_negative_examples) + " negative examples)\n";
     std::string learned;
     for (const Invariant& inv : result.invariants) learned += inv.to_json_line() + "\n";
@@ -175,7 +175,7 @@ TEST_P(RelationCase, MatchesItsExpectedOutputs) {
   for (size_t i = 0; i < invariants.size(); ++i) {
     const Relation* rel = find_relation(invariants[i].relation);
     const std::string label = rel ? rel->display_name(invariants[i]) : std::string();
-    expected += "#" + std::to_string(i) + " " + (label.empty() ? "(no display name) " + invariants[i].text_description : label) + "\n";
+    expected += "#" + std::to_string(i) + " " + (label.empty() ? "(no display name) " + invariants[i].text_description.str() : label) + "\n";
   }
   for (const TraceStore& t : infer_traces) expected += check_all(t, invariants);
   for (const TraceStore& t : check_traces) expected += check_all(t, invariants);

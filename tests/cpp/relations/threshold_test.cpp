@@ -34,7 +34,7 @@ TEST(Threshold, MinBoundsFromAnInvariantFileWork) {
   // A min bound from an invariant file: [output, API, argument], output >= argument.
   Invariant min_inv = *find_max_bound(result.invariants);
   std::swap(min_inv.params[0], min_inv.params[2]);
-  min_inv.params[2].name = "min_length";
+  min_inv.params[2].name = Name("min_length");
   const std::optional<ThresholdRelation::Bound> b = ThresholdRelation::bound_of(min_inv);
   ASSERT_TRUE(b && !b->is_max && b->argument == "min_length");
   EXPECT_TRUE(kRelation.check(good, min_inv, {}).passed());
