@@ -17,7 +17,7 @@ class LabelledRelation final : public Relation {
   void collect_examples(const TraceStore&, Hypothesis&) const override {}
   CheckResult check(const TraceStore&, const Invariant&, const CheckOptions&) const override { return {}; }
   std::string display_name(const Invariant& invariant) const override {
-    return invariant.params.empty() ? std::string() : "label of " + invariant.text_description;
+    return invariant.params.empty() ? std::string() : "label of " + invariant.text_description.str();
   }
 };
 
