@@ -15,6 +15,7 @@
 #include "check/result_writer.h"
 #include "check/violation_summary.h"
 #include "common/console_text.h"
+#include "common/invariant_source.h"
 #include "relations/registry.h"
 
 namespace traincheck {
@@ -66,7 +67,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
     // copies only the last file to <out>/invariants.json (docs/differences.md §Checking); we write them all.
     std::vector<Invariant> invariants;
     std::set<std::string> seen;
-    for (const std::string& path : args.get_list("invariants"))
+    for (const std::string& path : resolve_invariant_sources(args.get_list("invariants")))
       for (Invariant& inv : read_invariant_file(path, relation_names()))
         if (seen.insert(inv.identity()).second) invariants.push_back(std::move(inv));
     fs::create_directories(out_dir);
