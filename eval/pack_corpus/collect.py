@@ -54,9 +54,11 @@ def collect(programs: list[Program], traces: Path, workers: int = 1, time_limit:
             shutil.rmtree(out)
         jobs.append(Job(prog.name, collect_command(prog, out), traces / prog.name / "collect.log",
                         traces / prog.name / "cwd", time_limit))
-    for job in run_all(jobs, "collect", workers):
+    def mark(job: Job) -> None:  # at once: an interrupted build keeps what it collected
         if job.ok:
             (traces / job.label / DONE_MARKER).write_text(f"{job.seconds:.1f}\n")
+
+    run_all(jobs, "collect", workers, on_done=mark)
     return [p for p in programs if is_collected(traces, p)]
 
 
