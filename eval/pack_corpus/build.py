@@ -8,7 +8,8 @@
 3. check: all candidates, merged by identity, on each program's trace (`<out>/checks/<name>/`);
 4. vet: `traincheck-vet` keeps what passed on `--min-programs` programs of `--min-families` families and
    was violated on none (`<out>/pack.json`, `<out>/vet_report.json`, rule (c) for every program);
-5. `--loo-sample N`: rule (c) verified for N programs by a real leave-one-out: the pack vetted without
+5. `--sweep K...`: pack size and rule (c) for other `--min-programs` values, from the same checks;
+6. `--loo-sample N`: rule (c) verified for N programs by a real leave-one-out: the pack vetted without
    the program, then `traincheck-check` of that pack on the program's trace (`<out>/loo/`).
 
 `--install` copies the pack and its metadata (torch version, corpus commit, rule, sizes) to
@@ -132,6 +133,25 @@ def loo_verify(sample: list[Entry], entries: list[Entry], out: Path, rule: Rule)
     return result
 
 
+def sweep(out: Path, entries: list[Entry], rule: Rule, min_programs: list[int]) -> list[dict]:
+    """Pack size and rule (c) (from the check results) for other --min-programs values, on the same checks:
+    how a threshold generalises, judged on the corpus alone."""
+    rows = []
+    programs = programs_file(entries, out, out / "programs.jsonl")
+    for k in min_programs:
+        folder = out / "sweep" / f"k{k}"
+        folder.mkdir(parents=True, exist_ok=True)
+        vet(out / "candidates.json", programs, folder / "pack.json", folder / "vet_report.json", Rule(k, rule.min_families))
+        report = json.loads((folder / "vet_report.json").read_text())
+        alarms = sorted(len(v) for v in report["leave_one_out"].values())
+        rows.append({"min_programs": k, "kept": report["kept"],
+                     "loo_programs_alarming": sum(1 for a in alarms if a), "loo_programs": len(alarms),
+                     "loo_median_alarms": alarms[len(alarms) // 2] if alarms else 0,
+                     "loo_max_alarms": alarms[-1] if alarms else 0})
+        print(f"[sweep] {rows[-1]}", file=sys.stderr)
+    return rows
+
+
 def build(entries: list[Entry], out: Path, rule: Rule, workers: int = 1, time_limit: float = 1800.0) -> Path:
     """Infers, checks and vets; returns the pack (<out>/pack.json; the report is <out>/vet_report.json)."""
     if len({e.name for e in entries}) != len(entries) or len(entries) < 2:
@@ -178,6 +198,8 @@ def main(argv=None) -> int:
     p.add_argument("--min-programs", type=int, default=3)
     p.add_argument("--min-families", type=int, default=2)
     p.add_argument("--loo-sample", type=int, default=0, help="programs whose leave-one-out is verified by a check")
+    p.add_argument("--sweep", type=int, nargs="*", default=[], metavar="K",
+                   help="also report pack size and leave-one-out alarms for these --min-programs values")
     p.add_argument("--time-limit", type=float, default=1800.0)
     p.add_argument("--install", action="store_true", help=f"copy the pack to {INSTALLED_PACK.relative_to(REPO)}")
     args = p.parse_args(argv)
@@ -203,6 +225,8 @@ def main(argv=None) -> int:
     meta = metadata(entries, pack, out / "vet_report.json")
     if args.loo_sample:
         meta["leave_one_out_verified"] = loo_verify(entries[: args.loo_sample], entries, out, rule)
+    if args.sweep:
+        meta["min_programs_sweep"] = sweep(out, entries, rule, args.sweep)
     (out / "pack.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     if args.install:
         INSTALLED_PACK.parent.mkdir(parents=True, exist_ok=True)
