@@ -76,6 +76,7 @@ std::string report_json(const VetResult& result, const std::vector<VetProgram>& 
     first = false;
     append_json_string(out, relation);
     out += ": {\"candidates\": " + std::to_string(t.candidates) + ", \"kept\": " + std::to_string(t.kept) +
+           ", \"device_bound\": " + std::to_string(t.device_bound) +
            ", \"violated\": " + std::to_string(t.violated) + ", \"too_few_programs\": " +
            std::to_string(t.too_few_programs) + ", \"one_family\": " + std::to_string(t.one_family) +
            ", \"not_checked\": " + std::to_string(t.not_checked) + "}";
@@ -187,7 +188,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     err << "[vet] " << candidates.size() << " candidates on " << programs.size() << " programs: " << kept.size()
         << " kept\n";
     for (const auto& [relation, t] : result.by_relation)
-      err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (violated " << t.violated
+      err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", violated " << t.violated
           << ", too few programs " << t.too_few_programs << ", one family " << t.one_family << ")\n";
     return 0;
   } catch (const std::exception& e) {

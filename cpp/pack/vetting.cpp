@@ -1,10 +1,13 @@
 #include "pack/vetting.h"
 
+#include "trace/key_table.h"
+
 namespace traincheck {
 
 const char* vet_verdict_name(VetVerdict v) {
   switch (v) {
     case VetVerdict::Kept: return "kept";
+    case VetVerdict::DeviceBound: return "fixes the device";
     case VetVerdict::Violated: return "violated on a correct program";
     case VetVerdict::TooFewPrograms: return "triggered on too few programs";
     case VetVerdict::OneFamily: return "triggered in too few families";
@@ -18,6 +21,40 @@ std::vector<const Invariant*> VetResult::kept() const {
   for (const VetDecision& d : decisions)
     if (d.verdict == VetVerdict::Kept) out.push_back(d.invariant);
   return out;
+}
+
+namespace {
+
+bool is_device_attribute(std::string_view attr) {
+  for (std::string_view a : {"is_cuda", "is_cpu", "is_mps", "is_xpu", "is_meta", "device", "is_ipu", "is_xla"})
+    if (attr == a) return true;
+  return false;
+}
+
+// An argument named `device`, or a value recorded with the type torch.device, anywhere in `v`.
+bool names_a_device(const Value& v) {
+  if (v.is_array()) {
+    for (const Value& e : v.as_array())
+      if (names_a_device(e)) return true;
+  } else if (v.is_object()) {
+    for (const Member& m : v.as_object()) {
+      const std::string_view k = key_name(m.key);
+      if (k == "device" || k == "torch.device" || names_a_device(m.value)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_device_bound(const Invariant& invariant) {
+  for (const Param& p : invariant.params) {
+    const bool holds_value = p.const_value || p.pre_value || p.post_value;
+    if ((p.type == ParamType::VarType || p.type == ParamType::VarName) && holds_value && is_device_attribute(p.attr_name))
+      return true;
+    if (p.type == ParamType::Api && p.arguments && names_a_device(*p.arguments)) return true;
+  }
+  return false;
 }
 
 namespace {
@@ -44,7 +81,8 @@ VetDecision judge(const Invariant& inv, const std::string& identity, const std::
       d.families_passed.insert(p.family);
     }
   }
-  if (missing) d.verdict = VetVerdict::NotChecked;
+  if (is_device_bound(inv)) d.verdict = VetVerdict::DeviceBound;
+  else if (missing) d.verdict = VetVerdict::NotChecked;
   else if (!d.violated_on.empty()) d.verdict = VetVerdict::Violated;
   else if (d.passed_on.size() < rule.min_programs) d.verdict = VetVerdict::TooFewPrograms;
   else if (d.families_passed.size() < rule.min_families) d.verdict = VetVerdict::OneFamily;
@@ -63,6 +101,7 @@ VetResult vet(const std::vector<Invariant>& candidates, const std::vector<VetPro
     ++t.candidates;
     switch (d.verdict) {
       case VetVerdict::Kept: ++t.kept; break;
+      case VetVerdict::DeviceBound: ++t.device_bound; break;
       case VetVerdict::Violated: ++t.violated; break;
       case VetVerdict::TooFewPrograms: ++t.too_few_programs; break;
       case VetVerdict::OneFamily: ++t.one_family; break;

@@ -3,7 +3,10 @@
 //   (a) no program violates it (a correct program that breaks it shows it is not a rule of training);
 //   (b) it was triggered (its precondition held, and it passed) on at least `min_programs` programs
 //       from at least `min_families` model families;
-// and rule (c), leaving one program out of the learning keeps that program clean, is measured by
+// and, before both, (d) it says nothing about the device tensors or calls are on (`is_cuda is false`,
+// `tensor(device="cpu")`): the corpus runs on the CPU only, so it cannot tell a device constant from a rule,
+// and such an invariant would alarm on every GPU program (`is_device_bound`);
+// rule (c), leaving one program out of the learning keeps that program clean, is measured by
 // `leave_one_out` rather than enforced: it follows from (a) for every invariant some other program
 // learned, and the count of exceptions is reported.
 //
@@ -32,8 +35,12 @@ struct VetProgram {
   OutcomesByIdentity outcomes;     // every candidate checked on its trace
 };
 
-enum class VetVerdict { Kept, Violated, TooFewPrograms, OneFamily, NotChecked };
+enum class VetVerdict { Kept, DeviceBound, Violated, TooFewPrograms, OneFamily, NotChecked };
 const char* vet_verdict_name(VetVerdict v);
+
+// Whether the invariant fixes a device: a tensor attribute naming the device (is_cuda, is_cpu, device, ...)
+// held to a value, or an API argument that is a device (`device=...`, a torch.device value).
+bool is_device_bound(const Invariant& invariant);
 
 struct VetDecision {
   const Invariant* invariant = nullptr;
@@ -44,7 +51,7 @@ struct VetDecision {
 };
 
 struct RelationTally {
-  size_t candidates = 0, kept = 0, violated = 0, too_few_programs = 0, one_family = 0, not_checked = 0;
+  size_t candidates = 0, kept = 0, device_bound = 0, violated = 0, too_few_programs = 0, one_family = 0, not_checked = 0;
 };
 
 struct VetResult {

@@ -11,12 +11,12 @@ import json
 import sys
 from pathlib import Path
 
-COLUMNS = ("candidates", "kept", "violated", "too_few_programs", "one_family")
+COLUMNS = ("candidates", "kept", "device_bound", "violated", "too_few_programs", "one_family")
 
 
 def table(report: dict) -> str:
-    rows = ["| relation | candidates | kept | violated on a correct program | on too few programs | one family |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| relation | candidates | kept | fixes the device | violated on a correct program | on too few programs | one family |",
+            "|---|---|---|---|---|---|---|"]
     total = dict.fromkeys(COLUMNS, 0)
     for relation, t in sorted(report["by_relation"].items()):
         rows.append(f"| {relation} | " + " | ".join(str(t[c]) for c in COLUMNS) + " |")

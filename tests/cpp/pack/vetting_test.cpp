@@ -82,6 +82,24 @@ TEST(Vetting, LeaveOneOutNamesWhatTheProgramWouldViolateIfItHadNotBeenVetted) {
   EXPECT_TRUE(leave_one_out(c, programs, 0, rule).empty());
 }
 
+TEST(Vetting, AnInvariantThatFixesTheDeviceIsNeverKept) {
+  const Invariant on_cpu = invariant_from_json(
+      R"j({"text_description": "relu returns tensors whose is_cuda is false", "relation": "ConsistentOutputRelation", "params": [{"param_type": "APIParam", "api_full_name": "torch.relu"}, {"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "is_cuda", "const_value": false}], "precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  const Invariant device_arg = invariant_from_json(
+      R"j({"text_description": "step contains tensor(device=cpu)", "relation": "APIContainRelation", "params": [{"param_type": "APIParam", "api_full_name": "Adam.step"}, {"param_type": "APIParam", "api_full_name": "torch.tensor", "arguments": {"args": {"device": {"str": "cpu"}}, "func_name": "torch.tensor"}}], "precondition": {"parent_func_call_pre": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  const Invariant same_device = invariant_from_json(
+      R"j({"text_description": "relu: input 0.is_cuda equals output 0.is_cuda", "relation": "ConsistentInputOutputRelation", "params": [{"param_type": "InputOutputParam", "name": "input_tensors", "index": 0, "type": "torch.Tensor", "additional_path": ["is_cuda"], "api_name": "torch.relu", "is_input": true}, {"param_type": "APIParam", "api_full_name": "torch.relu"}, {"param_type": "InputOutputParam", "name": "output_tensors", "index": 0, "type": "torch.Tensor", "additional_path": ["is_cuda"], "api_name": "torch.relu", "is_input": false}], "precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  EXPECT_TRUE(is_device_bound(on_cpu));
+  EXPECT_TRUE(is_device_bound(device_arg));
+  EXPECT_FALSE(is_device_bound(same_device));  // relates input to output: holds on any device
+  const std::vector<Invariant> c = {on_cpu, device_arg, same_device};
+  const VetResult r = vet(c, {program("m1", "mlp", c, {P, P, P}), program("c1", "cnn", c, {P, P, P})}, VetRule{2, 2});
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::DeviceBound);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::DeviceBound);
+  EXPECT_EQ(r.decisions[2].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.by_relation.at("ConsistentOutputRelation").device_bound, 1u);
+}
+
 TEST(CheckOutcomes, ReadsTheThreeLogsOfACheckFolder) {
   const auto dir = std::filesystem::temp_directory_path() / "tc_vetting_test_outcomes";
   std::filesystem::remove_all(dir);
