@@ -15,6 +15,7 @@
 #include "check/result_writer.h"
 #include "check/violation_summary.h"
 #include "common/console_text.h"
+#include "common/invariant_source.h"
 #include "relations/registry.h"
 
 namespace traincheck {
@@ -64,7 +65,8 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
   try {
     // Invariants from every -i file, duplicates (same relation and params) kept once. The original
     // copies only the last file to <out>/invariants.json (docs/differences.md §Checking); we write them all.
-    std::vector<Invariant> invariants = read_invariant_files(args.get_list("invariants"), relation_names());
+    std::vector<Invariant> invariants =
+        read_invariant_files(resolve_invariant_sources(args.get_list("invariants")), relation_names());
     fs::create_directories(out_dir);
     write_invariant_file((fs::path(out_dir) / "invariants.json").string(), invariants);
 

@@ -18,6 +18,7 @@
 #include "check/report_exporter.h"
 #include "check/trace_tailer.h"
 #include "common/console_text.h"
+#include "common/invariant_source.h"
 
 namespace traincheck {
 
@@ -272,7 +273,8 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     PendingSignatures pending(folders);
     ApiSignatures signatures;
     pending.load_new([&](const ApiSignatures& s) { signatures.merge(s); });
-    OnlineChecker checker(OnlineChecker::load_invariants(args.get_list("invariants")), std::move(signatures), options);
+    const std::vector<std::string> invariant_files = resolve_invariant_sources(args.get_list("invariants"));
+    OnlineChecker checker(OnlineChecker::load_invariants(invariant_files), std::move(signatures), options);
     const OnlineCounts at_start = checker.counts();
     log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" + std::to_string(at_start.not_checked) +
              " not checked: no online check for their relation); results in " + out_dir);

@@ -89,13 +89,16 @@ class Progress:
                   file=self.stream, flush=True)
 
 
-def run_all(jobs: list[Job], phase: str, workers: int = 1) -> list[Job]:
-    """Runs independent jobs, `workers` at a time; returns them with their status filled in."""
+def run_all(jobs: list[Job], phase: str, workers: int = 1, on_done=None) -> list[Job]:
+    """Runs independent jobs, `workers` at a time; returns them with their status filled in.
+    `on_done(job)`, when given, runs as each job finishes (say, to mark a result as complete at once)."""
     progress = Progress(phase, len(jobs))
 
     def one(job: Job) -> Job:
         run_job(job)
         progress.finished(job)
+        if on_done is not None:
+            on_done(job)
         return job
 
     if workers <= 1:

@@ -48,7 +48,7 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("-t", "--modules-to-instr", nargs="*", default=["torch"], help="Root modules to instrument.")
     p.add_argument("--disable-scan-proxy-in-args", action="store_true", help="Accepted for compatibility.")
     p.add_argument("--API-dump-stack-trace", action="store_true", help="Add the Python call stack to pre-records.")
-    p.add_argument("-i", "--invariants", nargs="*", help="Invariant files: selective instrumentation.")
+    p.add_argument("-i", "--invariants", nargs="*", help="Invariant files, or a shipped pack by name (pack:default): selective instrumentation.")
     p.add_argument(
         "--no-online-check", action="store_true",
         help="With -i: do not check the invariants in-process while training runs (default: check, results in <output-dir>/online_check).",
@@ -168,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isfile(args.pyscript):
         print(f"traincheck-collect: error: no such script: {args.pyscript}", file=sys.stderr)
         return 2
+    if args.invariants:  # a shipped pack by name (pack:default) -> its file, before any folder is made
+        from traincheck import invariant_sources
+
+        try:
+            args.invariants = [invariant_sources.resolve(a) for a in args.invariants]
+        except invariant_sources.PackNotFound as e:
+            print(f"traincheck-collect: error: {e}", file=sys.stderr)
+            return 2
     output_dir = os.path.abspath(args.output_dir or default_output_dir(args))
     try:
         os.makedirs(output_dir, exist_ok=True)

@@ -1,0 +1,200 @@
+#include "pack/vet_command.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/cli_args.h"
+#include "common/json_writer.h"
+#include "pack/vetting.h"
+#include "relations/registry.h"
+#include "trace/json_parse.h"
+#include "trace/value.h"
+
+namespace traincheck {
+
+namespace {
+
+class VetInputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string string_field(const Value& v, const char* field, const std::string& where) {
+  const Value* f = v.find(field);
+  if (f == nullptr || !f->is_string()) throw VetInputError(where + ": field '" + field + "' missing or not a string");
+  return f->as_string();
+}
+
+std::vector<VetProgram> read_programs(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw VetInputError(path + ": cannot open");
+  std::vector<VetProgram> out;
+  std::string line, error;
+  size_t line_no = 0;
+  Value v;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no);
+    if (!parse_json(line, v, error)) throw VetInputError(where + ": not valid JSON: " + error);
+    VetProgram p;
+    p.name = string_field(v, "name", where);
+    p.family = string_field(v, "family", where);
+    for (const Invariant& inv : read_invariant_file(string_field(v, "learned", where), relation_names()))
+      p.learned.insert(inv.identity());
+    p.outcomes = read_check_outcomes(string_field(v, "checked", where));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void append_names(std::string& out, const std::vector<std::string>& names) {
+  out += '[';
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ", ";
+    append_json_string(out, names[i]);
+  }
+  out += ']';
+}
+
+std::string report_json(const VetResult& result, const std::vector<VetProgram>& programs, const VetRule& rule,
+                        const std::vector<std::pair<std::string, std::vector<std::string>>>& loo) {
+  std::string out = "{\"rule\": {\"min_programs\": ";
+  append_json_uint(out, rule.min_programs);
+  out += ", \"min_families\": ";
+  append_json_uint(out, rule.min_families);
+  out += "},\n \"programs\": ";
+  append_json_uint(out, programs.size());
+  out += ", \"candidates\": ";
+  append_json_uint(out, result.decisions.size());
+  out += ", \"kept\": ";
+  append_json_uint(out, result.kept().size());
+  out += ",\n \"by_relation\": {";
+  bool first = true;
+  for (const auto& [relation, t] : result.by_relation) {
+    out += first ? "\n  " : ",\n  ";
+    first = false;
+    append_json_string(out, relation);
+    out += ": {\"candidates\": " + std::to_string(t.candidates) + ", \"kept\": " + std::to_string(t.kept) +
+           ", \"device_bound\": " + std::to_string(t.device_bound) +
+           ", \"violated\": " + std::to_string(t.violated) + ", \"too_few_programs\": " +
+           std::to_string(t.too_few_programs) + ", \"one_family\": " + std::to_string(t.one_family) +
+           ", \"not_checked\": " + std::to_string(t.not_checked) + "}";
+  }
+  out += "},\n \"leave_one_out\": {";
+  for (size_t i = 0; i < loo.size(); ++i) {
+    out += i ? ",\n  " : "\n  ";
+    append_json_string(out, loo[i].first);
+    out += ": ";
+    append_names(out, loo[i].second);
+  }
+  out += "},\n \"decisions\": [";
+  for (size_t i = 0; i < result.decisions.size(); ++i) {
+    const VetDecision& d = result.decisions[i];
+    out += i ? ",\n  " : "\n  ";
+    out += "{\"relation\": ";
+    append_json_string(out, d.invariant->relation);
+    out += ", \"description\": ";
+    append_json_string(out, d.invariant->text_description);
+    out += ", \"verdict\": ";
+    append_json_string(out, vet_verdict_name(d.verdict));
+    out += ", \"learned_by\": " + std::to_string(d.learned_by) + ", \"passed_on\": ";
+    append_names(out, d.passed_on);
+    out += ", \"violated_on\": ";
+    append_names(out, d.violated_on);
+    out += ", \"families_passed\": ";
+    append_names(out, std::vector<std::string>(d.families_passed.begin(), d.families_passed.end()));
+    out += "}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+bool parse_count(const std::string& text, const char* flag, size_t& out, std::ostream& err) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v >= 1) {
+      out = static_cast<size_t>(v);
+      return true;
+    }
+  } catch (const std::exception&) {
+  }
+  err << "traincheck-vet: error: " << flag << " must be a positive integer, got '" << text << "'\n";
+  return false;
+}
+
+}  // namespace
+
+int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
+  ArgParser args("traincheck-vet", "Vet candidate invariants into a pack from per-program check results.");
+  args.option({"--candidates"}, "candidates", "the candidate invariants (merged), an invariant file", "", "FILE");
+  args.option({"--programs"}, "programs", "JSON lines: name, family, learned (invariant file), checked (folder)", "", "FILE");
+  args.option({"-o", "--output"}, "output", "the pack (an invariant file)", "", "FILE");
+  args.option({"--report"}, "report", "the vetting report (JSON)", "", "FILE");
+  args.option({"--min-programs"}, "min_programs", "programs an invariant must pass on", "3", "N");
+  args.option({"--min-families"}, "min_families", "model families among them", "2", "N");
+  args.flag({"--leave-one-out"}, "leave_one_out", "report rule (c) for every program");
+  std::string error;
+  if (!args.parse(argc, argv, error)) {
+    err << args.usage() << "traincheck-vet: error: " << error << "\n";
+    return 2;
+  }
+  if (args.help_requested()) {
+    err << args.usage();
+    return 0;
+  }
+  for (const char* required : {"candidates", "programs", "output"})
+    if (args.get(required).empty()) {
+      err << args.usage() << "traincheck-vet: error: --" << required << " is required\n";
+      return 2;
+    }
+  VetRule rule;
+  if (!parse_count(args.get("min_programs"), "--min-programs", rule.min_programs, err) ||
+      !parse_count(args.get("min_families"), "--min-families", rule.min_families, err))
+    return 2;
+  try {
+    const std::vector<VetProgram> programs = read_programs(args.get("programs"));
+    // A candidate that none of the listed programs learned is no candidate of this pack (a leave-one-out
+    // build lists every program but one and passes the full candidate set).
+    std::vector<Invariant> candidates;
+    for (Invariant& inv : read_invariant_file(args.get("candidates"), relation_names())) {
+      const std::string identity = inv.identity();
+      for (const VetProgram& p : programs)
+        if (p.learned.count(identity)) {
+          candidates.push_back(std::move(inv));
+          break;
+        }
+    }
+    const VetResult result = vet(candidates, programs, rule);
+    for (const auto& [relation, t] : result.by_relation)
+      if (t.not_checked > 0) {
+        err << "traincheck-vet: error: " << t.not_checked << " " << relation
+            << " candidate(s) have no check result on some program (checked with another candidate file?)\n";
+        return 1;
+      }
+    std::vector<std::pair<std::string, std::vector<std::string>>> loo;
+    if (args.flag_set("leave_one_out"))
+      for (size_t i = 0; i < programs.size(); ++i)
+        loo.emplace_back(programs[i].name, leave_one_out(candidates, programs, i, rule));
+    std::vector<Invariant> kept;
+    for (const Invariant* inv : result.kept()) kept.push_back(*inv);
+    write_invariant_file(args.get("output"), kept);
+    if (!args.get("report").empty()) {
+      std::ofstream rep(args.get("report"));
+      rep << report_json(result, programs, rule, loo);
+      if (!rep) throw VetInputError(args.get("report") + ": cannot write");
+    }
+    err << "[vet] " << candidates.size() << " candidates on " << programs.size() << " programs: " << kept.size()
+        << " kept\n";
+    for (const auto& [relation, t] : result.by_relation)
+      err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", violated " << t.violated
+          << ", too few programs " << t.too_few_programs << ", one family " << t.one_family << ")\n";
+    return 0;
+  } catch (const std::exception& e) {
+    err << "traincheck-vet: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace traincheck

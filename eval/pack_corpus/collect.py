@@ -1,0 +1,83 @@
+"""Collecting the pack corpus's programs under `traincheck-collect` (full instrumentation), once: a
+program's trace folder is kept in the traces cache (`<traces>/<name>/trace`) and reused by every later
+build, so changing the vetting does not collect again. A folder counts as collected only when its
+`collected.ok` marker exists (written after the collector exited 0).
+
+    python -m eval.pack_corpus.collect --traces /tmp/pack_traces [-j 2] [names...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from eval.detection.jobs import Job, run_all
+from eval.pack_corpus.manifest import Program, load
+
+SEED = 1
+DONE_MARKER = "collected.ok"
+
+
+def trace_dir(traces: Path, program: Program) -> Path:
+    return traces / program.name / "trace"
+
+
+def is_collected(traces: Path, program: Program) -> bool:
+    return (traces / program.name / DONE_MARKER).is_file()
+
+
+def collect_command(program: Program, out_dir: Path, seed: int = SEED) -> list[str]:
+    exe = shutil.which("traincheck-collect")
+    if exe is None:
+        raise SystemExit("pack: traincheck-collect not found on PATH (install the project: pip install .)")
+    cmd = [exe, "-p", str(program.script), "--output-dir", str(out_dir)]
+    if program.shell_launcher is not None:
+        cmd += ["-s", str(program.shell_launcher)]
+    if program.models_to_track:
+        cmd += ["--models-to-track", *program.models_to_track]
+    return cmd + ["--", *program.args, "--seed", str(seed)]
+
+
+def collect(programs: list[Program], traces: Path, workers: int = 1, time_limit: float = 900.0) -> list[Program]:
+    """Collects every program not yet in the cache; returns the programs whose traces are there."""
+    jobs = []
+    for prog in programs:
+        if is_collected(traces, prog):
+            continue
+        out = trace_dir(traces, prog)
+        if out.exists():                      # a collection that failed or was stopped part-way
+            shutil.rmtree(out)
+        jobs.append(Job(prog.name, collect_command(prog, out), traces / prog.name / "collect.log",
+                        traces / prog.name / "cwd", time_limit))
+    def mark(job: Job) -> None:  # at once: an interrupted build keeps what it collected
+        if job.ok:
+            (traces / job.label / DONE_MARKER).write_text(f"{job.seconds:.1f}\n")
+
+    run_all(jobs, "collect", workers, on_done=mark)
+    return [p for p in programs if is_collected(traces, p)]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("names", nargs="*", help="programs to collect (default: all)")
+    p.add_argument("--traces", type=Path, required=True, help="the traces cache folder")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="collections at a time")
+    p.add_argument("--time-limit", type=float, default=900.0)
+    args = p.parse_args(argv)
+    by_name = {q.name: q for q in load()}
+    unknown = [n for n in args.names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"pack: no program(s) {unknown} in the manifest")
+    programs = [by_name[n] for n in args.names] if args.names else list(by_name.values())
+    done = collect(programs, args.traces.resolve(), args.jobs, args.time_limit)
+    print(f"collected {len(done)} of {len(programs)} programs in {args.traces}", file=sys.stderr)
+    return 0 if len(done) == len(programs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+// Vetting candidates into a pack (pack/vetting.h) and reading check outputs back (pack/check_outcomes.h).
+#include "pack/vetting.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pack/check_outcomes.h"
+
+using namespace traincheck;
+
+namespace {
+
+Invariant lead(const std::string& a, const std::string& b) {
+  return invariant_from_json(R"({"text_description": ")" + a + " leads " + b +
+                             R"(", "relation": "FunctionLeadRelation", "params": [{"param_type": "APIParam", "api_full_name": ")" +
+                             a + R"("}, {"param_type": "APIParam", "api_full_name": ")" + b +
+                             R"("}], "precondition": {"func_lead": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})");
+}
+
+VetProgram program(std::string name, std::string family, const std::vector<Invariant>& all,
+                   const std::vector<CheckOutcome>& outcomes, std::set<size_t> learned = {}) {
+  VetProgram p{std::move(name), std::move(family), {}, {}};
+  for (size_t i = 0; i < all.size(); ++i) {
+    p.outcomes[all[i].identity()] = outcomes[i];
+    if (learned.count(i)) p.learned.insert(all[i].identity());
+  }
+  return p;
+}
+
+constexpr auto P = CheckOutcome::Passed;
+constexpr auto V = CheckOutcome::Violated;
+constexpr auto N = CheckOutcome::NotTriggered;
+
+}  // namespace
+
+TEST(Vetting, KeepsOnlyWhatPassedOnEnoughProgramsOfSeveralFamiliesAndWasViolatedNowhere) {
+  const std::vector<Invariant> c = {lead("zero_grad", "step"),      // passes everywhere
+                                    lead("is_exporting", "forward"),  // violated once
+                                    lead("a", "b"),                   // passes on two programs only
+                                    lead("c", "d")};                  // three programs, one family
+  const std::vector<VetProgram> programs = {program("m1", "mlp", c, {P, P, P, P}), program("m2", "mlp", c, {P, V, P, P}),
+                                            program("m3", "mlp", c, {P, P, N, P}), program("c1", "cnn", c, {P, P, N, N})};
+  const VetResult r = vet(c, programs, VetRule{3, 2});
+  ASSERT_EQ(r.decisions.size(), 4u);
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.decisions[0].passed_on.size(), 4u);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::Violated);
+  EXPECT_EQ(r.decisions[1].violated_on, std::vector<std::string>{"m2"});
+  EXPECT_EQ(r.decisions[2].verdict, VetVerdict::TooFewPrograms);
+  EXPECT_EQ(r.decisions[3].verdict, VetVerdict::OneFamily);
+  ASSERT_EQ(r.kept().size(), 1u);
+  EXPECT_EQ(r.kept()[0]->text_description, "zero_grad leads step");
+  const RelationTally& t = r.by_relation.at("FunctionLeadRelation");
+  EXPECT_EQ(t.candidates, 4u);
+  EXPECT_EQ(t.kept, 1u);
+  EXPECT_EQ(t.violated, 1u);
+  EXPECT_EQ(t.too_few_programs, 1u);
+  EXPECT_EQ(t.one_family, 1u);
+}
+
+TEST(Vetting, ACandidateWithoutACheckResultIsNotChecked) {
+  const std::vector<Invariant> c = {lead("zero_grad", "step"), lead("x", "y")};
+  VetProgram p = program("m1", "mlp", {c[0]}, {P});
+  const VetResult r = vet(c, {p, program("c1", "cnn", c, {P, P})}, VetRule{1, 1});
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::NotChecked);
+  EXPECT_EQ(r.by_relation.at("FunctionLeadRelation").not_checked, 1u);
+}
+
+TEST(Vetting, LeaveOneOutNamesWhatTheProgramWouldViolateIfItHadNotBeenVetted) {
+  // "b leads c" is violated only on the left-out program m2 and learned by m1: vetted without m2 it is
+  // kept, so m2 would not check clean. "a leads b" was learned by m2 alone: without m2 it is no candidate.
+  const std::vector<Invariant> c = {lead("zero_grad", "step"), lead("b", "c"), lead("a", "b")};
+  const std::vector<VetProgram> programs = {
+      program("m1", "mlp", c, {P, P, N}, {0, 1}), program("m2", "mlp", c, {P, V, V}, {2}),
+      program("c1", "cnn", c, {P, P, P}, {0}), program("c2", "cnn", c, {P, P, P})};
+  const VetRule rule{2, 2};
+  EXPECT_EQ(vet(c, programs, rule).kept().size(), 1u);
+  EXPECT_EQ(leave_one_out(c, programs, 1, rule), std::vector<std::string>{c[1].identity()});
+  EXPECT_TRUE(leave_one_out(c, programs, 0, rule).empty());
+}
+
+TEST(Vetting, AnInvariantThatFixesTheDeviceIsNeverKept) {
+  const Invariant on_cpu = invariant_from_json(
+      R"j({"text_description": "relu returns tensors whose is_cuda is false", "relation": "ConsistentOutputRelation", "params": [{"param_type": "APIParam", "api_full_name": "torch.relu"}, {"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "is_cuda", "const_value": false}], "precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  const Invariant device_arg = invariant_from_json(
+      R"j({"text_description": "step contains tensor(device=cpu)", "relation": "APIContainRelation", "params": [{"param_type": "APIParam", "api_full_name": "Adam.step"}, {"param_type": "APIParam", "api_full_name": "torch.tensor", "arguments": {"args": {"device": {"str": "cpu"}}, "func_name": "torch.tensor"}}], "precondition": {"parent_func_call_pre": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  const Invariant same_device = invariant_from_json(
+      R"j({"text_description": "relu: input 0.is_cuda equals output 0.is_cuda", "relation": "ConsistentInputOutputRelation", "params": [{"param_type": "InputOutputParam", "name": "input_tensors", "index": 0, "type": "torch.Tensor", "additional_path": ["is_cuda"], "api_name": "torch.relu", "is_input": true}, {"param_type": "APIParam", "api_full_name": "torch.relu"}, {"param_type": "InputOutputParam", "name": "output_tensors", "index": 0, "type": "torch.Tensor", "additional_path": ["is_cuda"], "api_name": "torch.relu", "is_input": false}], "precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  EXPECT_TRUE(is_device_bound(on_cpu));
+  EXPECT_TRUE(is_device_bound(device_arg));
+  EXPECT_FALSE(is_device_bound(same_device));  // relates input to output: holds on any device
+  const std::vector<Invariant> c = {on_cpu, device_arg, same_device};
+  const VetResult r = vet(c, {program("m1", "mlp", c, {P, P, P}), program("c1", "cnn", c, {P, P, P})}, VetRule{2, 2});
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::DeviceBound);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::DeviceBound);
+  EXPECT_EQ(r.decisions[2].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.by_relation.at("ConsistentOutputRelation").device_bound, 1u);
+}
+
+TEST(CheckOutcomes, ReadsTheThreeLogsOfACheckFolder) {
+  const auto dir = std::filesystem::temp_directory_path() / "tc_vetting_test_outcomes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const Invariant a = lead("zero_grad", "step"), b = lead("x", "y"), d = lead("p", "q");
+  auto indented = [](const Invariant& inv, const char* extra) {
+    return std::string("{\n    \"invariant\": ") + inv.to_json_line() + ",\n    " + extra + "\n}\n";
+  };
+  std::ofstream(dir / "passed.log") << indented(a, "\"check_passed\": true");
+  std::ofstream(dir / "failed.log") << indented(b, "\"check_passed\": false,\n    \"trace\": [\n        {}\n    ]");
+  std::ofstream(dir / "not_triggered.log") << indented(d, "\"triggered\": false");
+  const OutcomesByIdentity out = read_check_outcomes(dir.string());
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.at(a.identity()), CheckOutcome::Passed);
+  EXPECT_EQ(out.at(b.identity()), CheckOutcome::Violated);
+  EXPECT_EQ(out.at(d.identity()), CheckOutcome::NotTriggered);
+  std::ofstream(dir / "not_triggered.log") << indented(a, "\"triggered\": false");
+  EXPECT_THROW(read_check_outcomes(dir.string()), CheckOutcomeError);
+  EXPECT_THROW(read_check_outcomes((dir / "absent").string()), CheckOutcomeError);
+  std::filesystem::remove_all(dir);
+}
