@@ -95,7 +95,7 @@ std::string report_json(const VetResult& result, const std::vector<VetProgram>& 
     out += "{\"relation\": ";
     append_json_string(out, d.invariant->relation);
     out += ", \"description\": ";
-    append_json_string(out, d.invariant->text_description);
+    append_json_string(out, d.invariant->text_description.str());
     out += ", \"verdict\": ";
     append_json_string(out, vet_verdict_name(d.verdict));
     out += ", \"learned_by\": " + std::to_string(d.learned_by) + ", \"passed_on\": ";
