@@ -266,3 +266,27 @@ def test_a_parameter_replaced_in_its_module_is_followed_under_its_name(tmp_path)
     assert len(set(ids)) == 2 and sum(a != b for a, b in zip(ids, ids[1:])) == 1
     last_steps = {r["meta_vars"]["step"] for r in weights if r["attributes"]["_TRAINCHECK_data_ID"] == ids[-1]}
     assert max(last_steps) == 4
+
+
+SPARSE_EMBEDDING = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Embedding(50, 8, sparse=True)  # its gradient is sparse: no storage, data_ptr raises
+opt = torch.optim.SparseAdam(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    model(torch.randint(0, 50, (16,))).pow(2).sum().backward()
+    opt.step()
+print("RESULT", round(float(model.weight.sum()), 5))
+"""
+
+
+def test_a_tracked_model_with_a_sparse_gradient_trains_as_without_the_tool(tmp_path):
+    script = write_script(tmp_path, "sparse.py", SPARSE_EMBEDDING)
+    plain = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    result = collect(tmp_path, "-p", str(script), "--output-dir", "out", "--models-to-track", "model")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == plain.stdout.splitlines()[-1]
+    states = [r for rs in read_trace_files(tmp_path / "out", "VAR").values() for r in rs]
+    assert len(states) >= 4  # the weight at the start and after each of the 3 steps

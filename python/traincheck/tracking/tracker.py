@@ -58,12 +58,20 @@ def mutates_parameters(api_name: str) -> bool:
             and not api_name.startswith("torch.optim.lr_scheduler."))
 
 
+def _data_address(t: torch.Tensor) -> int:
+    """The tensor's data address; 0 for one without storage (a sparse gradient, from nn.Embedding(sparse=True):
+    data_ptr raises there, and the user's training must run as without the tool)."""
+    if t.layout != torch.strided:
+        return 0
+    return t.data_ptr()
+
+
 def _signature(p: torch.Tensor) -> tuple:
     # A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
     # on the tensor itself, storage pointers on the shard.
     g = p.grad
-    data = (p._version, shards.local(p).data_ptr())
-    return (data, None if g is None else (id(g), g._version, shards.local(g).data_ptr()))
+    data = (p._version, _data_address(shards.local(p)))
+    return (data, None if g is None else (id(g), g._version, _data_address(shards.local(g))))
 
 
 def _parameters(obj, name: str):
