@@ -86,7 +86,7 @@ def _report_instrumentation(output_dir: str, reported: set) -> None:
         if len(reported) > 1 or summary.get("mode") != "selective":
             continue  # one line per run: every rank reports the same resolution
         print(f"traincheck-collect: {summary_line(summary)}", file=sys.stderr, flush=True)
-        for api in summary.get("missing_apis", []):
+        for api in summary.get("at_start", summary).get("missing_apis", []):
             print(f"traincheck-collect: warning: API not found in this library version: {api}", file=sys.stderr)
 
 

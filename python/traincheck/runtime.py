@@ -170,11 +170,18 @@ def _instrument(config: dict, core):
     online = _start_online_check(config, core, signatures)
     later.on_installed = lambda installed: _signatures_of_later_apis(installed, config["output_dir"], online)
 
+    at_start = {}
+
     def summary() -> dict:
         if plan is None:
             return {"mode": "full", "wrapped_targets": report.wrapped_targets, "apis": len(report.api_names),
                     "instr_descriptors": descriptors, "modules_instrumented_on_import": len(later.modules_walked)}
-        return selective.resolution_summary(plan, report.api_names, walked)
+        # The summary is rewritten at exit, when APIs that were waiting for their module may be wrapped. The
+        # resolution at the start stays in it: the launcher reports that one, whichever version it reads.
+        now = selective.resolution_summary(plan, report.api_names, walked)
+        if not at_start:
+            at_start.update(now)
+        return {**now, "at_start": dict(at_start)}
 
     return summary
 

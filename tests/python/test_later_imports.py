@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import SCRIPTS, all_records, collect, write_script
+from traincheck.instrument.selective import summary_line
 
 LATE_PACKAGE = {
     "mylib/__init__.py": "",
@@ -79,6 +80,10 @@ def test_selective_mode_wraps_named_functions_of_a_module_not_loaded_at_the_star
     assert sorted(set(functions)) == ["mylib.late.inner", "mylib.late.outer"]
     summary = json.loads(next((tmp_path / "sel").glob("instrumentation_summary_*.json")).read_text())
     assert (summary["apis_resolved"], summary["invariants_resolved"]) == (2, 1)  # rewritten at exit
+    # The start's resolution stays in it, so the launcher's line is the same whenever it reads the file
+    # (it once read only the exit version and printed no "waiting" count).
+    assert summary["at_start"]["apis_not_imported_yet"] == ["mylib.late.inner", "mylib.late.outer"]
+    assert "2 more wrapped when their module is imported" in summary_line(summary)
     assert not (tmp_path / "sel" / "online_check" / "failed.log").read_text().strip()
 
 

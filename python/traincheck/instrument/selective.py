@@ -154,6 +154,8 @@ def resolution_summary(plan: SelectivePlan, resolved_apis: set, roots: list[str]
 
 
 def summary_line(summary: dict) -> str:
+    """The resolution at the start of the run (a summary rewritten at exit keeps it under "at_start")."""
+    summary = summary.get("at_start", summary)
     versions = ", ".join(f"{k} {v}" for k, v in summary.get("library_versions", {}).items())
     waiting = len(summary.get("apis_not_imported_yet", []))
     return (
