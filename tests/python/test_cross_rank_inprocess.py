@@ -4,6 +4,7 @@ them with its peer's. A good run reports nothing; a perturbed rank is reported d
 ranks; a lagging rank is neither a false alarm nor a hang; a killed rank leaves the other one training,
 with a message."""
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -183,6 +184,9 @@ dist.destroy_process_group()
 """
 
 
+PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: ", re.MULTILINE)
+
+
 def test_with_hsdp_only_the_ranks_holding_the_same_shard_are_compared(tmp_path):
     write_script(tmp_path, "hsdp.py", HSDP_SCRIPT)
     (tmp_path / "run.sh").write_text("torchrun --standalone --nproc_per_node=4 hsdp.py\n")
@@ -191,7 +195,9 @@ def test_with_hsdp_only_the_ranks_holding_the_same_shard_are_compared(tmp_path):
         result = collect(tmp_path, "-p", "hsdp.py", "-s", "run.sh", "--output-dir", out, "--models-to-track", "model",
                          "--model-tracker-style", "sampler", *args, env={k: str(v) for k, v in env.items()}, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert "Warning" not in result.stderr  # the tracker's shard accesses are silent
+        # The tracker's shard accesses raise no Python warning ("file:line: SomeWarning: ..."). torch's own
+        # C++ log lines ("[W1203 ...] Warning: ...", from gloo and the store) come and go with timing.
+        assert not PYTHON_WARNING.search(result.stderr), result.stderr
         return tmp_path / out
 
     good = hsdp("good")
