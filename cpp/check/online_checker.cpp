@@ -75,16 +75,47 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
   failed_fd_ = ::open(failed.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (failed_fd_ < 0) throw std::runtime_error(failed + ": cannot open for appending: " + std::strerror(errno));
 
+  make_checks();
+  for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
+  std::sort(peer_var_types_.begin(), peer_var_types_.end());
+  // The context managers' records are wanted too (with no check of their own unless one names them).
+  for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
+}
+
+void OnlineChecker::make_checks() {
   states_.resize(invariants_.size());
+  std::vector<std::pair<const Relation*, std::vector<size_t>>> by_relation;  // in order of first invariant
   for (size_t i = 0; i < invariants_.size(); ++i) {
     OnlineInvariantState& s = states_[i];
     s.invariant = &invariants_[i];
     s.relation = find_relation(invariants_[i].relation);
-    if (s.relation) s.check = s.relation->make_online_check(invariants_[i], signatures_.get());
     s.display_name = invariant_label(s.relation, invariants_[i]);
-    if (!s.check) continue;
-    const OnlineInterest interest = s.check->interest();
-    const auto id = static_cast<uint32_t>(i);
+    if (!s.relation) continue;
+    auto group = std::find_if(by_relation.begin(), by_relation.end(), [&](const auto& g) { return g.first == s.relation; });
+    if (group == by_relation.end()) group = by_relation.insert(by_relation.end(), {s.relation, {}});
+    group->second.push_back(i);
+  }
+  for (const auto& [relation, ids] : by_relation) {
+    std::vector<const Invariant*> invariants;
+    for (size_t id : ids) invariants.push_back(&invariants_[id]);
+    for (Relation::OnlineCheckOf& made : relation->make_online_checks(invariants, signatures_.get())) {
+      TC_ASSERT(!made.members.empty() && made.members.size() == made.check->members(), "a check's members are its invariants");
+      CheckEntry& entry = checks_.emplace_back();
+      entry.check = std::move(made.check);
+      for (size_t m : made.members) entry.members.push_back(static_cast<uint32_t>(ids.at(m)));
+    }
+  }
+  // Checks in the order of their invariants: records are offered, and violations of one record written,
+  // in invariant order, whichever relation shares work between invariants.
+  std::sort(checks_.begin(), checks_.end(), [](const CheckEntry& a, const CheckEntry& b) { return a.members[0] < b.members[0]; });
+  for (size_t c = 0; c < checks_.size(); ++c) {
+    const CheckEntry& entry = checks_[c];
+    for (size_t m = 0; m < entry.members.size(); ++m) {
+      states_[entry.members[m]].check = entry.check.get();
+      states_[entry.members[m]].member = static_cast<uint32_t>(m);
+    }
+    const OnlineInterest interest = entry.check->interest();
+    const auto id = static_cast<uint32_t>(c);
     if (interest.all_records) all_records_.push_back(id);
     for (const std::string& f : interest.functions) by_function_[f].push_back(id);
     for (const std::string& t : interest.var_types) by_var_type_[t].push_back(id);
@@ -93,10 +124,6 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
       peer_fields_.insert(interest.peer_fields.begin(), interest.peer_fields.end());
     }
   }
-  for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
-  std::sort(peer_var_types_.begin(), peer_var_types_.end());
-  // The context managers' records are wanted too (with no check of their own unless one names them).
-  for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
 }
 
 OnlineChecker::~OnlineChecker() {
@@ -151,11 +178,9 @@ void OnlineChecker::dispatch(const Record& record) {
   const Record& r = context_managers_.empty() ? record : context_managers_.before(record, enriched_);
   auto offer = [&](const std::vector<uint32_t>& ids) {
     for (uint32_t id : ids) {
-      TC_ASSERT(id < states_.size() && states_[id].check, "only invariants with an online check are indexed");
-      OnlineInvariantState& s = states_[id];
-      s.check->on_record(r, found_);
-      for (OnlineViolation& v : found_) report(s, v);
-      found_.clear();
+      TC_ASSERT(id < checks_.size(), "the tables index checks_");
+      checks_[id].check->on_record(r, found_);
+      report_found(checks_[id]);
     }
   };
   offer(all_records_);
@@ -172,11 +197,17 @@ void OnlineChecker::check_peer_step_end(const Record& r) {
   auto it = by_peer_var_type_.find(r.var_type);
   if (it == by_peer_var_type_.end()) return;
   for (uint32_t id : it->second) {
-    OnlineInvariantState& s = states_[id];
-    s.check->on_peer_step_end(r, found_);
-    for (OnlineViolation& v : found_) report(s, v);
-    found_.clear();
+    checks_[id].check->on_peer_step_end(r, found_);
+    report_found(checks_[id]);
   }
+}
+
+void OnlineChecker::report_found(const CheckEntry& entry) {
+  for (OnlineViolation& v : found_) {
+    TC_ASSERT(v.member < entry.members.size(), "a violation names one of its check's members");
+    report(states_[entry.members[v.member]], v);
+  }
+  found_.clear();
 }
 
 void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
@@ -277,11 +308,9 @@ void OnlineChecker::end_trace() {
   if (ended_) return;
   end_batch();
   ended_ = true;
-  for (OnlineInvariantState& s : states_) {
-    if (!s.check) continue;
-    s.check->on_trace_end(found_);
-    for (OnlineViolation& v : found_) report(s, v);
-    found_.clear();
+  for (CheckEntry& entry : checks_) {
+    entry.check->on_trace_end(found_);
+    report_found(entry);
   }
 }
 
@@ -299,7 +328,7 @@ OnlineCounts OnlineChecker::counts() const {
       continue;
     }
     ++c.checked;
-    if (s.check->triggered() || s.violations) ++c.triggered;
+    if (s.triggered()) ++c.triggered;
   }
   return c;
 }
@@ -309,7 +338,7 @@ Value OnlineChecker::summary() const {
   std::vector<std::string> violated, triggered;
   for (const OnlineInvariantState& s : states_) {
     if (s.violations) violated.push_back(s.invariant->identity());
-    if (s.check && (s.check->triggered() || s.violations)) triggered.push_back(s.invariant->identity());
+    if (s.check && s.triggered()) triggered.push_back(s.invariant->identity());
   }
   auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };
   return make_object({{"violations", n(c.violations)},
@@ -357,7 +386,7 @@ std::string OnlineChecker::render_report() const {
   for (const OnlineInvariantState& s : states_) {
     if (!s.check) continue;
     report_parts::Counts& rel = data.relations[s.invariant->relation];
-    const bool triggered = s.check->triggered() || s.violations;
+    const bool triggered = s.triggered();
     if (s.violations) {
       ++rel.failed;
       OnlineReportRow row;

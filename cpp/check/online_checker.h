@@ -61,13 +61,17 @@ struct OnlineCounts {
 struct OnlineInvariantState {
   const Invariant* invariant = nullptr;
   const Relation* relation = nullptr;      // nullptr: not registered (an invariant built in code, not read)
-  std::unique_ptr<OnlineCheck> check;      // nullptr: not checked online
+  const OnlineCheck* check = nullptr;      // nullptr: not checked online (owned by the checker)
+  uint32_t member = 0;                     // this invariant's place among the check's (OnlineCheck::members)
   std::string display_name;
   uint64_t violations = 0;
   std::set<int64_t> steps;                 // at most max_steps_kept, the earliest ones
   std::optional<int64_t> first_step, last_step;
   std::string first_stage;
   std::vector<Record> samples;             // at most max_samples_kept
+
+  // The precondition held at least once, or a violation was found.
+  bool triggered() const { return violations > 0 || (check != nullptr && check->member_triggered(member)); }
 };
 
 class OnlineChecker {
@@ -146,6 +150,16 @@ class OnlineChecker {
   bool wanted(const Record& r) const;
   bool may_be_wanted(std::string_view line) const;
   void dispatch(const Record& r);
+  // A check and the invariants it judges (states_ indices, in member order).
+  struct CheckEntry {
+    std::unique_ptr<OnlineCheck> check;
+    std::vector<uint32_t> members;
+  };
+  // Makes every invariant's online check, one Relation::make_online_checks call per relation, and indexes
+  // the checks by what they want.
+  void make_checks();
+  // Reports what the check put in found_ (each violation to its member's state), and clears it.
+  void report_found(const CheckEntry& entry);
   void report(OnlineInvariantState& state, OnlineViolation& violation);
   void note_progress(const Record& r);
 
@@ -161,6 +175,8 @@ class OnlineChecker {
   OnlineContextManagers context_managers_;     // those the invariants' preconditions name
   Record enriched_;                            // scratch: a record with its live context managers
   std::vector<OnlineInvariantState> states_;
+  std::vector<CheckEntry> checks_;     // ordered by their first member's invariant
+  // The tables hold checks_ indices.
   Table by_function_, by_var_type_;
   std::vector<uint32_t> all_records_;  // checks that want every record
   Table by_peer_var_type_;             // checks that take other ranks' step ends, by var type

@@ -70,6 +70,8 @@ struct OnlineViolation {
   // and their step. failed.log gets no line for it; the counts, steps and summary do include it.
   uint64_t unwritten = 0;
   int64_t step = 0;
+  // Which of its check's invariants it violates (OnlineCheck::members): 0 for a check of one invariant.
+  uint32_t member = 0;
 };
 
 // Online checking: records arrive one at a time, while training runs, and a check keeps only bounded
@@ -100,6 +102,11 @@ class OnlineCheck {
   virtual OnlineInterest interest() const { return {}; }
   // Whether the invariant's precondition held at least once so far (offline: CheckResult::triggered).
   virtual bool triggered() const { return false; }
+  // How many invariants this check judges: one, or several when Relation::make_online_checks gave one
+  // check the invariants that share their per-record work (each violation names its member). Member m's
+  // triggered(): member_triggered(m).
+  virtual size_t members() const { return 1; }
+  virtual bool member_triggered(size_t member) const { return triggered(); }
   // The trace has ended: no record follows (in-process, the process that wrote it is exiting). Judges
   // what only the end of the trace decides, as the offline check does on a finished trace. Called at
   // most once, after every record. The default: nothing waits for the end.
@@ -154,6 +161,17 @@ class Relation {
                                                          const ApiSignatures* signatures = nullptr) const {
     return nullptr;
   }
+  // The online checks of several invariants of this relation, each with the positions in `invariants`
+  // of the invariants it judges (its members, in member order). The default: make_online_check for each.
+  // A relation whose invariants repeat the same work per record (ConsistencyRelation: the same variables'
+  // step ends) gives one check all the invariants that share it, so the work is done once per record,
+  // not once per invariant (docs/README.md §Rules of the hot path).
+  struct OnlineCheckOf {
+    std::unique_ptr<OnlineCheck> check;
+    std::vector<size_t> members;
+  };
+  virtual std::vector<OnlineCheckOf> make_online_checks(const std::vector<const Invariant*>& invariants,
+                                                        const ApiSignatures* signatures = nullptr) const;
 
   // Human label for reports (docs/formats.md §report.html); empty: use text_description.
   virtual std::string display_name(const Invariant& invariant) const { return {}; }

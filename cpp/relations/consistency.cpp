@@ -406,6 +406,29 @@ std::unique_ptr<OnlineCheck> ConsistencyRelation::make_online_check(const Invari
   return std::make_unique<ConsistencyOnlineCheck>(inv);
 }
 
+std::vector<Relation::OnlineCheckOf> ConsistencyRelation::make_online_checks(const std::vector<const Invariant*>& invariants,
+                                                                             const ApiSignatures*) const {
+  std::vector<OnlineCheckOf> checks;
+  std::map<std::string, std::vector<size_t>> sharing;  // shared_work_key -> positions, in order
+  std::vector<const std::vector<size_t>*> order;       // groups by first member
+  for (size_t i = 0; i < invariants.size(); ++i) {
+    std::string key = ConsistencyOnlineCheck::shared_work_key(*invariants[i]);
+    if (key.empty()) {  // checked by nothing online: a check of its own, which never triggers
+      checks.push_back(OnlineCheckOf{std::make_unique<ConsistencyOnlineCheck>(*invariants[i]), {i}});
+      continue;
+    }
+    auto [it, added] = sharing.try_emplace(std::move(key));
+    it->second.push_back(i);
+    if (added) order.push_back(&it->second);
+  }
+  for (const std::vector<size_t>* members : order) {
+    std::vector<const Invariant*> group;
+    for (size_t i : *members) group.push_back(invariants[i]);
+    checks.push_back(OnlineCheckOf{std::make_unique<ConsistencyOnlineCheck>(group), *members});
+  }
+  return checks;
+}
+
 std::string ConsistencyRelation::display_name(const Invariant& inv) const {
   const std::optional<ParamPair> pp = param_pair(inv);
   if (!pp) return {};

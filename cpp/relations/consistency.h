@@ -30,6 +30,10 @@ class ConsistencyRelation final : public Relation {
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;
   std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
                                                  const ApiSignatures* signatures = nullptr) const override;
+  // One check per group of invariants that compare the same variables (ConsistencyOnlineCheck::
+  // shared_work_key): a model's many parameters are followed once, whatever the number of invariants.
+  std::vector<OnlineCheckOf> make_online_checks(const std::vector<const Invariant*>& invariants,
+                                                const ApiSignatures* signatures = nullptr) const override;
   std::string display_name(const Invariant& invariant) const override;
 
   // What is compared: per instance and step, the last record of the step and the state it belongs to
@@ -59,24 +63,36 @@ class ConsistencyRelation final : public Relation {
   static bool skips_initial_state(std::string_view var_type);
 };
 
-// The online form of ConsistencyRelation::check (how it works: consistency_online.cpp).
+// The online form of ConsistencyRelation::check (how it works: consistency_online.cpp), for one invariant
+// or for several that compare the same variables (its members: OnlineCheck::members).
 class ConsistencyOnlineCheck final : public OnlineCheck {
  public:
-  explicit ConsistencyOnlineCheck(const Invariant& invariant);
+  // `invariants` must have equal shared_work_key()s (one invariant is a check of one member).
+  explicit ConsistencyOnlineCheck(const std::vector<const Invariant*>& invariants);
+  explicit ConsistencyOnlineCheck(const Invariant& invariant)
+      : ConsistencyOnlineCheck(std::vector<const Invariant*>{&invariant}) {}
+  // Invariants with the same key compare the same (var type, attribute) on each side, and so follow the
+  // same instances and step ends: one check does that once for all of them. Empty: the invariant is not
+  // checked online (its params are not two tracked variable attributes), it shares with none.
+  static std::string shared_work_key(const Invariant& invariant);
+
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
   // Another rank's step end: its instance's step ends with this record at once (cross-rank checking).
   void on_peer_step_end(const Record& record, std::vector<OnlineViolation>& violations) override;
-  bool triggered() const override { return triggered_; }
+  size_t members() const override { return members_.size(); }
+  bool triggered() const override;  // any member's
+  bool member_triggered(size_t member) const override { return members_.at(member)->triggered; }
   // The state records of the params' var types, this process's and other ranks' step ends (the params'
-  // attributes and the precondition's fields).
+  // attributes and the preconditions' fields).
   OnlineInterest interest() const override;
   // Step ends held now (running and kept ended ones, over all instances), for tests and memory reports.
   size_t tracked_states() const;
   // How many ended steps are kept for instances still to finish them (lagging ranks).
   static constexpr int64_t kKeptSteps = 16;
-  // Violating pairs written per step (failed.log lines); the rest of the step's are counted only
-  // (OnlineViolation::unwritten). A precondition that pairs every same-shaped parameter of a large model
-  // has violations quadratic in its parameters; their count stays exact, their lines do not flood the disk.
+  // Violating pairs written per step and member (failed.log lines); the rest of the step's are counted
+  // only (OnlineViolation::unwritten). A precondition that pairs every same-shaped parameter of a large
+  // model has violations quadratic in its parameters; their count stays exact, their lines do not flood
+  // the disk.
   static constexpr uint64_t kWrittenPerStep = 1000;
 
  private:
@@ -84,47 +100,61 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   struct Instance;
   struct End {
     int64_t step = 0;
-    Record record;  // the last record of the step: the precondition's view and evidence
+    Record record;  // the last record of the step: the preconditions' view and evidence
     Value value;
     bool compared = true;
     const Instance* instance = nullptr;
   };
   struct Instance {
     int64_t process_id = 0;
-    std::string var_name;
+    Name var_name;
     std::optional<Value> value[2];  // per side: the last non-NaN value
     bool changed[2] = {false, false};  // per side: the value has changed once (past the initial state)
     std::optional<End> current[2];     // per side: the step now running, its last record so far
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
-  // The compared ends of one step on one side, and their index (consistency_pairs.h): position i of the
-  // index is ends[i] (a deque: the index points into it).
+  // An instance's identity: (pid, var_name, var_type), names as their interned ids.
+  struct InstanceKey {
+    int64_t process_id;
+    uint32_t var_name, var_type;
+    bool operator==(const InstanceKey&) const = default;
+  };
+  struct InstanceKeyHash {
+    size_t operator()(const InstanceKey& k) const {
+      return std::hash<uint64_t>{}(static_cast<uint64_t>(k.process_id) * 0x9E3779B97F4A7C15ULL ^
+                                   (static_cast<uint64_t>(k.var_name) << 32 | k.var_type));
+    }
+  };
+  // One invariant's precondition, compiled for pairing (consistency_pairs.h). Held by pointer: the
+  // condition refers to the precondition.
+  struct Member {
+    std::optional<PreconditionGroup> precondition;
+    std::unique_ptr<PairCondition> condition;
+    bool triggered = false;
+  };
+  // The compared ends of one step on one side, kept once, and per member their index
+  // (consistency_pairs.h): position i of each index is ends[i] (a deque: the indexes point into it).
   struct StepEnds {
-    explicit StepEnds(const PairCondition& condition) : index(condition) {}
     std::deque<End> ends;
-    StepEndIndex index;
-    uint64_t written = 0;  // side 0 only: violations of this step written so far
+    std::vector<StepEndIndex> index;  // per member
+    std::vector<uint64_t> written;    // side 0 only, per member: violations of this step written so far
   };
 
   Instance& instance_of(const Record& r);
   // The record's value on `side` becomes the instance's running end; false when it has none.
   bool update(Instance& inst, int side, const Record& r, int64_t step);
   void finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations);
+  StepEnds& ended_at(int side, int64_t step);
   static PairEnd pair_end(const End& end);
   void prune();
 
   bool valid_ = false;
-  bool triggered_ = false;
   bool symmetric_ = false;  // both params name the same (type, attr): unordered pairs
   bool skip_initial_[2] = {false, false};  // per side: ConsistencyRelation::skips_initial_state
   std::string type_[2], attr_[2];
   KeyId key_[2] = {kNoKey, kNoKey};
-  std::optional<PreconditionGroup> precondition_;
-  std::unique_ptr<PairCondition> condition_;  // over precondition_
-  // By (pid, var_name, var_type), packed into one string: found without an allocation per record
-  // (instance_key_ is reused); nodes keep Instance addresses stable.
-  std::unordered_map<std::string, Instance> instances_;
-  std::string instance_key_;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };

@@ -8,11 +8,18 @@
 // on the same records, precondition and values as the offline check (ConsistencyRelation::StepEnd), and
 // whatever the delay between ranks: time plays no part.
 //
+// Invariants that compare the same variables (shared_work_key: the same var type and attribute per side)
+// share one check, its members: the instances, their running ends and the ended steps' ends are kept once,
+// and each member only indexes the ends by its own precondition. A model's 50k parameters cost one
+// instance lookup and one record copy per record, not one per invariant (bench/README.md,
+// consistency_scale).
+//
 // State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
 // instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks),
-// each step's indexed by what the precondition compares (consistency_pairs.h), so a finishing end costs
-// O(1) amortised, not one precondition evaluation per other end of the step. Violating pairs are written
-// up to kWrittenPerStep per step, in the order their second end finished; the rest are counted.
+// each step's indexed per member by what its precondition compares (consistency_pairs.h), so a finishing
+// end costs O(1) amortised per member, not one precondition evaluation per other end of the step.
+// Violating pairs are written up to kWrittenPerStep per step and member, in the order their second end
+// finished; the rest are counted.
 //
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
 // pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
@@ -25,43 +32,76 @@
 // of the same step (never with another peer's: that pair is the peers' own to compare). Pairing by step
 // is unchanged, so a rank that publishes late is judged as if it had not lagged.
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <limits>
+#include <optional>
 
+#include "common/assert.h"
 #include "relations/consistency.h"
 
 namespace traincheck {
 
-ConsistencyOnlineCheck::ConsistencyOnlineCheck(const Invariant& inv) {
-  if (inv.params.size() < 2 || inv.params[0].type != ParamType::VarType || inv.params[1].type != ParamType::VarType) return;
+namespace {
+
+// The (type, attribute) of both params, when the invariant compares two tracked variable attributes.
+std::optional<std::array<std::pair<std::string, std::string>, 2>> compared_sides(const Invariant& inv) {
+  if (inv.params.size() < 2 || inv.params[0].type != ParamType::VarType || inv.params[1].type != ParamType::VarType)
+    return std::nullopt;
+  std::array<std::pair<std::string, std::string>, 2> sides;
   for (int s = 0; s < 2; ++s) {
-    type_[s] = inv.params[s].var_type;
-    attr_[s] = inv.params[s].attr_name;
+    sides[s] = {inv.params[s].var_type, inv.params[s].attr_name};
     // Untracked attributes have no history offline, so nothing is ever compared.
-    if (is_untracked_attribute(attr_[s])) return;
+    if (is_untracked_attribute(sides[s].second)) return std::nullopt;
+  }
+  return sides;
+}
+
+}  // namespace
+
+std::string ConsistencyOnlineCheck::shared_work_key(const Invariant& inv) {
+  const auto sides = compared_sides(inv);
+  if (!sides) return {};
+  std::string key;
+  for (const auto& [type, attr] : *sides) {  // lengths first: names may hold any byte
+    key += std::to_string(type.size()) + ":" + type + std::to_string(attr.size()) + ":" + attr;
+  }
+  return key;
+}
+
+ConsistencyOnlineCheck::ConsistencyOnlineCheck(const std::vector<const Invariant*>& invariants) {
+  TC_ASSERT(!invariants.empty(), "a check judges at least one invariant");
+  const std::string key = shared_work_key(*invariants.front());
+  for (const Invariant* inv : invariants) {
+    TC_ASSERT(shared_work_key(*inv) == key, "the members of a check compare the same variables");
+    auto& m = *members_.emplace_back(std::make_unique<Member>());
+    if (const PreconditionGroup* g = inv->precondition_group(ConsistencyRelation::kGroup)) m.precondition = *g;
+    // Records online carry their live context managers, so every clause reads the record alone.
+    const PreconditionGroup* pre = m.precondition ? &*m.precondition : nullptr;
+    m.condition = std::make_unique<PairCondition>(
+        pre, [pre](const PairEnd& a, const PairEnd& b) { return !pre || pre->holds_on(*a.record, *b.record); }, false);
+  }
+  const auto sides = compared_sides(*invariants.front());
+  if (!sides) return;
+  for (int s = 0; s < 2; ++s) {
+    type_[s] = (*sides)[s].first;
+    attr_[s] = (*sides)[s].second;
     key_[s] = intern_key(std::string(kAttributeFieldPrefix) + attr_[s]);
     skip_initial_[s] = ConsistencyRelation::skips_initial_state(type_[s]);
   }
   valid_ = true;
   symmetric_ = type_[0] == type_[1] && attr_[0] == attr_[1];
-  if (const PreconditionGroup* g = inv.precondition_group(ConsistencyRelation::kGroup)) precondition_ = *g;
-  // Records online carry their live context managers, so every clause reads the record alone.
-  condition_ = std::make_unique<PairCondition>(
-      precondition_ ? &*precondition_ : nullptr,
-      [this](const PairEnd& a, const PairEnd& b) { return !precondition_ || precondition_->holds_on(*a.record, *b.record); }, false);
+}
+
+bool ConsistencyOnlineCheck::triggered() const {
+  return std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m->triggered; });
 }
 
 ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Record& r) {
-  const std::string_view name = r.var_name, type = r.var_type;
-  const uint64_t name_size = name.size();  // a length, not a separator: names may hold any byte
-  instance_key_.assign(reinterpret_cast<const char*>(&r.process_id), sizeof r.process_id);
-  instance_key_.append(reinterpret_cast<const char*>(&name_size), sizeof name_size);
-  instance_key_.append(name);
-  instance_key_.append(type);
-  auto it = instances_.find(instance_key_);
-  if (it == instances_.end()) {
-    it = instances_.emplace(instance_key_, Instance{}).first;
+  auto [it, added] = instances_.try_emplace(InstanceKey{r.process_id, r.var_name.id(), r.var_type.id()});
+  if (added) {
     it->second.process_id = r.process_id;
-    it->second.var_name = std::string(r.var_name);
+    it->second.var_name = r.var_name;
   }
   return it->second;
 }
@@ -114,37 +154,57 @@ PairEnd ConsistencyOnlineCheck::pair_end(const End& e) {
   return PairEnd{&e.record, &e.value, reinterpret_cast<uintptr_t>(e.instance), 0, e.instance->peer};
 }
 
+ConsistencyOnlineCheck::StepEnds& ConsistencyOnlineCheck::ended_at(int side, int64_t step) {
+  auto [it, added] = ended_[side].try_emplace(step);
+  if (added) {
+    // As many ends as the step before had, room made at once: a model's step ends tens of thousands of
+    // instances, and growing each member's index to that size costs more than filling it.
+    const size_t expected = it == ended_[side].begin() ? 0 : std::prev(it)->second.ends.size();
+    StepEnds& ends = it->second;
+    ends.index.reserve(members_.size());
+    for (const auto& m : members_) ends.index.emplace_back(*m->condition).reserve(expected);
+    ends.written.assign(members_.size(), 0);
+  }
+  return it->second;
+}
+
 void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations) {
   End done = std::move(*inst.current[side]);
   inst.current[side].reset();
   latest_ended_ = std::max(latest_ended_, done.step);
   if (!done.compared) return;  // never paired: not kept
   const int other_side = symmetric_ ? 0 : 1 - side;
-  // The other ends of this step that already ended: counted by group (consistency_pairs.h), and the first
-  // kWrittenPerStep violating pairs of the step written, in the order those ends ended.
+  // The other ends of this step that already ended: counted by group (consistency_pairs.h), and per
+  // member the first kWrittenPerStep violating pairs of the step written, in the order those ends ended.
   const PairEnd mine = pair_end(done);
-  uint64_t& written = ended_[0].try_emplace(done.step, *condition_).first->second.written;
+  StepEnds& counted_in = ended_at(0, done.step);  // holds the written counts
   if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end()) {
     StepEnds& others = it->second;
-    const PairTally tally = others.index.tally(mine);
-    if (tally.triggered > 0) triggered_ = true;
-    if (tally.violations > 0) {
+    for (size_t m = 0; m < members_.size(); ++m) {
+      const auto member = static_cast<uint32_t>(m);
+      const PairTally tally = others.index[m].tally(mine);
+      if (tally.triggered > 0) members_[m]->triggered = true;
+      if (tally.violations == 0) continue;
+      uint64_t& written = counted_in.written[m];
       const size_t room = written < kWrittenPerStep ? kWrittenPerStep - written : 0;
-      const size_t shown = others.index.violations(mine, room, [&](uint32_t pos) {
+      const size_t shown = others.index[m].violations(mine, room, [&](uint32_t pos) {
         const End& other = others.ends[pos];
         bool mine_first = side == 0;
         if (symmetric_)
           mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
                                                           other.instance->var_name);
-        violations.push_back(mine_first ? OnlineViolation{{done.record, other.record}} : OnlineViolation{{other.record, done.record}});
+        violations.push_back(OnlineViolation{mine_first ? std::vector<Record>{done.record, other.record}
+                                                        : std::vector<Record>{other.record, done.record},
+                                             0, 0, member});
       });
       written += shown;
-      if (tally.violations > shown) violations.push_back(OnlineViolation{{}, tally.violations - shown, done.step});
+      if (tally.violations > shown) violations.push_back(OnlineViolation{{}, tally.violations - shown, done.step, member});
     }
   }
-  StepEnds& mine_ended = ended_[side].try_emplace(done.step, *condition_).first->second;
+  StepEnds& mine_ended = ended_at(side, done.step);
   mine_ended.ends.push_back(std::move(done));
-  mine_ended.index.add(pair_end(mine_ended.ends.back()));
+  const PairEnd kept = pair_end(mine_ended.ends.back());
+  for (StepEndIndex& index : mine_ended.index) index.add(kept);
 }
 
 void ConsistencyOnlineCheck::prune() {
@@ -163,9 +223,10 @@ OnlineInterest ConsistencyOnlineCheck::interest() const {
   if (type_[1] != type_[0]) in.var_types.push_back(type_[1]);
   in.peer_step_ends = true;
   for (int s = 0; s < 2; ++s) in.peer_fields.push_back(std::string(kAttributeFieldPrefix) + attr_[s]);
-  if (precondition_)
-    for (const Conjunction& c : precondition_->disjuncts)
-      for (const Clause& clause : c.clauses) in.peer_fields.push_back(clause.prop_name);
+  for (const auto& m : members_)
+    if (m->precondition)
+      for (const Conjunction& c : m->precondition->disjuncts)
+        for (const Clause& clause : c.clauses) in.peer_fields.push_back(clause.prop_name);
   return in;
 }
 

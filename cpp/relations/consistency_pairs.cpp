@@ -125,6 +125,15 @@ uint64_t StepEndIndex::counted(const std::vector<const Value*>& p, const Value* 
   return 0;
 }
 
+void StepEndIndex::reserve(size_t ends) {
+  ends_.reserve(ends);
+  present_.reserve(ends);
+  previous_of_instance_.reserve(ends);
+  group_of_.reserve(ends);
+  projections_.reserve(ends * (condition_->key_size() + condition_->unequal_size()));
+  last_of_instance_.reserve(ends);
+}
+
 uint32_t StepEndIndex::add(const PairEnd& end) {
   const auto pos = static_cast<uint32_t>(ends_.size());
   ends_.push_back(end);
@@ -132,7 +141,7 @@ uint32_t StepEndIndex::add(const PairEnd& end) {
   auto [last, first_end] = last_of_instance_.try_emplace(end.instance, pos);
   previous_of_instance_.push_back(first_end ? kNone : last->second);
   last->second = pos;
-  std::vector<const Value*> p;
+  std::vector<const Value*>& p = add_scratch_;
   uint32_t g = kNone;
   if (project(end, p)) {
     g = find_group(p);

@@ -75,6 +75,8 @@ class StepEndIndex {
   StepEndIndex(StepEndIndex&&) = default;
   StepEndIndex& operator=(StepEndIndex&&) = default;
 
+  // Room for `ends` ends without growing (an online step expects as many as the step before it had).
+  void reserve(size_t ends);
   uint32_t add(const PairEnd& end);
   // No longer paired, counted or scanned (the offline sweep over unordered pairs).
   void remove(uint32_t position);
@@ -132,6 +134,7 @@ class StepEndIndex {
   std::vector<uint32_t> previous_of_instance_;
   std::vector<const Value*> scratch_;        // the projection of the end being judged
   std::vector<const Value*> count_scratch_;  // count()'s
+  std::vector<const Value*> add_scratch_;    // add()'s
 };
 
 }  // namespace traincheck

@@ -269,7 +269,7 @@ TEST(OnlineChecker, SameViolationsAsTheOfflineCheckOnASyntheticRunWithAMissingFo
   ASSERT_EQ(offline.outcomes.size(), checker.states().size());
   for (size_t i = 0; i < invariants.size(); ++i) {
     EXPECT_EQ(checker.states()[i].violations, offline.outcomes[i].result.violation_count) << invariants[i].text_description;
-    EXPECT_EQ(checker.states()[i].check->triggered(), offline.outcomes[i].result.triggered);
+    EXPECT_EQ(checker.states()[i].check->member_triggered(checker.states()[i].member), offline.outcomes[i].result.triggered);
     const std::vector<int64_t> steps = violation_steps(store, offline.outcomes[i]);
     EXPECT_EQ(std::vector<int64_t>(checker.states()[i].steps.begin(), checker.states()[i].steps.end()), steps);
   }

@@ -1,16 +1,22 @@
 #include "relations/consistency.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <tuple>
 
 #include "case_trace.h"
+#include "check/online_checker.h"
 #include "infer/engine.h"
 #include "relations/ddp_invariant.h"
 #include "relations/registry.h"
 #include "trace/trace_reader.h"
 
+namespace fs = std::filesystem;
 using namespace traincheck;
 
 namespace {
@@ -336,4 +342,105 @@ TEST(Consistency, SeveralStatesPerStepAreComparedAtTheSameMoment) {
   ASSERT_EQ(r.violation_count, 1u);
   EXPECT_EQ(bad.record(r.violations[0].records[0]).step, 2);
   ASSERT_EQ(run_online(bad, inv).size(), 1u);
+}
+
+namespace {
+
+// The real invariant with one more clause: a constant stage listing `stages` (its own identity).
+Invariant with_stage_clause(const std::string& stages) {
+  std::string text = test_data::kDdpConsistencyInvariant;
+  const std::string before = R"({"type": "consistent", "prop_name": "attributes.ndim")";
+  text.insert(text.find(before), R"({"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", )"
+                                 R"("prop_dtype": "str", "values": [)" + stages + "]}, ");
+  return invariant_from_json(text);
+}
+
+std::vector<PairKey> pair_keys(const std::vector<OnlineViolation>& violations, uint32_t member) {
+  std::vector<PairKey> keys;
+  for (const OnlineViolation& v : violations)
+    if (v.member == member && v.records.size() == 2) keys.push_back(key_of(v.records[0], v.records[1]));
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+}  // namespace
+
+// Invariants that compare the same variables share one check (the instances and step ends are followed
+// once per record, not once per invariant: issue 24, 50k parameters x many invariants), and each keeps
+// the verdict it has alone: its own violations, its own triggered().
+TEST(Consistency, InvariantsOfTheSameVariablesShareOneCheckAndKeepTheirOwnVerdicts) {
+  Invariant grad = real_example();
+  grad.params[0].attr_name = grad.params[1].attr_name = Name("grad");  // other variables: a check of its own
+  Invariant api = real_example();
+  api.params[0].type = ParamType::Api;  // not two variables: not checked online, shares with none
+  const std::vector<Invariant> invariants = {real_example(), grad, with_stage_clause(R"("validation")"),
+                                             with_stage_clause(R"("training")"), api};
+  std::vector<const Invariant*> pointers;
+  for (const Invariant& inv : invariants) pointers.push_back(&inv);
+  std::vector<Relation::OnlineCheckOf> checks = ConsistencyRelation().make_online_checks(pointers);
+  ASSERT_EQ(checks.size(), 3u);
+  std::vector<std::vector<size_t>> members;
+  for (const auto& c : checks) {
+    EXPECT_EQ(c.check->members(), c.members.size());
+    members.push_back(c.members);
+  }
+  std::sort(members.begin(), members.end());
+  EXPECT_EQ(members, (std::vector<std::vector<size_t>>{{0, 2, 3}, {1}, {4}}));
+  auto shared = std::find_if(checks.begin(), checks.end(), [](const auto& c) { return c.members.size() == 3; });
+
+  DdpSpec spec;
+  spec.prefix = "_ML_DAIKON_";
+  spec.ranks = 3;
+  spec.diverge_rank = 1;
+  spec.diverge_from = 2;
+  const TraceStore t = ddp_trace("shared", spec);
+  std::vector<OnlineViolation> together;
+  for (const Record& r : t.records()) shared->check->on_record(r, together);
+  for (size_t m = 0; m < 3; ++m) {
+    const Invariant& alone_inv = invariants[shared->members[m]];
+    ConsistencyOnlineCheck* alone = nullptr;
+    const std::vector<OnlineViolation> expected = run_online(t, alone_inv, &alone);
+    EXPECT_EQ(pair_keys(together, static_cast<uint32_t>(m)), pair_keys(expected, 0)) << "member " << m;
+    EXPECT_EQ(shared->check->member_triggered(m), alone->triggered()) << "member " << m;
+  }
+  // The stage no record is in: never triggered, never violated; the other two find the divergence.
+  EXPECT_TRUE(pair_keys(together, 1).empty());
+  EXPECT_FALSE(shared->check->member_triggered(1));
+  EXPECT_FALSE(pair_keys(together, 0).empty());
+  EXPECT_EQ(pair_keys(together, 0), pair_keys(together, 2));
+}
+
+// Through the online checker: violations of a shared check reach their own invariant's state and
+// failed.log entry, with another relation's invariant between the members.
+TEST(Consistency, TheOnlineCheckerReportsEachMembersViolationsAsItsOwn) {
+  Invariant other = invariant_from_json(
+      R"({"text_description": "other relation", "relation": "APIContainRelation", "params": [)"
+      R"({"param_type": "APIParam", "api_full_name": "a"}, {"param_type": "APIParam", "api_full_name": "b"}],)"
+      R"("precondition": {"parent_func_call_pre": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}},)"
+      R"("num_positive_examples": 5, "num_negative_examples": 0})");
+  Invariant never = with_stage_clause(R"("validation")");
+  never.text_description = SharedText("never");
+  const fs::path dir = fs::temp_directory_path() / ("tc_consistency_members_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  OnlineCheckerOptions options;
+  options.output_dir = dir.string();
+  OnlineChecker checker({never, other, real_example()}, {}, options);
+
+  DdpSpec spec;
+  spec.prefix = "_ML_DAIKON_";
+  spec.diverge_rank = 1;
+  spec.diverge_from = 2;
+  checker.add_lines("trace_VAR_1.log", ddp_text(spec));
+  checker.end_batch();
+  const std::vector<OnlineViolation> alone = run_online(ddp_trace("members", spec), real_example());
+  const auto& states = checker.states();
+  EXPECT_EQ(states[0].violations, 0u);
+  EXPECT_FALSE(states[0].triggered());
+  EXPECT_EQ(states[2].violations, alone.size());
+  EXPECT_EQ(states[2].first_step, std::optional<int64_t>(2));
+  std::ifstream failed(dir / "failed.log");
+  size_t lines = 0;
+  for (std::string line; std::getline(failed, line); ++lines) EXPECT_NE(line.find("\"real\""), std::string::npos) << line;
+  EXPECT_EQ(lines, alone.size());
+  fs::remove_all(dir);
 }
