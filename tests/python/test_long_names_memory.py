@@ -6,8 +6,8 @@ held the names in its params, its description and its merge key: 40 functions of
 2.8 MB trace of two runs) took infer to about 230 MB, growing as name length x pairs. Params now hold
 interned names and descriptions quote them by reference (cpp/invariant/shared_text.h)."""
 import json
-import os
 import subprocess
+import sys
 
 FUNCTIONS = 40
 NAME_BYTES = 4000
@@ -27,14 +27,18 @@ def write_run(folder, names, steps=4):
                                         "obj_id": None, "args": {}, "kwargs": {}, "time": t}) + "\n")
 
 
+# Runs argv[1:] and prints its exit code and peak RSS (KB). The measuring process is this small helper, not
+# pytest: a process spawned (vfork) from a large parent has the parent's peak as its ru_maxrss, since Linux
+# folds the old memory's high-water mark in at exec (an xdist worker of 840 MB made infer read 840 MB).
+MEASURE = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+           "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
 def peak_rss_bytes(cmd, cwd):
-    """Exit code and peak RSS of `cmd` alone (wait4's rusage of that one child)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    return proc.returncode, usage.ru_maxrss * 1024, stderr
+    """Exit code and peak RSS of `cmd` alone, measured from a small helper process (MEASURE)."""
+    proc = subprocess.run([sys.executable, "-c", MEASURE, *cmd], cwd=cwd, capture_output=True, text=True)
+    rc, kb = (int(x) for x in proc.stdout.split())
+    return rc, kb * 1024, proc.stderr
 
 
 def test_infer_memory_does_not_grow_with_name_length_times_pairs(tmp_path):

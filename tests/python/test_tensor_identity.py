@@ -81,3 +81,26 @@ def test_different_tensors_at_one_reused_address_are_different_arguments(tmp_pat
     address = (1 << 48) - 1  # an identity's low bits are the address
     assert len({i & address for i in ids}) < 6  # the scenario: some pass reused an earlier pass's address
     assert len(set(ids)) == 6
+
+
+FAKE = """
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+with FakeTensorMode():
+    x = torch.randn(4, 4)
+    y = torch.nn.functional.relu(x @ x)
+print("RESULT", tuple(y.shape), type(y).__name__)
+"""
+
+
+def test_fake_tensors_are_recorded_without_asking_for_their_data_pointer(tmp_path):
+    # A FakeTensor (FSDP2, torch.compile and DTensor make them) has no data; asking its data_ptr() makes
+    # torch print a deprecation warning into the user's output, which the tool must never add.
+    script = write_script(tmp_path, "fake.py", FAKE)
+    r = collect(tmp_path, "-p", str(script), "--output-dir", "out")
+    assert r.returncode == 0, r.stderr
+    assert "RESULT (4, 4) FakeTensor" in r.stdout
+    assert "data pointer of FakeTensor" not in r.stderr, r.stderr
+    fake_args = [r for recs in read_trace_files(tmp_path / "out", "API").values() for r in recs
+                 if r["function"].endswith("relu") and r["type"] == "function_call (pre)"]
+    assert fake_args, "relu was recorded"

@@ -132,10 +132,35 @@ const DtypeInfo* dtype_info(PyObject* dtype) {
 // of the storage there (record/python/data_lifetimes.h), rather than id(tensor). A temporary such as
 // `p.data` is freed after the call, and the next one often gets the same Python id: `.data` views of
 // different parameters looked like one tensor (issue 25); their data addresses differ, and two views of
-// one parameter share theirs. A tensor without an address (meta, sparse, fake, functorch wrappers: 0 or
-// an error) keeps id(tensor).
-uint64_t data_identity(PyObject* t, bool sparse) {
-  if (g_data_ptr == nullptr || sparse) return reinterpret_cast<uint64_t>(t);
+// one parameter share theirs. A tensor without an address (meta and sparse ones, `no_data`, are never
+// asked; functorch wrappers: 0 or an error), or of a subclass with its own dispatch (fake, functional,
+// DTensor: never asked), keeps id(tensor).
+namespace {
+
+// Whether tensors of this type have data of their own to address: torch.Tensor and Parameter, and
+// subclasses that keep torch's dispatch. A subclass with its own __torch_dispatch__ (FakeTensor,
+// FunctionalTensor, DTensor) has none, and FakeTensor.data_ptr() makes torch print a deprecation warning
+// into the user's output (seen under FSDP2). Decided once per type; types are kept alive in the cache.
+bool has_addressable_data(PyTypeObject* type) {
+  if (type == g_types.tensor || type == g_types.parameter) return true;
+  static auto* decided = new std::unordered_map<PyTypeObject*, bool>();  // never destroyed: used until exit
+  if (auto it = decided->find(type); it != decided->end()) return it->second;
+  bool own_dispatch = true;
+  PyObject* mine = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__torch_dispatch__");
+  PyObject* base = PyObject_GetAttrString(reinterpret_cast<PyObject*>(g_types.tensor), "__torch_dispatch__");
+  if (mine != nullptr && base != nullptr) own_dispatch = mine != base;
+  Py_XDECREF(mine);
+  Py_XDECREF(base);
+  PyErr_Clear();
+  Py_INCREF(type);
+  decided->emplace(type, !own_dispatch);
+  return !own_dispatch;
+}
+
+}  // namespace
+
+uint64_t data_identity(PyObject* t, bool no_data) {
+  if (g_data_ptr == nullptr || no_data || !has_addressable_data(Py_TYPE(t))) return reinterpret_cast<uint64_t>(t);
   PyObject* ptr = PyObject_CallOneArg(g_data_ptr, t);
   if (ptr == nullptr) {
     PyErr_Clear();
@@ -188,7 +213,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     if (PyObject* grad = PyObject_GetAttr(t, n.grad)) {
       if (grad != Py_None) {
         f |= kTensorHasGrad;
-        s.grad_id = data_identity(grad, false);
+        s.grad_id = data_identity(grad, flag_attr(grad, n.is_meta));
       }
       Py_DECREF(grad);
     } else {
@@ -202,7 +227,9 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     PyErr_Clear();
   }
   s.flags = f;
-  s.data_id = data_identity(t, f & kTensorIsSparse);
+  // Sparse tensors have no single address; meta tensors none (a FakeTensor's inner tensor is one: asking
+  // it makes torch warn).
+  s.data_id = data_identity(t, f & (kTensorIsSparse | kTensorIsMeta));
 }
 
 bool is_tensor(PyObject* obj) { return g_types.tensor && PyObject_TypeCheck(obj, g_types.tensor); }
