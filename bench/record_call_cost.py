@@ -33,7 +33,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
 
-    _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device)
+    _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
     out = tempfile.mkdtemp(prefix="tc_bench_")
     _core.start(out)
     a, b = torch.ones(4), torch.ones(4)

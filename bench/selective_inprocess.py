@@ -197,7 +197,7 @@ def main():
     from traincheck.instrument import selective
 
     out = tempfile.mkdtemp(prefix="tc_inproc_")
-    _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device)
+    _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
     _core.start(out)
     meta_vars.attach_recorder(_core, 1, 1)
     _core.set_recording(False)
