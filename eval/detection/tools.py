@@ -52,17 +52,25 @@ def peer(venv: Path) -> Analyzer:
     return Analyzer(PEER, venv / "bin")
 
 
+def collector_command(script: Path, out_dir: Path, shell_launcher: Path | None = None, models_to_track=(),
+                      who: str = "detection") -> list[str]:
+    """`traincheck-collect -p script --output-dir out_dir`, with the shell launcher and models to track when
+    given: the start of every collect command of the evaluations (detection, pack corpus)."""
+    exe = shutil.which("traincheck-collect")
+    if exe is None:
+        raise SystemExit(f"{who}: traincheck-collect not found on PATH (install the project: pip install .)")
+    cmd = [exe, "-p", str(script), "--output-dir", str(out_dir)]
+    if shell_launcher is not None:
+        cmd += ["-s", str(shell_launcher)]
+    if models_to_track:
+        cmd += ["--models-to-track", *models_to_track]
+    return cmd
+
+
 def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants: Path | None = None) -> list[str]:
     """Our collector on one variant of a case: full instrumentation, or selective with in-process checking
     when `invariants` is given (results in <out_dir>/online_check/failed.log)."""
-    exe = shutil.which("traincheck-collect")
-    if exe is None:
-        raise SystemExit("detection: traincheck-collect not found on PATH (install the project: pip install .)")
-    cmd = [exe, "-p", str(case.script), "--output-dir", str(out_dir)]
-    if case.shell_launcher is not None:
-        cmd += ["-s", str(case.shell_launcher)]
-    if case.models_to_track:
-        cmd += ["--models-to-track", *case.models_to_track]
+    cmd = collector_command(case.script, out_dir, case.shell_launcher, case.models_to_track)
     if case.modules_to_instr:
         cmd += ["-t", *case.modules_to_instr]
     if invariants is not None:
@@ -75,8 +83,4 @@ def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants:
 
 def collect_workload_command(script: Path, out_dir: Path, iters: int, seed: int) -> list[str]:
     """Our collector on an overhead workload (eval/perf_overhead/workloads/<name>/main.py), full instrumentation."""
-    exe = shutil.which("traincheck-collect")
-    if exe is None:
-        raise SystemExit("detection: traincheck-collect not found on PATH (install the project: pip install .)")
-    return [exe, "-p", str(script), "--output-dir", str(out_dir), "--",
-            "--device", "cpu", "--iters", str(iters), "--seed", str(seed)]
+    return collector_command(script, out_dir) + ["--", "--device", "cpu", "--iters", str(iters), "--seed", str(seed)]

@@ -17,6 +17,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from eval.detection.jobs import Job, run_all
+from eval.detection.tools import collector_command
 from eval.pack_corpus.manifest import Program, load
 
 SEED = 1
@@ -32,14 +33,7 @@ def is_collected(traces: Path, program: Program) -> bool:
 
 
 def collect_command(program: Program, out_dir: Path, seed: int = SEED) -> list[str]:
-    exe = shutil.which("traincheck-collect")
-    if exe is None:
-        raise SystemExit("pack: traincheck-collect not found on PATH (install the project: pip install .)")
-    cmd = [exe, "-p", str(program.script), "--output-dir", str(out_dir)]
-    if program.shell_launcher is not None:
-        cmd += ["-s", str(program.shell_launcher)]
-    if program.models_to_track:
-        cmd += ["--models-to-track", *program.models_to_track]
+    cmd = collector_command(program.script, out_dir, program.shell_launcher, program.models_to_track, who="pack")
     return cmd + ["--", *program.args, "--seed", str(seed)]
 
 

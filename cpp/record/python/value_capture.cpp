@@ -213,7 +213,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     if (PyObject* grad = PyObject_GetAttr(t, n.grad)) {
       if (grad != Py_None) {
         f |= kTensorHasGrad;
-        s.grad_id = data_identity(grad, flag_attr(grad, n.is_meta));
+        s.grad_id = data_identity(grad, f & kTensorIsMeta);  // torch keeps a grad on its tensor's device
       }
       Py_DECREF(grad);
     } else {
