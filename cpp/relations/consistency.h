@@ -130,20 +130,37 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   struct Member {
     std::optional<PreconditionGroup> precondition;
     std::unique_ptr<PairCondition> condition;
+    uint32_t index = 0;              // its SharedIndex
+    bool filters_constants = false;  // the index is shared by shape: the member checks its constants' values
     bool triggered = false;
   };
-  // The compared ends of one step on one side, kept once, and per member their index
+  // How the ends of a step are indexed for some members: members whose conditions have one shape
+  // (PairCondition::shape: they differ only in their constants' listed values) share one index, so
+  // 100 invariants over the same parameters group each step end once, not 100 times. A condition that
+  // is not shareable indexes for its member alone.
+  struct SharedIndex {
+    std::unique_ptr<PairCondition> relaxed;  // shared by shape: the constants as keys
+    const PairCondition* condition = nullptr;
+    std::vector<uint32_t> members;
+  };
+  // The compared ends of one step on one side, kept once, and per shared index their index
   // (consistency_pairs.h): position i of each index is ends[i] (a deque: the indexes point into it).
   struct StepEnds {
     std::deque<End> ends;
-    std::vector<StepEndIndex> index;  // per member
+    std::vector<StepEndIndex> index;  // per SharedIndex
     std::vector<uint64_t> written;    // side 0 only, per member: violations of this step written so far
   };
 
   Instance& instance_of(const Record& r);
   // The record's value on `side` becomes the instance's running end; false when it has none.
   bool update(Instance& inst, int side, const Record& r, int64_t step);
+  void share_indexes();
   void finish_step(Instance& inst, int side, std::vector<OnlineViolation>& violations);
+  // Writes up to kWrittenPerStep of a member's violating pairs of `done` with `others` in a step, and
+  // counts the rest.
+  void report_pairs(const Instance& inst, int side, const End& done, StepEndIndex& index, const StepEnds& others,
+                    uint64_t violating, uint32_t member, uint64_t& written,
+                    std::vector<OnlineViolation>& violations) const;
   StepEnds& ended_at(int side, int64_t step);
   static PairEnd pair_end(const End& end);
   void prune();
@@ -154,6 +171,8 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::string type_[2], attr_[2];
   KeyId key_[2] = {kNoKey, kNoKey};
   std::vector<std::unique_ptr<Member>> members_;
+  std::vector<SharedIndex> indexes_;
+  std::vector<const Value*> projection_;  // finish_step's: the finished end's under a shared index
   std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();

@@ -10,8 +10,10 @@
 //
 // Invariants that compare the same variables (shared_work_key: the same var type and attribute per side)
 // share one check, its members: the instances, their running ends and the ended steps' ends are kept once,
-// and each member only indexes the ends by its own precondition. A model's 50k parameters cost one
-// instance lookup and one record copy per record, not one per invariant (bench/README.md,
+// and the ends are indexed once per precondition shape (SharedIndex in consistency.h): members whose
+// preconditions differ only in their constants' values share an index, and each checks its constants on
+// the finished end alone. A model's 50k parameters cost one instance lookup and one record copy per
+// record, and one index insertion and tally per shape, not per invariant (bench/README.md,
 // consistency_scale).
 //
 // State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
@@ -81,6 +83,7 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const std::vector<const Invariant
     m.condition = std::make_unique<PairCondition>(
         pre, [pre](const PairEnd& a, const PairEnd& b) { return !pre || pre->holds_on(*a.record, *b.record); }, false);
   }
+  share_indexes();
   const auto sides = compared_sides(*invariants.front());
   if (!sides) return;
   for (int s = 0; s < 2; ++s) {
@@ -91,6 +94,29 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const std::vector<const Invariant
   }
   valid_ = true;
   symmetric_ = type_[0] == type_[1] && attr_[0] == attr_[1];
+}
+
+void ConsistencyOnlineCheck::share_indexes() {
+  std::map<std::string, uint32_t> by_shape;
+  for (size_t m = 0; m < members_.size(); ++m) {
+    Member& member = *members_[m];
+    const std::string shape = member.condition->shape();
+    auto found = shape.empty() ? by_shape.end() : by_shape.find(shape);
+    if (found == by_shape.end()) {
+      SharedIndex& shared = indexes_.emplace_back();
+      if (shape.empty()) {
+        shared.condition = member.condition.get();
+      } else {
+        const PreconditionGroup* pre = member.precondition ? &*member.precondition : nullptr;
+        shared.relaxed = std::make_unique<PairCondition>(pre, PairCondition::Exact{}, false, true);
+        shared.condition = shared.relaxed.get();
+        found = by_shape.emplace(shape, static_cast<uint32_t>(indexes_.size() - 1)).first;
+      }
+    }
+    member.index = shape.empty() ? static_cast<uint32_t>(indexes_.size() - 1) : found->second;
+    member.filters_constants = !shape.empty();
+    indexes_[member.index].members.push_back(static_cast<uint32_t>(m));
+  }
 }
 
 bool ConsistencyOnlineCheck::triggered() const {
@@ -161,8 +187,8 @@ ConsistencyOnlineCheck::StepEnds& ConsistencyOnlineCheck::ended_at(int side, int
     // instances, and growing each member's index to that size costs more than filling it.
     const size_t expected = it == ended_[side].begin() ? 0 : std::prev(it)->second.ends.size();
     StepEnds& ends = it->second;
-    ends.index.reserve(members_.size());
-    for (const auto& m : members_) ends.index.emplace_back(*m->condition).reserve(expected);
+    ends.index.reserve(indexes_.size());
+    for (const SharedIndex& shared : indexes_) ends.index.emplace_back(*shared.condition).reserve(expected);
     ends.written.assign(members_.size(), 0);
   }
   return it->second;
@@ -180,31 +206,45 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   StepEnds& counted_in = ended_at(0, done.step);  // holds the written counts
   if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end()) {
     StepEnds& others = it->second;
-    for (size_t m = 0; m < members_.size(); ++m) {
-      const auto member = static_cast<uint32_t>(m);
-      const PairTally tally = others.index[m].tally(mine);
-      if (tally.triggered > 0) members_[m]->triggered = true;
-      if (tally.violations == 0) continue;
-      uint64_t& written = counted_in.written[m];
-      const size_t room = written < kWrittenPerStep ? kWrittenPerStep - written : 0;
-      const size_t shown = others.index[m].violations(mine, room, [&](uint32_t pos) {
-        const End& other = others.ends[pos];
-        bool mine_first = side == 0;
-        if (symmetric_)
-          mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
-                                                          other.instance->var_name);
-        violations.push_back(OnlineViolation{mine_first ? std::vector<Record>{done.record, other.record}
-                                                        : std::vector<Record>{other.record, done.record},
-                                             0, 0, member});
-      });
-      written += shown;
-      if (tally.violations > shown) violations.push_back(OnlineViolation{{}, tally.violations - shown, done.step, member});
+    for (size_t i = 0; i < indexes_.size(); ++i) {
+      const SharedIndex& shared = indexes_[i];
+      StepEndIndex& index = others.index[i];
+      // A shared index's group of `mine` holds only ends with mine's constants' values, so a member that
+      // admits mine's values admits every pair of it: one tally for all of them.
+      if (shared.relaxed && !shared.condition->admits(*mine.record, projection_)) continue;
+      std::optional<PairTally> tally;
+      for (const uint32_t member : shared.members) {
+        Member& m = *members_[member];
+        if (m.filters_constants && !m.condition->constants_hold(projection_)) continue;
+        if (!tally) tally = index.tally(mine);
+        if (tally->triggered > 0) m.triggered = true;
+        if (tally->violations == 0) continue;
+        report_pairs(inst, side, done, index, others, tally->violations, member, counted_in.written[member], violations);
+      }
     }
   }
   StepEnds& mine_ended = ended_at(side, done.step);
   mine_ended.ends.push_back(std::move(done));
   const PairEnd kept = pair_end(mine_ended.ends.back());
   for (StepEndIndex& index : mine_ended.index) index.add(kept);
+}
+
+void ConsistencyOnlineCheck::report_pairs(const Instance& inst, int side, const End& done, StepEndIndex& index,
+                                          const StepEnds& others, uint64_t violating, uint32_t member,
+                                          uint64_t& written, std::vector<OnlineViolation>& violations) const {
+  const size_t room = written < kWrittenPerStep ? kWrittenPerStep - written : 0;
+  const size_t shown = index.violations(pair_end(done), room, [&](uint32_t pos) {
+    const End& other = others.ends[pos];
+    bool mine_first = side == 0;
+    if (symmetric_)
+      mine_first = ConsistencyRelation::first_of_pair(inst.process_id, inst.var_name, other.instance->process_id,
+                                                      other.instance->var_name);
+    violations.push_back(OnlineViolation{mine_first ? std::vector<Record>{done.record, other.record}
+                                                    : std::vector<Record>{other.record, done.record},
+                                         0, 0, member});
+  });
+  written += shown;
+  if (violating > shown) violations.push_back(OnlineViolation{{}, violating - shown, done.step, member});
 }
 
 void ConsistencyOnlineCheck::prune() {

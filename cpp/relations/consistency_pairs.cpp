@@ -15,20 +15,24 @@ uint64_t mix(uint64_t h, uint64_t x) {
   return h ^ (h >> 29);
 }
 
+bool listed(const Clause& c, const Value& v) {
+  return std::any_of(c.values.begin(), c.values.end(), [&](const Value& x) { return x == v; });
+}
+
 // What Clause::holds asks of each record alone (its property present, not NaN, hashable unless `exist`,
-// a listed value for `constant`).
-const Value* admitted_value(const Clause& c, const Record& r) {
+// a listed value for `constant` unless `any_constant`).
+const Value* admitted_value(const Clause& c, const Record& r, bool any_constant) {
   const Value* v = c.lookup(RecordView{&r, nullptr});
   if (v == nullptr || v->is_nan()) return nullptr;
   if (c.type != ClauseType::Exist && !v->is_hashable()) return nullptr;
-  if (c.type == ClauseType::Constant && std::none_of(c.values.begin(), c.values.end(), [&](const Value& x) { return x == *v; }))
-    return nullptr;
+  if (c.type == ClauseType::Constant && !any_constant && !listed(c, *v)) return nullptr;
   return v;
 }
 
 }  // namespace
 
-PairCondition::PairCondition(const PreconditionGroup* group, Exact exact, bool enriched) : exact_(std::move(exact)) {
+PairCondition::PairCondition(const PreconditionGroup* group, Exact exact, bool enriched, bool constants_as_keys)
+    : constants_as_keys_(constants_as_keys), exact_(std::move(exact)) {
   if (group == nullptr) {
     groupable_ = true;
     return;
@@ -59,9 +63,27 @@ bool PairCondition::admits(const Record& r, std::vector<const Value*>& out) cons
   out.clear();
   if (never_) return false;
   for (const Clause* c : filter_)
-    if (admitted_value(*c, r) == nullptr) return false;
-  for (const Clause* c : key_) out.push_back(admitted_value(*c, r));
-  for (const Clause* c : unequal_) out.push_back(admitted_value(*c, r));
+    if (admitted_value(*c, r, constants_as_keys_) == nullptr) return false;
+  for (const Clause* c : key_) out.push_back(admitted_value(*c, r, constants_as_keys_));
+  for (const Clause* c : unequal_) out.push_back(admitted_value(*c, r, constants_as_keys_));
+  return true;
+}
+
+std::string PairCondition::shape() const {
+  if (!groupable_ || never_) return {};
+  std::string shape = "shape:";  // never empty when shareable, even with no clause
+  for (const Clause* c : filter_) {
+    // Constant and consistent clauses both group by their value; how each is read must match.
+    shape += c->type == ClauseType::Exist ? 'E' : c->type == ClauseType::Unequal ? 'U' : 'K';
+    const std::string path = to_json(c->additional_path);
+    shape += std::to_string(c->prop_name.size()) + ":" + c->prop_name + std::to_string(path.size()) + ":" + path;
+  }
+  return shape;
+}
+
+bool PairCondition::constants_hold(const std::vector<const Value*>& projection) const {
+  for (size_t i = 0; i < key_.size(); ++i)
+    if (key_[i]->type == ClauseType::Constant && !listed(*key_[i], *projection[i])) return false;
   return true;
 }
 

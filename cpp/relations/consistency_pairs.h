@@ -43,7 +43,18 @@ class PairCondition {
   // `group`: the invariant's "var" group (nullptr: none, every pair is judged). `exact` evaluates it on a
   // pair when it cannot be grouped; `enriched`: the records get context-manager fields from the pair
   // (offline, traces with context managers), so clauses on those fields cannot be grouped.
-  PairCondition(const PreconditionGroup* group, Exact exact, bool enriched);
+  // `constants_as_keys`: a constant clause admits any value, as a consistent one does. That is the index
+  // shared by conditions of one shape() (they differ only in their constants' listed values): each of
+  // them then asks constants_hold of an end's projection. Exact, because the ends of one group agree on
+  // every constant property: an end's group admits the end's pairs under a condition iff the end does.
+  PairCondition(const PreconditionGroup* group, Exact exact, bool enriched, bool constants_as_keys = false);
+
+  // What an index of this condition groups and filters by, the constants' listed values left out.
+  // Empty: not shareable (not groupable, or it holds on no pair).
+  std::string shape() const;
+  // Whether every constant clause's value in `projection` (admits()' output under a condition of the
+  // same shape) is one it lists.
+  bool constants_hold(const std::vector<const Value*>& projection) const;
 
   bool groupable() const { return groupable_; }
   // Groupable only: whether a record can be in any admitted pair, and its key and unequal values
@@ -56,6 +67,7 @@ class PairCondition {
  private:
   bool groupable_ = false;
   bool never_ = false;  // a precondition that holds on no pair (no disjunct)
+  bool constants_as_keys_ = false;
   std::vector<const Clause*> filter_, key_, unequal_;
   Exact exact_;
 };

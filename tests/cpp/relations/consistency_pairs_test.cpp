@@ -236,3 +236,61 @@ TEST(ConsistencyPairs, OnlineWritesABoundedNumberOfPairsPerStepAndCountsTheRest)
     EXPECT_EQ(counted[step], static_cast<uint64_t>(params * (params - 1))) << step;
   }
 }
+
+// Conditions that differ only in their constants' listed values have one shape, and no other conditions do.
+TEST(ConsistencyPairs, ConditionsDifferingOnlyInConstantValuesHaveOneShape) {
+  const std::string up = clause("unequal", "process_id"), ck = clause("consistent", "attributes.k");
+  auto shape = [](const std::string& precondition) {
+    const Invariant inv = invariant(precondition);
+    return PairCondition(inv.precondition_group(ConsistencyRelation::kGroup), {}, false).shape();
+  };
+  const std::string k1 = shape(group(false, {{clause("constant", "attributes.k", ", \"values\": [1]"), up}}));
+  EXPECT_FALSE(k1.empty());
+  EXPECT_EQ(k1, shape(group(false, {{clause("constant", "attributes.k", ", \"values\": [0, 7]"), up}})));
+  EXPECT_EQ(k1, shape(group(false, {{ck, up}})));  // a consistent clause groups as a constant one does
+  EXPECT_NE(k1, shape(group(false, {{up, ck}})));  // the clauses' order is the projection's
+  EXPECT_NE(k1, shape(group(false, {{clause("constant", "attributes.u", ", \"values\": [1]"), up}})));
+  EXPECT_NE(k1, shape(group(false, {{clause("exist", "attributes.k"), up}})));
+  EXPECT_NE(k1, shape(group(false, {{clause("constant", "attributes.k", ", \"values\": [1]"), clause("unequal", "attributes.u")}})));
+  EXPECT_TRUE(shape(group(false, {{up}, {ck}})).empty());  // not groupable: never shared
+  EXPECT_TRUE(shape(group(true, {{up}})).empty());
+  EXPECT_TRUE(shape(group(false, {})).empty());  // holds on no pair
+}
+
+// One online check of several invariants over the same variables, whose preconditions differ only in
+// their constants' values (they share one index of the step ends): each member's counts are its own
+// pairwise ones, as if it were checked alone.
+TEST(ConsistencyPairs, MembersSharingAnIndexKeepTheirPairwiseCounts) {
+  Spec spec;
+  spec.instances = 80;
+  const TraceStore trace("t", read_trace_text("t", random_text(spec)));
+  const std::string up = clause("unequal", "process_id"), uu = clause("unequal", "attributes.u");
+  auto k_in = [&](const char* values, const std::string& unequal) {
+    return invariant(group(false, {{clause("constant", "attributes.k", (std::string(", \"values\": ") + values).c_str()), unequal}}));
+  };
+  const std::vector<Invariant> invariants = {k_in("[1]", up), k_in("[0]", up), k_in("[0, 1]", up), k_in("[5]", up),
+                                             invariant(group(false, {{clause("consistent", "attributes.k"), up}})),
+                                             k_in("[1]", uu)};
+  std::vector<const Invariant*> pointers;
+  for (const Invariant& inv : invariants) pointers.push_back(&inv);
+  const std::vector<Relation::OnlineCheckOf> checks = ConsistencyRelation().make_online_checks(pointers);
+  ASSERT_EQ(checks.size(), 1u);
+  ASSERT_EQ(checks[0].members, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  std::vector<OnlineViolation> found;
+  for (const Record& r : trace.records()) checks[0].check->on_record(r, found);
+  for (uint32_t m = 0; m < invariants.size(); ++m) {
+    std::map<int64_t, uint64_t> expected, got;
+    for (const auto& [step, r1, r2] : pairwise(trace, invariants[m]).violations)
+      if (step < spec.steps - 1) ++expected[step];
+    for (const OnlineViolation& v : found)
+      if (v.member == m) got[v.records.empty() ? v.step : v.records[0].step] += v.records.empty() ? v.unwritten : 1;
+    EXPECT_EQ(got, expected) << "member " << m;
+    const std::unique_ptr<OnlineCheck> alone = ConsistencyRelation().make_online_check(invariants[m]);
+    std::vector<OnlineViolation> ignored;
+    for (const Record& r : trace.records()) alone->on_record(r, ignored);
+    EXPECT_EQ(checks[0].check->member_triggered(m), alone->triggered()) << "member " << m;
+  }
+  // The constant no end has is never triggered; the others find violations.
+  EXPECT_FALSE(checks[0].check->member_triggered(3));
+  EXPECT_TRUE(checks[0].check->member_triggered(0));
+}
