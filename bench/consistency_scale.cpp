@@ -9,13 +9,14 @@
 // Only APIs the code before the grouping change already had, so the same file links against a baseline
 // build's libraries (consistency_scale.py --baseline-libs).
 //
-//   consistency_scale --params N --invariants I [--ranks R] [--steps S] [--shapes K]
+//   consistency_scale --params N --invariants I [--ranks R] [--steps S] [--shapes K] [--distinct-shapes 1]
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -35,17 +36,29 @@ uint64_t thread_cpu_ns() {
   return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t.tv_nsec);
 }
 
+// Properties every record has: `exist` clauses on them hold everywhere.
+constexpr const char* kPresent[] = {"thread_id", "attributes.dtype", "attributes.requires_grad", "meta_vars.stage",
+                                    "attributes.ndim", "attributes.nbytes", "meta_vars.step"};
+
 // The original's DDP invariant (tests/cpp/relations/ddp_invariant.h) with one more clause, a stage
 // constant that every record meets, listing a value of its own: `count` invariants that differ in
-// identity and cost the same.
-std::vector<Invariant> invariants(int count) {
+// identity and cost the same. They differ only in the constant's values, so the checker indexes their
+// step ends once (PairCondition::shape). `distinct_shapes`: each also gets `exist` clauses on the
+// properties of its index's bits (all present, so the verdicts are the same), which gives every
+// invariant a precondition shape of its own: the case where nothing is shared.
+std::vector<Invariant> invariants(int count, bool distinct_shapes) {
   const std::string real = test_data::kDdpConsistencyInvariant;
   const std::string before = R"({"type": "consistent", "prop_name": "attributes.ndim")";
   std::vector<Invariant> out;
   for (int i = 0; i < count; ++i) {
+    std::string clauses = R"({"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", )"
+                          R"("prop_dtype": "str", "values": ["training", "x)" + std::to_string(i) + R"("]}, )";
+    for (size_t bit = 0; distinct_shapes && bit < std::size(kPresent); ++bit)
+      if (i & (1 << bit))
+        clauses += std::string(R"({"type": "exist", "prop_name": ")") + kPresent[bit] +
+                   R"(", "additional_path": "None", "prop_dtype": "int"}, )";
     std::string text = real;
-    text.insert(text.find(before), R"({"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", )"
-                                   R"("prop_dtype": "str", "values": ["training", "x)" + std::to_string(i) + R"("]}, )");
+    text.insert(text.find(before), clauses);
     out.push_back(invariant_from_json(text));
   }
   return out;
@@ -93,12 +106,13 @@ int main(int argc, char** argv) {
   const int ranks = arg(argc, argv, "--ranks", 1);
   const int steps = arg(argc, argv, "--steps", 4);
   const int shapes = arg(argc, argv, "--shapes", 8);
+  const bool distinct_shapes = arg(argc, argv, "--distinct-shapes", 0) != 0;
   const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
   uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
   {
     OnlineCheckerOptions options;
     options.output_dir = dir;
-    OnlineChecker checker(invariants(count), ApiSignatures{}, options);
+    OnlineChecker checker(invariants(count, distinct_shapes), ApiSignatures{}, options);
     for (int step = 0; step < steps; ++step) {
       const std::string own = step_lines(0, step, params, shapes);
       std::vector<std::string> peers;

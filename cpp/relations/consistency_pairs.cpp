@@ -123,6 +123,14 @@ uint32_t StepEndIndex::find_group(const std::vector<const Value*>& p) const {
   return kNone;
 }
 
+size_t StepEndIndex::slot_of(uint64_t hash, const std::vector<const Value*>& p, const Value* value, uint32_t mask) const {
+  const size_t wrap = counts_.size() - 1;
+  for (size_t i = hash & wrap;; i = (i + 1) & wrap) {
+    const Count& c = counts_[i];
+    if (c.representative == kNone || (c.hash == hash && same_projection(c.representative, p, value, mask))) return i;
+  }
+}
+
 void StepEndIndex::count(uint32_t pos, int delta) {
   const size_t width = condition_->key_size() + condition_->unequal_size();
   std::vector<const Value*>& p = count_scratch_;
@@ -130,21 +138,31 @@ void StepEndIndex::count(uint32_t pos, int delta) {
   const PairEnd& e = ends_[pos];
   for (uint32_t mask = 0; mask < (1u << condition_->unequal_size()); ++mask)
     for (const Value* value : {static_cast<const Value*>(nullptr), e.value}) {
-      std::vector<Count>& bucket = counts_[projection_hash(p, value, mask)];
-      Count* found = nullptr;
-      for (Count& c : bucket)
-        if (same_projection(c.representative, p, value, mask)) found = &c;
-      if (found == nullptr) found = &bucket.emplace_back(Count{pos});
-      found->n[e.peer ? 1 : 0] += static_cast<uint32_t>(delta);  // wraps back on removal
+      if (2 * (counts_used_ + 1) > counts_.size()) {  // at most half full: probes stay short
+        std::vector<Count> old(std::max<size_t>(64, 2 * counts_.size()));
+        old.swap(counts_);
+        for (const Count& c : old)
+          if (c.representative != kNone)
+            for (size_t i = c.hash & (counts_.size() - 1);; i = (i + 1) & (counts_.size() - 1))
+              if (counts_[i].representative == kNone) {
+                counts_[i] = c;
+                break;
+              }
+      }
+      const uint64_t hash = projection_hash(p, value, mask);
+      Count& c = counts_[slot_of(hash, p, value, mask)];
+      if (c.representative == kNone) {
+        c = Count{hash, pos};
+        ++counts_used_;
+      }
+      c.n[e.peer ? 1 : 0] += static_cast<uint32_t>(delta);  // wraps back on removal
     }
 }
 
 uint64_t StepEndIndex::counted(const std::vector<const Value*>& p, const Value* value, uint32_t mask, bool peers_too) const {
-  auto it = counts_.find(projection_hash(p, value, mask));
-  if (it == counts_.end()) return 0;
-  for (const Count& c : it->second)
-    if (same_projection(c.representative, p, value, mask)) return c.n[0] + (peers_too ? c.n[1] : 0);
-  return 0;
+  if (counts_.empty()) return 0;
+  const Count& c = counts_[slot_of(projection_hash(p, value, mask), p, value, mask)];
+  return c.representative == kNone ? 0 : c.n[0] + (peers_too ? c.n[1] : 0);
 }
 
 void StepEndIndex::reserve(size_t ends) {

@@ -117,10 +117,17 @@ class StepEndIndex {
   };
   // The group of x (whose projection is in scratch_), or kNone when x pairs with nothing in it for sure.
   uint32_t candidate_group(const PairEnd& x);
+  // The ends of one projection (key, some unequal values, perhaps the value): a slot of counts_, an
+  // open-addressing table (linear probing, never erased: a removed end only lowers n). Flat, because a
+  // step of 50k ends fills it with up to 2^(k+1) projections per end, and a node and a vector per
+  // projection cost more than the counting.
   struct Count {
-    uint32_t representative;  // a position whose projection this counts
-    uint32_t n[2] = {0, 0};   // [local, peer]
+    uint64_t hash = 0;
+    uint32_t representative = kNone;  // a position whose projection this counts; kNone: the slot is free
+    uint32_t n[2] = {0, 0};           // [local, peer]
   };
+  // The slot of the projection, or the free slot where it belongs.
+  size_t slot_of(uint64_t hash, const std::vector<const Value*>& projection, const Value* value, uint32_t mask) const;
   // x's key and unequal values (scratch), or false when no pair with x holds.
   bool project(const PairEnd& x, std::vector<const Value*>& out) const;
   uint32_t find_group(const std::vector<const Value*>& projection) const;
@@ -139,7 +146,8 @@ class StepEndIndex {
   std::vector<bool> present_;
   std::vector<Group> groups_;
   std::unordered_multimap<uint64_t, uint32_t> groups_by_key_;
-  std::unordered_map<uint64_t, std::vector<Count>> counts_;  // projections of counted groups' ends
+  std::vector<Count> counts_;  // projections of counted groups' ends; size 0 or a power of two
+  size_t counts_used_ = 0;
   // Per instance its last end, and per end the previous one of its instance (usually none: one end per
   // instance and step), so that the ends an end never pairs with are found without a list per instance.
   std::unordered_map<uint64_t, uint32_t> last_of_instance_;
