@@ -6,6 +6,7 @@
 // teardown included), so its context must outlive every module object.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
@@ -143,8 +144,15 @@ NB_MODULE(_online, m) {
   });
   m.def("errors", [] { return std::make_pair(session().errors(), session().last_error()); });
   m.def("report_path", [] { return session().report_path(); });
-  m.def("run_violation_table", &format_run_violation_table, nb::arg("summary_texts"), nb::arg("max_rows") = 20,
-        "The violation table of a run (one row per invariant, merged over its processes' summary_<pid>.json "
-        "texts, earliest first step first); '' when nothing was violated.");
+  m.def(
+      "run_online_check_report",
+      [](const std::string& folder, size_t max_rows) -> std::optional<std::pair<std::string, std::string>> {
+        RunOnlineCheckReport report = run_online_check_report(folder, max_rows);
+        if (!report.checked) return std::nullopt;
+        return std::make_pair(std::move(report.line), std::move(report.table));
+      },
+      nb::arg("folder"), nb::arg("max_rows") = 20,
+      "The in-process check of a run, from its online_check folder: (the totals line over every process's "
+      "summary_<pid>.json, the violation table or ''); None when the folder does not exist.");
   bind_selective_plan(m);
 }

@@ -1,13 +1,18 @@
 #include "check/process_summaries.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
 
 #include "trace/json_parse.h"
 
 namespace traincheck {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 Value step_value(const std::optional<int64_t>& step) { return step ? Value::integer(*step) : Value::null(); }
 
@@ -73,6 +78,68 @@ std::string format_run_violation_table(const std::vector<std::string>& summary_t
   }
   const std::vector<ViolationSummaryRow> rows = merge_process_summaries(summaries);
   return rows.empty() ? std::string() : format_violation_summary(rows, max_rows);
+}
+
+namespace {
+
+uint64_t count_field(const Value& summary, const char* name) {
+  const Value* v = summary.find(name);
+  return v && v->is_int() && v->as_int() > 0 ? static_cast<uint64_t>(v->as_int()) : 0;
+}
+
+void add_strings(const Value& summary, const char* name, std::set<std::string>& into) {
+  const Value* v = summary.find(name);
+  if (v == nullptr || !v->is_array()) return;
+  for (const Value& s : v->as_array())
+    if (s.is_string()) into.insert(s.as_string());
+}
+
+uint64_t non_blank_lines(const fs::path& path) {
+  std::ifstream in(path);
+  uint64_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
+
+RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows) {
+  RunOnlineCheckReport report;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return report;
+  report.checked = true;
+  std::vector<fs::path> paths;
+  for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("summary_") && name.ends_with(".json")) paths.push_back(e.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> texts;
+  std::set<std::string> violated, triggered;
+  uint64_t violations = 0, checked = 0, not_checked = 0;
+  for (const fs::path& path : paths) {
+    std::string text, error;
+    Value summary;
+    if (!read_file(path.string(), text, error) || !parse_json(text, summary, error) || !summary.is_object()) continue;
+    violations += count_field(summary, "violations");
+    checked = std::max(checked, count_field(summary, "checked"));
+    not_checked = std::max(not_checked, count_field(summary, "not_checked"));
+    add_strings(summary, "violated_invariants", violated);
+    add_strings(summary, "triggered_invariants", triggered);
+    texts.push_back(std::move(text));
+  }
+  const std::string failed = (fs::path(folder) / "failed.log").string();
+  if (texts.empty()) {
+    report.line = "online check: " + std::to_string(non_blank_lines(failed)) +
+                  " violations (no summary: the program did not exit normally); see " + failed;
+    return report;
+  }
+  report.line = "online check: " + std::to_string(violations) + " violations of " + std::to_string(violated.size()) +
+                " invariants (" + std::to_string(triggered.size()) + " triggered, " + std::to_string(checked) +
+                " checked, " + std::to_string(not_checked) + " not checked); see " + failed;
+  report.table = format_run_violation_table(texts, max_rows);
+  return report;
 }
 
 }  // namespace traincheck

@@ -31,4 +31,17 @@ std::vector<ViolationSummaryRow> merge_process_summaries(const std::vector<Value
 // that is not JSON is skipped.
 std::string format_run_violation_table(const std::vector<std::string>& summary_texts, size_t max_rows);
 
+// What traincheck-collect prints at exit about the in-process check of a run: its totals over every
+// process's summary_<pid>.json in `folder` (the run's online_check/), and its violation table.
+struct RunOnlineCheckReport {
+  bool checked = false;  // the folder exists: the run checked online
+  std::string line;      // "online check: N violations of V invariants (T triggered, C checked, U not checked); see <failed.log>"
+  std::string table;     // format_run_violation_table; "" when nothing was violated
+};
+// Violations are added up and invariants counted once over the processes (by identity); checked and
+// not checked are the largest of any process (each checks the same set). A summary that cannot be read
+// or parsed is skipped. With no summary at all (killed before the exit handlers ran), failed.log (one line
+// per violation) is all there is, and the line says so.
+RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows);
+
 }  // namespace traincheck

@@ -170,61 +170,21 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
     return exit_code
 
 
-def online_check_summary(output_dir: str) -> dict | None:
-    """The in-process checker's results over every process of the run (each writes summary_<pid>.json
-    at exit); None when the run did not check online."""
-    folder = os.path.join(output_dir, "online_check")
-    if not os.path.isdir(folder):
-        return None
-    failed = os.path.join(folder, "failed.log")
-    total = {"violations": 0, "violated": set(), "triggered": set(), "checked": 0, "not_checked": 0, "processes": 0,
-             "failed_log": failed, "texts": []}
-    for path in sorted(glob.glob(os.path.join(folder, "summary_*.json"))):
-        try:
-            with open(path) as f:
-                text = f.read()
-            s = json.loads(text)
-        except (OSError, json.JSONDecodeError):
-            continue
-        total["texts"].append(text)
-        total["processes"] += 1
-        total["violations"] += s["violations"]
-        total["violated"].update(s["violated_invariants"])
-        total["triggered"].update(s["triggered_invariants"])
-        total["checked"] = max(total["checked"], s["checked"])
-        total["not_checked"] = max(total["not_checked"], s["not_checked"])
-    if total["processes"] == 0 and os.path.exists(failed):
-        # Killed before its exit handlers ran: failed.log (one line per violation) is all there is.
-        with open(failed) as f:
-            total["violations"] = sum(1 for line in f if line.strip())
-    return total
-
-
 def _report_online_check(output_dir: str) -> None:
-    s = online_check_summary(output_dir)
-    if s is None:
-        return
-    line = (f"online check: {s['violations']} violations of {len(s['violated'])} invariants "
-            f"({len(s['triggered'])} triggered, {s['checked']} checked, {s['not_checked']} not checked); see {s['failed_log']}")
-    if s["processes"] == 0:
-        line = f"online check: {s['violations']} violations (no summary: the program did not exit normally); see {s['failed_log']}"
-    print(f"traincheck-collect: {line}", file=sys.stderr, flush=True)
-    table = _run_violation_table(s["texts"])
-    if table:
-        print(table, end="", file=sys.stderr, flush=True)
-
-
-def _run_violation_table(summary_texts: list[str]) -> str:
-    """Per violated invariant, over every process of the run: first and last step and count (the native
-    checker merges and formats them, as traincheck-check and -onlinecheck print theirs)."""
-    if not summary_texts:
-        return ""
+    """The in-process check's totals and violation table over every process of the run: the engine adds up
+    the processes' summary_<pid>.json (cpp/check/process_summaries.h); this only prints them."""
     try:
         from traincheck import _online
-    except ImportError as e:  # the extension failed to load: the run's summary line above still stands
-        print(f"traincheck-collect: warning: no violation table ({e})", file=sys.stderr)
-        return ""
-    return _online.run_violation_table(summary_texts)
+    except ImportError as e:  # the extension failed to load: nothing was checked in-process either
+        print(f"traincheck-collect: warning: no online check summary ({e})", file=sys.stderr)
+        return
+    report = _online.run_online_check_report(os.path.join(output_dir, "online_check"))
+    if report is None:
+        return
+    line, table = report
+    print(f"traincheck-collect: {line}", file=sys.stderr, flush=True)
+    if table:
+        print(table, end="", file=sys.stderr, flush=True)
 
 
 def _watch_summary(output_dir: str, reported: set, stop: threading.Event) -> None:

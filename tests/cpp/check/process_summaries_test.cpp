@@ -1,6 +1,10 @@
 #include "check/process_summaries.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "trace/json_parse.h"
 
@@ -62,6 +66,60 @@ TEST(ProcessSummaries, TableFromSummaryTextsSkipsTextThatIsNotJsonAndIsEmptyWith
   append_value_json(clean, summary_of({}), JsonStyle::Indented, 2);
   EXPECT_EQ(format_run_violation_table({clean}, 20), "");
   EXPECT_EQ(format_run_violation_table({}, 20), "");
+}
+
+namespace fs = std::filesystem;
+
+// A run's online_check folder, removed after the test.
+struct RunFolder {
+  fs::path dir = fs::temp_directory_path() / ("tc_run_report_" + std::to_string(getpid()));
+  RunFolder() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~RunFolder() { fs::remove_all(dir); }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(dir / name) << text; }
+};
+
+std::string process_summary(int violations, const std::vector<std::string>& violated, const std::vector<std::string>& triggered,
+                            int checked, const std::vector<ProcessViolationRow>& rows) {
+  Value v = make_object({{"violations", Value::integer(violations)},
+                         {"checked", Value::integer(checked)},
+                         {"not_checked", Value::integer(1)},
+                         {"violated_invariants", make_string_array(violated)},
+                         {"triggered_invariants", make_string_array(triggered)},
+                         {"violation_summary", process_violation_rows_value(rows)}});
+  std::string text;
+  append_value_json(text, v, JsonStyle::Indented, 2);
+  return text;
+}
+
+// Two ranks violate the same invariant and one more each: the totals add violations, count each
+// invariant once, and the table merges the shared row; a torn summary is skipped.
+TEST(ProcessSummaries, RunReportAddsViolationsAndCountsEachInvariantOnceOverProcesses) {
+  RunFolder run;
+  run.write("summary_10.json", process_summary(3, {"a", "b"}, {"a", "b", "c"}, 5, {row("a", "A", 2, 4, 2), row("b", "B", 3, 3, 1)}));
+  run.write("summary_11.json", process_summary(4, {"a", "d"}, {"a", "d"}, 6, {row("a", "A", 1, 5, 3), row("d", "D", 7, 7, 1)}));
+  run.write("summary_12.json", "{\"violations\": 9");  // killed while writing
+  run.write("failed.log", "{}\n{}\n");
+  const RunOnlineCheckReport report = run_online_check_report(run.dir.string(), 20);
+  ASSERT_TRUE(report.checked);
+  EXPECT_EQ(report.line, "online check: 7 violations of 3 invariants (4 triggered, 6 checked, 1 not checked); see " +
+                             (run.dir / "failed.log").string());
+  EXPECT_NE(report.table.find("         1          5           5  A"), std::string::npos) << report.table;
+  EXPECT_NE(report.table.find("  D"), std::string::npos) << report.table;
+}
+
+// Killed before any exit handler: failed.log's lines are all the run left, and the line says so.
+TEST(ProcessSummaries, RunReportWithoutSummariesCountsFailedLogLines) {
+  RunFolder run;
+  run.write("failed.log", "{\"a\": 1}\n\n{\"b\": 2}\n{\"c\": 3}\n");
+  const RunOnlineCheckReport report = run_online_check_report(run.dir.string(), 20);
+  EXPECT_TRUE(report.checked);
+  EXPECT_EQ(report.line, "online check: 3 violations (no summary: the program did not exit normally); see " +
+                             (run.dir / "failed.log").string());
+  EXPECT_EQ(report.table, "");
+  EXPECT_FALSE(run_online_check_report((run.dir / "absent").string(), 20).checked);
 }
 
 }  // namespace
