@@ -155,7 +155,7 @@ def main() -> int:
         # The invariants differ only in a constant's values (the candidate indexes their step ends once);
         # the last row gives the most of them preconditions of distinct shapes, where nothing is shared.
         for count, distinct in [(c, False) for c in counts] + [(counts[-1], True)]:
-            for ranks in (1, 2) if not distinct else (1,):
+            for ranks in (1, 2, 4) if not distinct else (1,):
                 row = []
                 for side, binary in (("base", base / "consistency_scale_base"), ("cand", cand / "consistency_scale")):
                     key = ("inprocess", side, count, ranks, distinct)

@@ -232,7 +232,10 @@ void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
         s.first_step = r.step;
         s.first_stage = std::string(r.stage);
       }
-      if (!s.last_step || r.step > *s.last_step) s.last_step = r.step;
+      if (!s.last_step || r.step >= *s.last_step) {
+        s.last_step = r.step;
+        s.last_stage = std::string(r.stage);
+      }
       if (s.steps.size() < options_.max_steps_kept) s.steps.insert(r.step);
     }
     if (s.samples.size() < options_.max_samples_kept) s.samples.push_back(r);
@@ -362,7 +365,8 @@ std::vector<ProcessViolationRow> OnlineChecker::process_violation_rows() const {
     if (s.violations)
       rows.push_back({s.invariant->identity(),
                       ViolationSummaryRow{s.display_name, s.invariant->relation, "", s.first_step, s.last_step, s.violations,
-                                          std::vector<int64_t>(s.steps.begin(), s.steps.end())}});
+                                          std::vector<int64_t>(s.steps.begin(), s.steps.end()), s.first_stage,
+                                          s.last_stage}});
   return rows;
 }
 

@@ -67,7 +67,7 @@ struct OnlineInvariantState {
   uint64_t violations = 0;
   std::set<int64_t> steps;                 // at most max_steps_kept, the earliest ones
   std::optional<int64_t> first_step, last_step;
-  std::string first_stage;
+  std::string first_stage, last_stage;
   std::vector<Record> samples;             // at most max_samples_kept
 
   // The precondition held at least once, or a violation was found.

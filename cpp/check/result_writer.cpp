@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "check/violation_summary.h"
 
@@ -24,25 +25,66 @@ void append_entry(std::string& out, const Value& v) {
 
 }  // namespace
 
-Value build_violations_summary(const TraceCheckReport& report) { return build_violations_summary(violation_summary_rows(report)); }
+Value build_violations_summary(const TraceCheckReport& report) {
+  return build_violations_summary(violation_summary_rows(report), relation_checks_value(report));
+}
 
-Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows) {
+Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks) {
   auto opt = [](const std::optional<int64_t>& x) { return x ? Value::integer(*x) : Value::null(); };
+  auto stage = [](const std::string& s) { return s.empty() ? Value::null() : Value::string(s); };
   Array list;
-  for (const ViolationSummaryRow& r : rows)
+  std::map<int64_t, int64_t> invariants_at;  // step -> rows violated at it
+  for (const ViolationSummaryRow& r : rows) {
+    Array steps;
+    for (int64_t step : r.steps) {
+      steps.push_back(Value::integer(step));
+      ++invariants_at[step];
+    }
     list.push_back(make_object({{"display_name", Value::string(r.label)},
                                 {"relation_type", Value::string(r.relation)},
                                 {"first_step", opt(r.first_step)},
                                 {"last_step", opt(r.last_step)},
-                                {"occurrences", Value::integer(static_cast<int64_t>(r.count))}}));
-  return make_object({{"first_violation_step", opt(first_violation_step(rows))},
-                      {"distinct_invariants_violated", Value::integer(static_cast<int64_t>(rows.size()))},
-                      {"violations", Value::array(std::move(list))}});
+                                {"occurrences", Value::integer(static_cast<int64_t>(r.count))},
+                                {"first_stage", stage(r.first_stage)},
+                                {"last_stage", stage(r.last_stage)},
+                                {"steps", Value::array(std::move(steps))}}));
+  }
+  Array per_step;
+  for (const auto& [step, n] : invariants_at)
+    per_step.push_back(make_object({{"step", Value::integer(step)}, {"invariants", Value::integer(n)}}));
+  Object summary = {{intern_key("first_violation_step"), opt(first_violation_step(rows))},
+                    {intern_key("distinct_invariants_violated"), Value::integer(static_cast<int64_t>(rows.size()))},
+                    {intern_key("violations"), Value::array(std::move(list))},
+                    {intern_key("invariants_violated_per_step"), Value::array(std::move(per_step))}};
+  if (!checks.is_null()) summary.push_back({intern_key("checks"), checks});
+  return Value::object(std::move(summary));
 }
 
-void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows) {
+Value relation_checks_value(const TraceCheckReport& report) {
+  struct Counts {
+    int64_t failed = 0, passed = 0, not_triggered = 0;
+  };
+  Counts total;
+  std::map<std::string, Counts> by_relation;
+  for (const InvariantOutcome& o : report.outcomes) {
+    Counts& r = by_relation[o.invariant->relation];
+    int64_t Counts::*field = !o.result.passed() ? &Counts::failed : o.result.triggered ? &Counts::passed : &Counts::not_triggered;
+    ++(r.*field);
+    ++(total.*field);
+  }
+  auto value = [](const Counts& c) {
+    return make_object({{"failed", Value::integer(c.failed)},
+                        {"passed", Value::integer(c.passed)},
+                        {"not_triggered", Value::integer(c.not_triggered)}});
+  };
+  Object relations;
+  for (const auto& [name, counts] : by_relation) relations.push_back({intern_key(name), value(counts)});
+  return make_object({{"total", value(total)}, {"by_relation", Value::object(std::move(relations))}});
+}
+
+void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows, const Value& checks) {
   std::string summary;
-  append_value_json(summary, build_violations_summary(rows), JsonStyle::Indented, 4);
+  append_value_json(summary, build_violations_summary(rows, checks), JsonStyle::Indented, 4);
   summary += '\n';
   write_text(path, summary);
 }
@@ -112,7 +154,8 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
   failed.close();
   passed.close();
   not_triggered.close();
-  write_violations_summary_file((base / "violations_summary.json").string(), violation_summary_rows(report));
+  write_violations_summary_file((base / "violations_summary.json").string(), violation_summary_rows(report),
+                                relation_checks_value(report));
 }
 
 }  // namespace traincheck

@@ -14,11 +14,18 @@ namespace traincheck {
 // Writes the four files into `dir` (created if needed). Throws std::runtime_error on I/O failure.
 void write_trace_results(const std::string& dir, const TraceCheckReport& report);
 
-// The violations_summary.json object.
+// The violations_summary.json object: the original's fields, and ours beside them (docs/formats.md
+// §Check outputs): each row's violating steps, the number of invariants violated at each step, and,
+// offline, the invariants failed / passed / not triggered per relation ("checks"), so that a reader
+// (traincheck-export's results.py) displays them without recomputing anything.
 Value build_violations_summary(const TraceCheckReport& report);
-Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows);
+Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks = Value());
+
+// {"total": {"failed", "passed", "not_triggered"}, "by_relation": {relation: {...}}} of an offline check.
+Value relation_checks_value(const TraceCheckReport& report);
 
 // Writes violations_summary.json of these rows (traincheck-onlinecheck's, at stop). Throws on I/O failure.
-void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows);
+void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows,
+                                   const Value& checks = Value());
 
 }  // namespace traincheck

@@ -19,6 +19,17 @@ std::vector<ViolationSummaryRow> violation_summary_rows(const TraceCheckReport& 
     if (!r.steps.empty()) {
       r.first_step = r.steps.front();
       r.last_step = r.steps.back();
+      bool first_seen = false;
+      for (const Violation& v : o.result.violations)
+        for (uint32_t i : v.records) {
+          const Record& record = report.trace->record(i);
+          if (!record.has_step) continue;
+          if (record.step == *r.first_step && !first_seen) {
+            r.first_stage = std::string(record.stage);
+            first_seen = true;
+          }
+          if (record.step == *r.last_step) r.last_stage = std::string(record.stage);
+        }
     }
     rows.push_back(std::move(r));
   }

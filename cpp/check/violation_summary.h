@@ -19,6 +19,9 @@ struct ViolationSummaryRow {
   std::optional<int64_t> first_step, last_step;  // unset when no violating record has a step
   uint64_t count = 0;                            // violations, all of them (not only those kept)
   std::vector<int64_t> steps;                    // distinct violating steps, ascending, as many as were kept
+  // The stage (meta_vars.stage) of the first violating record at the first step and of the last one at
+  // the last step; "" when unknown.
+  std::string first_stage, last_stage;
 };
 
 // The rows of one offline trace check, sorted by first step (sort_by_first_step).

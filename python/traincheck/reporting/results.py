@@ -1,8 +1,8 @@
 """Reads a traincheck-check / traincheck-onlinecheck output folder into what the sinks log.
 
-Only reading: labels, counts and steps were decided by the C++ checker and are taken from its files
-(failed.log entries carry `display_name`; violations_summary.json the per-invariant rows)."""
-import itertools
+Only reading: rows, counts and steps were decided by the C++ checker and are taken from its
+violations_summary.json (cpp/check/result_writer.h); failed.log is read only by the live follower
+(export.py), as it grows."""
 import json
 import os
 from dataclasses import dataclass, field
@@ -10,57 +10,15 @@ from dataclasses import dataclass, field
 RELATION_COUNTS = ("failed", "passed", "not_triggered")
 
 
-def iter_entries(path: str):
-    """The entries of a failed/passed/not_triggered.log, one at a time (the log may be larger than memory):
-    indent-4 objects (offline) or one per line (online). Split where a line starts with '{', as the
-    original reads them; a torn last entry is left out."""
-    if not os.path.exists(path):
-        return
-    current: list[str] = []
-
-    def parsed():
-        text = "".join(current).strip()
-        if text:
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError:
-                pass  # the online checker may be mid-append; the entry is read on the next pass
-        return None
-
-    with open(path) as f:
-        for line in f:
-            if line.startswith("{") and current:
-                entry = parsed()
-                if entry is not None:
-                    yield entry
-                current = []
-            current.append(line)
-    entry = parsed()
-    if entry is not None:
-        yield entry
-
-
-def read_entries(path: str) -> list[dict]:
-    """Every entry of a log, in memory: for small logs (tests); the sinks stream with iter_entries."""
-    return list(iter_entries(path))
-
-
 def entry_steps(entry: dict) -> list[tuple[int, str | None]]:
-    """(step, stage) of each violating record of an entry that has a step."""
+    """(step, stage) of each violating record of an entry that has a step (the live follower's, which
+    reads failed.log as it grows: violations_summary.json is written only when the checker stops)."""
     out = []
     for record in entry.get("trace") or []:
         if isinstance(record, dict) and isinstance(record.get("meta_vars.step"), int):
             stage = record.get("meta_vars.stage")
             out.append((record["meta_vars.step"], stage if isinstance(stage, str) else None))
     return out
-
-
-def entry_label(entry: dict) -> str:
-    """The label the C++ checker wrote (`display_name`, from invariant_label in cpp/invariant/relation.h);
-    an entry without one (the original's failed.log) falls back as that function does, then to the
-    relation's name."""
-    inv = entry.get("invariant") or {}
-    return entry.get("display_name") or inv.get("text_description") or inv.get("relation", "")
 
 
 @dataclass
@@ -107,52 +65,28 @@ def count_invariants(path: str) -> int:
         return sum(1 for line in f if line.strip())
 
 
-def _relation_of(entry: dict) -> str:
-    return (entry.get("invariant") or {}).get("relation", "")
+def read_summary(folder: str) -> dict | None:
+    """violations_summary.json of a checked trace (offline) or run (online); None when absent or torn
+    (a checker that did not stop normally)."""
+    path = os.path.join(folder, "violations_summary.json")
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
-def _stage_order(stage):
-    return (stage is not None, stage or "")
-
-
-def _violation_rows(trace: str, failed, group_key) -> tuple[list, dict, int]:
-    """Violations table rows, step counts and the number of entries of one trace's failed entries
-    (an iterable, read once), grouped by invariant. Memory: one row per invariant and one key reference
-    per (step, invariant), never the entries themselves."""
-    groups: dict = {}  # key -> [label, relation, first (step, stage), last (step, stage), occurrences, key]
-    step_invariants: dict = {}
-    entries = 0
-    for e in failed:
-        entries += 1
-        key = group_key(e)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = [entry_label(e), _relation_of(e), None, None, 0, key]
-        key = group[5]  # the first key object: the step sets share it rather than holding a copy per entry
-        group[4] += int(e.get("violation_count") or 1)
-        for step, stage in entry_steps(e):
-            step_invariants.setdefault(step, set()).add(key)
-            if group[2] is None or (step, _stage_order(stage)) < (group[2][0], _stage_order(group[2][1])):
-                group[2] = (step, stage)
-            if group[3] is None or step > group[3][0] or (step == group[3][0] and _stage_order(stage) < _stage_order(group[3][1])):
-                group[3] = (step, stage)
-    rows = []
-    for label, relation, first, last, occurrences, _ in groups.values():
-        first, last = first or (None, None), last or (None, None)
-        rows.append(Violation(trace, label, relation, occurrences, first[0], first[1], last[0], last[1]))
-    rows.sort(key=lambda v: (v.first_step is None, v.first_step or 0, -v.occurrences, v.invariant))
-    return rows, {s: len(k) for s, k in step_invariants.items()}, entries
-
-
-def _merge_counts(total: dict, more: dict):
-    for step, n in more.items():
-        total[step] = total.get(step, 0) + n
-
-
-def _note_summary_file(res: Results, folder: str):
-    summary = os.path.join(folder, "violations_summary.json")
-    if os.path.exists(summary):
-        res.summary_files.append(summary)
+def _add_summary(res: Results, trace: str, folder: str, summary: dict) -> None:
+    """A summary's rows, as the checker sorted them, and its per-step counts, added to `res`."""
+    for row in summary.get("violations", []):
+        res.violations.append(Violation(trace, row.get("display_name", ""), row.get("relation_type", ""),
+                                        row.get("occurrences", 0), row.get("first_step"), row.get("first_stage"),
+                                        row.get("last_step"), row.get("last_stage")))
+        res.violations_total += row.get("occurrences", 0)
+    for at in summary.get("invariants_violated_per_step", []):
+        res.step_counts[at["step"]] = res.step_counts.get(at["step"], 0) + at["invariants"]
+    res.summary_files.append(os.path.join(folder, "violations_summary.json"))
 
 
 def _note_report(res: Results, out: str):
@@ -182,30 +116,24 @@ def renamed(values: dict, names: dict, prefix: str = "") -> dict:
 
 
 def read_offline(out: str) -> Results:
-    """traincheck-check's folder: <out>/<trace>/{failed,passed,not_triggered}.log and violations_summary.json."""
+    """traincheck-check's folder: each <out>/<trace>/violations_summary.json (rows, per-step counts and the
+    invariants failed / passed / not triggered per relation, all decided by the checker)."""
     res = Results("offline", out, count_invariants(os.path.join(out, "invariants.json")))
     for name in sorted(os.listdir(out)):
         trace_dir = os.path.join(out, name)
-        if not os.path.isfile(os.path.join(trace_dir, "failed.log")):
+        summary = read_summary(trace_dir) if os.path.isdir(trace_dir) else None
+        if summary is None:
             continue
-
-        def counted(kind):
-            for e in iter_entries(os.path.join(trace_dir, f"{kind}.log")):
-                res.checks[kind] += 1
-                res.checks["total"] += 1
-                res.relations.setdefault(_relation_of(e), dict.fromkeys(RELATION_COUNTS, 0))[kind] += 1
-                yield e
-
-        # One entry per violated invariant offline: each entry is its own group.
-        numbered = itertools.count()
-        rows, steps, _ = _violation_rows(name, counted("failed"), lambda e: next(numbered))
-        for kind in RELATION_COUNTS[1:]:
-            for _ in counted(kind):
-                pass
-        res.violations += rows
-        res.violations_total += sum(v.occurrences for v in rows)
-        _merge_counts(res.step_counts, steps)
-        _note_summary_file(res, trace_dir)
+        _add_summary(res, name, trace_dir, summary)
+        checks = summary.get("checks", {})
+        for kind in RELATION_COUNTS:
+            n = checks.get("total", {}).get(kind, 0)
+            res.checks[kind] += n
+            res.checks["total"] += n
+        for relation, counts in checks.get("by_relation", {}).items():
+            into = res.relations.setdefault(relation, dict.fromkeys(RELATION_COUNTS, 0))
+            for kind in RELATION_COUNTS:
+                into[kind] += counts.get(kind, 0)
     _note_report(res, out)
     return res
 
@@ -215,17 +143,17 @@ def online_invariant_key(entry: dict) -> str:
 
 
 def read_online(out: str) -> Results:
-    """traincheck-onlinecheck's folder: <out>/failed.log (one line per violation), violations_summary.json
-    (written at stop), invariants.json, report.html. Online there is no passed/not_triggered log."""
+    """traincheck-onlinecheck's folder: <out>/violations_summary.json (written at stop), invariants.json,
+    report.html. Online there is no passed/not_triggered log: the relations count their violated
+    invariants. A checker that did not stop normally left no summary: the results are empty (failed.log
+    still holds what it found)."""
     res = Results("online", out, count_invariants(os.path.join(out, "invariants.json")))
-    rows, steps, entries = _violation_rows("", iter_entries(os.path.join(out, "failed.log")), online_invariant_key)
-    res.violations = rows
-    res.violations_total = entries
-    res.step_counts = steps
-    for v in rows:
+    summary = read_summary(out)
+    if summary is not None:
+        _add_summary(res, "", out, summary)
+    for v in res.violations:
         res.relations.setdefault(v.relation, dict.fromkeys(RELATION_COUNTS, 0))["failed"] += 1
-    res.checks["failed"] = len(rows)
-    _note_summary_file(res, out)
+    res.checks["failed"] = len(res.violations)
     _note_report(res, out)
     return res
 
