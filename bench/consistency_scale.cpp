@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "check/online_checker.h"
+#include "check/online/online_checker.h"
 #include "invariant/invariant.h"
 #include "relations/ddp_invariant.h"
 #include "trace/trace_reader.h"

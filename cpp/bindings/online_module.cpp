@@ -1,4 +1,4 @@
-// traincheck._online: the in-process online checker (check/online_session.h), a module of its own so
+// traincheck._online: the in-process online checker (check/online/online_session.h), a module of its own so
 // that the analyzer's code is loaded into training only when collect checks while it runs. It makes a
 // session and hands the recorder its sink as a PyCapsule (record/record_sink.h); `_core` installs it.
 //
@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "bindings/python_peer_store.h"
-#include "check/online_session.h"
-#include "check/process_summaries.h"
+#include "check/online/online_session.h"
+#include "check/online/process_summaries.h"
 
 namespace nb = nanobind;
 

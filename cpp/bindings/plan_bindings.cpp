@@ -1,11 +1,11 @@
-// traincheck._online.selective_plan: the selective plan (check/selective_plan.h) for collect, which only
+// traincheck._online.selective_plan: the selective plan (relations/selective_plan.h) for collect, which only
 // installs it. Part of _online because it is analyzer code (the invariant codec and the relations), which
 // _core, the module loaded into training, never links.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "check/selective_plan.h"
+#include "relations/selective_plan.h"
 #include "invariant/invariant.h"
 
 namespace nb = nanobind;

@@ -1,12 +1,12 @@
-// The job's torch.distributed c10d store as a PeerStore (check/peer_store.h): the thin part of in-process
+// The job's torch.distributed c10d store as a PeerStore (check/online/peer_store.h): the thin part of in-process
 // cross-rank checking that must touch Python objects. Each call takes the GIL for the Python call only;
 // c10d's store methods release it while they wait on the network. Called from the cross-rank exchange's
-// I/O thread only, never with a lock of ours held (check/cross_rank_exchange.h).
+// I/O thread only, never with a lock of ours held (check/online/cross_rank_exchange.h).
 #pragma once
 
 #include <nanobind/nanobind.h>
 
-#include "check/peer_store.h"
+#include "check/online/peer_store.h"
 
 namespace traincheck {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <ostream>
 
-#include "check/report_exporter.h"
+#include "check/report/report_exporter.h"
 #include "common/env_settings.h"
 
 namespace traincheck {
@@ -16,7 +16,7 @@ void add_check_flags(ArgParser& args, const std::string& output_prefix) {
   args.flag({"--no-html-report"}, "no_html_report", "do not write report.html");
   args.flag({"--check-relation-first"}, "check_relation_first", "evaluate the relation before the precondition");
   args.flag({"-d", "--debug"}, "debug", "verbose progress");
-  // Logged by a Python child (check/report_exporter.h) with the `report` extra's wandb / mlflow.
+  // Logged by a Python child (check/report/report_exporter.h) with the `report` extra's wandb / mlflow.
   args.flag({"--report-wandb"}, "--report-wandb", "log the results to Weights & Biases (pip install traincheck[report])");
   args.flag({"--report-mlflow"}, "--report-mlflow", "log the results to MLflow (pip install traincheck[report])");
   args.option({"--wandb-project"}, "--wandb-project", "W&B project", "", "NAME");

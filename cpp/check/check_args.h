@@ -1,6 +1,6 @@
 // The command line that traincheck-check and traincheck-onlinecheck share
 // (docs/formats.md §traincheck-check, §traincheck-onlinecheck): traces or trace folders, invariants, output
-// folder, report and debug flags, and the original's W&B / MLflow flags (check/report_exporter.h).
+// folder, report and debug flags, and the original's W&B / MLflow flags (check/report/report_exporter.h).
 #pragma once
 
 #include <iosfwd>

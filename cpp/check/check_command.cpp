@@ -10,8 +10,8 @@
 
 #include "check/check_args.h"
 #include "check/checker.h"
-#include "check/report_exporter.h"
-#include "check/report_html.h"
+#include "check/report/report_exporter.h"
+#include "check/report/report_html.h"
 #include "check/result_writer.h"
 #include "check/violation_summary.h"
 #include "common/console_text.h"

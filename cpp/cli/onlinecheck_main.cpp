@@ -1,8 +1,8 @@
-// traincheck-onlinecheck: see check/online_command.h. SIGINT and SIGTERM stop it after a last poll.
+// traincheck-onlinecheck: see check/online/online_command.h. SIGINT and SIGTERM stop it after a last poll.
 #include <csignal>
 #include <iostream>
 
-#include "check/online_command.h"
+#include "check/online/online_command.h"
 
 namespace {
 std::atomic<bool> g_stop{false};

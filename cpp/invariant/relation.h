@@ -87,7 +87,7 @@ struct OnlineInterest {
   bool all_records = true;
   std::vector<std::string> functions;  // API records whose `function` is one of these
   std::vector<std::string> var_types;  // state records whose `var_type` is one of these
-  // Cross-rank checking (check/cross_rank_exchange.h): the check compares variable instances across
+  // Cross-rank checking (check/online/cross_rank_exchange.h): the check compares variable instances across
   // processes, so the step ends of other ranks' instances of `var_types` are offered to it too
   // (on_peer_step_end). `peer_fields`: the flattened keys it reads from those records, besides their
   // identity (process, var name and type, step, stage, rank); peers send only these.
@@ -118,7 +118,7 @@ class OnlineCheck {
 };
 
 // What checking an invariant needs the collector to record about the APIs it names, beyond their calls
-// (the selective plan, check/selective_plan.h, turns it into instr_opts.json; docs/collection.md §Selective instrumentation).
+// (the selective plan, relations/selective_plan.h, turns it into instr_opts.json; docs/collection.md §Selective instrumentation).
 struct RecordNeeds {
   bool arguments = false;      // every argument of each API the invariant names
   bool return_values = false;  // the return value of each

@@ -28,7 +28,7 @@
 //     never returned, as the store drops them.
 //
 // Context managers: the OnlineChecker adds the fields of the managers live at each record
-// (check/online_context_managers.h), as the store injects those live at the parent's start offline; a
+// (check/online/online_context_managers.h), as the store injects those live at the parent's start offline; a
 // check fed records directly sees them absent.
 //
 //   - a VarNameParam child judges a parent call only in a process that has recorded its variable's

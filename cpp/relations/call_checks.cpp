@@ -7,7 +7,7 @@
 // incomplete and unchecked.
 //
 // Same verdicts as the offline check on a finished trace, given records carrying their live context
-// managers (the OnlineChecker adds them: check/online_context_managers.h).
+// managers (the OnlineChecker adds them: check/online/online_context_managers.h).
 #include "relations/call_checks.h"
 
 #include <utility>

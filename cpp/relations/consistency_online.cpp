@@ -26,10 +26,10 @@
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
 // pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
 // difference, and that lagging ranks get the same verdicts). Context managers come with the records
-// (OnlineChecker: check/online_context_managers.h).
+// (OnlineChecker: check/online/online_context_managers.h).
 //
 // Cross-rank, in-process: the checker of one DDP rank sees its own records, plus the step ends other
-// ranks publish through the job's store (check/cross_rank_exchange.h), given to on_peer_step_end. A
+// ranks publish through the job's store (check/online/cross_rank_exchange.h), given to on_peer_step_end. A
 // peer's end is final when it arrives, so it is finished at once and compared with this process's ends
 // of the same step (never with another peer's: that pair is the peers' own to compare). Pairing by step
 // is unchanged, so a rank that publishes late is judged as if it had not lagged.

@@ -6,7 +6,7 @@
 // (step -1, before training) are kept for the whole run; there are as many as the script makes.
 //
 // Same verdicts as the offline check on a finished trace, given records carrying their live context
-// managers (the OnlineChecker adds them: check/online_context_managers.h).
+// managers (the OnlineChecker adds them: check/online/online_context_managers.h).
 #include <utility>
 
 #include "relations/distinct_argument.h"

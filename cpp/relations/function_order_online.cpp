@@ -12,7 +12,7 @@
 // thread that takes a count of A's calls (up to 2) and one flag.
 //
 // Verdicts equal the offline check's on a finished trace, given records carrying their live context
-// managers (the OnlineChecker adds them: check/online_context_managers.h).
+// managers (the OnlineChecker adds them: check/online/online_context_managers.h).
 #include <algorithm>
 #include <utility>
 

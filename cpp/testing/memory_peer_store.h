@@ -1,4 +1,4 @@
-// An in-memory PeerStore (check/peer_store.h) shared by the "ranks" of a test or benchmark: one
+// An in-memory PeerStore (check/online/peer_store.h) shared by the "ranks" of a test or benchmark: one
 // MemoryStoreData, one MemoryPeerStore per rank. It counts calls and can be made to fail, or to hide a
 // rank's keys (a rank that lags or died), so the exchange's handling of both can be tested without a job.
 #pragma once
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "check/peer_store.h"
+#include "check/online/peer_store.h"
 
 namespace traincheck::testing {
 

@@ -1,5 +1,5 @@
 """In-process cross-rank checking: the job's own torch.distributed store, for the C++ exchange
-(cpp/check/cross_rank_exchange.h; docs/analysis.md §Cross-rank checking in-process).
+(cpp/check/online/cross_rank_exchange.h; docs/analysis.md §Cross-rank checking in-process).
 
 Why the job's default store and not a TCPStore of our own: every rank of a running job can already reach
 it (torchrun's agent store, env:// or tcp:// rendezvous, multi-node included), it needs no port, address

@@ -172,7 +172,7 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
 
 def _report_online_check(output_dir: str) -> None:
     """The in-process check's totals and violation table over every process of the run: the engine adds up
-    the processes' summary_<pid>.json (cpp/check/process_summaries.h); this only prints them."""
+    the processes' summary_<pid>.json (cpp/check/online/process_summaries.h); this only prints them."""
     try:
         from traincheck import _online
     except ImportError as e:  # the extension failed to load: nothing was checked in-process either

@@ -2,7 +2,7 @@
 (docs/collection.md §Selective instrumentation).
 
 Only the APIs that deployed invariants name are wrapped; each records what its invariants need to be
-checked. The C++ engine makes the plan from the invariant files (cpp/check/selective_plan.h: each
+checked. The C++ engine makes the plan from the invariant files (cpp/relations/selective_plan.h: each
 relation says what it needs recorded); this module writes it for the traced process, reads it back there
 and answers, per API, what its wrapper records.
 """
@@ -36,7 +36,7 @@ class FuncOptions:
 
 
 def build_plan(invariant_paths: list[str]) -> "SelectivePlan":
-    """The plan the C++ engine makes from the invariant files (cpp/check/selective_plan.h)."""
+    """The plan the C++ engine makes from the invariant files (cpp/relations/selective_plan.h)."""
     from traincheck import _online
 
     for path in invariant_paths:

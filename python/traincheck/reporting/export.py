@@ -5,7 +5,7 @@ start): following, it tails <out>/failed.log and logs each step's count of viola
 step has shown up (a step's count is final by then, as records arrive in step order), and it finalises when
 its stdin reaches end of file, which the checker causes by closing the pipe at stop or by exiting in any
 way. Exit status: 0; 3 when a backend package is missing (named on stderr); 1 when a backend failed (said
-in one line). Run as `python -I` (cpp/check/report_exporter.h): nothing from the working directory is
+in one line). Run as `python -I` (cpp/check/report/report_exporter.h): nothing from the working directory is
 imported."""
 import argparse
 import os

@@ -2,7 +2,7 @@
 // step summaries through a store (in memory here; the job's c10d store in training) and find the
 // divergent rank within one step, on both ranks; a lagging rank is no false alarm, a dead one is reported
 // and never waited for, old keys are deleted, and a store that fails turns the exchange off.
-#include "check/cross_rank_exchange.h"
+#include "check/online/cross_rank_exchange.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <limits>
 #include <thread>
 
-#include "check/online_session.h"
+#include "check/online/online_session.h"
 #include "relations/ddp_invariant.h"
 #include "testing/memory_peer_store.h"
 #include "trace/json_parse.h"

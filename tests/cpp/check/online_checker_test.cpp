@@ -1,6 +1,6 @@
 // The online checker library: dispatch, violations appended to failed.log as found, counts, and the same
 // verdicts as the offline check on a finished trace.
-#include "check/online_checker.h"
+#include "check/online/online_checker.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "check/checker.h"
-#include "check/online_command.h"
-#include "check/trace_tailer.h"
+#include "check/online/online_command.h"
+#include "check/online/trace_tailer.h"
 #include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"

@@ -1,4 +1,4 @@
-#include "check/online_context_managers.h"
+#include "check/online/online_context_managers.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The in-process session behind the record sink: lines in through the C function pointers, violations
 // in failed.log at once, report.html and summary_<pid>.json at close, exceptions never escape; a fork
 // child checks its own records with a session of its own.
-#include "check/online_session.h"
+#include "check/online/online_session.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

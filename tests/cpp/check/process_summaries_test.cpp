@@ -1,4 +1,4 @@
-#include "check/process_summaries.h"
+#include "check/online/process_summaries.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

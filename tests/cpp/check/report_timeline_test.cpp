@@ -1,6 +1,6 @@
 // report.html's timeline: one row per violated invariant, a mark per violating step, the first bad step
 // stated and drawn, the earliest rows kept when there are hundreds, every label escaped.
-#include "check/report_timeline.h"
+#include "check/report/report_timeline.h"
 
 #include <gtest/gtest.h>
 

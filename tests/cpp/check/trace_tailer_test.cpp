@@ -1,6 +1,6 @@
 // Following growing trace files: new files in a folder are picked up, and a partial last line is held
 // back until its newline arrives (the original drops it).
-#include "check/trace_tailer.h"
+#include "check/online/trace_tailer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "case_trace.h"
-#include "check/online_checker.h"
+#include "check/online/online_checker.h"
 #include "infer/engine.h"
 #include "relations/ddp_invariant.h"
 #include "relations/registry.h"

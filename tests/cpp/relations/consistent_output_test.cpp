@@ -8,7 +8,7 @@
 
 #include "call_trace_text.h"
 #include "case_trace.h"
-#include "check/online_checker.h"
+#include "check/online/online_checker.h"
 #include "infer/engine.h"
 #include "relations/call_checks.h"
 #include "relations/registry.h"

@@ -1,10 +1,10 @@
-#include "check/report_timeline.h"
+#include "check/report/report_timeline.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "check/report_html_parts.h"
+#include "check/report/report_html_parts.h"
 
 namespace traincheck {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "check/report_html_parts.h"
+#include "check/report/report_html_parts.h"
 #include "invariant/invariant.h"
 #include "trace/record.h"
 

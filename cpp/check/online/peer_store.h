@@ -1,5 +1,5 @@
 // The key-value store through which the ranks of a job exchange their per-step summaries for in-process
-// cross-rank checking (check/cross_rank_exchange.h). In training it is the job's own torch.distributed
+// cross-rank checking (check/online/cross_rank_exchange.h). In training it is the job's own torch.distributed
 // c10d store, reached through Python (cpp/bindings/python_peer_store.cpp); tests and benchmarks use an
 // in-memory one (testing/memory_peer_store.h). This folder never links Python.
 //

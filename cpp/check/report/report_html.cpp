@@ -1,10 +1,10 @@
-#include "check/report_html.h"
+#include "check/report/report_html.h"
 
 #include <algorithm>
 #include <map>
 
-#include "check/report_html_parts.h"
-#include "check/report_timeline.h"
+#include "check/report/report_html_parts.h"
+#include "check/report/report_timeline.h"
 
 namespace traincheck {
 

@@ -1,8 +1,8 @@
-#include "check/report_html_online.h"
+#include "check/report/report_html_online.h"
 
 #include <algorithm>
 
-#include "check/report_timeline.h"
+#include "check/report/report_timeline.h"
 
 namespace traincheck {
 

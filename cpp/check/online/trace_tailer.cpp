@@ -1,4 +1,4 @@
-#include "check/trace_tailer.h"
+#include "check/online/trace_tailer.h"
 
 #include <algorithm>
 #include <filesystem>

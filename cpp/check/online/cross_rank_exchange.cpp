@@ -1,4 +1,4 @@
-#include "check/cross_rank_exchange.h"
+#include "check/online/cross_rank_exchange.h"
 
 #include <time.h>
 

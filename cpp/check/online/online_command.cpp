@@ -1,4 +1,4 @@
-#include "check/online_command.h"
+#include "check/online/online_command.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "check/check_args.h"
-#include "check/online_checker.h"
-#include "check/report_exporter.h"
-#include "check/trace_tailer.h"
+#include "check/online/online_checker.h"
+#include "check/report/report_exporter.h"
+#include "check/online/trace_tailer.h"
 #include "common/console_text.h"
 #include "common/invariant_source.h"
 

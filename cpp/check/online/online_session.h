@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "check/cross_rank_exchange.h"
-#include "check/online_checker.h"
+#include "check/online/cross_rank_exchange.h"
+#include "check/online/online_checker.h"
 #include "record/record_sink.h"
 
 namespace traincheck {
@@ -60,7 +60,7 @@ class OnlineSession {
   // The sink to install in the recorder; its context is this session, which must outlive it.
   TcRecordSink sink();
 
-  // Cross-rank checking in-process (check/cross_rank_exchange.h): this process's step ends of the
+  // Cross-rank checking in-process (check/online/cross_rank_exchange.h): this process's step ends of the
   // variables its invariants compare across ranks go to `store`, and its peers' come back to its checker.
   // False (and the store unused) when no loaded invariant compares across ranks. Call before the sink
   // is installed. A fork child's session never exchanges (it is not a rank).

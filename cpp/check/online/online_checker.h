@@ -24,8 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "check/online_context_managers.h"
-#include "check/process_summaries.h"
+#include "check/online/online_context_managers.h"
+#include "check/online/process_summaries.h"
 #include "check/violation_summary.h"
 #include "invariant/relation.h"
 #include "trace/api_signatures.h"
@@ -106,7 +106,7 @@ class OnlineChecker {
   // check judge what only the end decides (OnlineCheck::on_trace_end), reporting as records do. Once;
   // later calls, and records given after it, change nothing.
   void end_trace();
-  // Cross-rank checking (check/cross_rank_exchange.h). What other ranks must send: the var types of the
+  // Cross-rank checking (check/online/cross_rank_exchange.h). What other ranks must send: the var types of the
   // checks that compare instances across processes (empty: nothing to exchange), and the fields those
   // checks read from a peer's records.
   const std::vector<std::string>& peer_var_types() const { return peer_var_types_; }

@@ -1,4 +1,4 @@
-#include "check/online_session.h"
+#include "check/online/online_session.h"
 
 #include <fcntl.h>
 #include <time.h>

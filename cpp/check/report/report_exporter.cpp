@@ -1,4 +1,4 @@
-#include "check/report_exporter.h"
+#include "check/report/report_exporter.h"
 
 #include <cerrno>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "check/online_checker.h"
+#include "check/online/online_checker.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "check/process_summaries.h"
-#include "check/report_html_online.h"
+#include "check/online/process_summaries.h"
+#include "check/report/report_html_online.h"
 #include "check/result_writer.h"
 #include "common/assert.h"
 #include "relations/registry.h"

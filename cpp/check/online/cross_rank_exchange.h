@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "check/peer_store.h"
+#include "check/online/peer_store.h"
 #include "trace/key_table.h"
 #include "trace/record.h"
 

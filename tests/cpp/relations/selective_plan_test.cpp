@@ -1,4 +1,4 @@
-#include "check/selective_plan.h"
+#include "relations/selective_plan.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

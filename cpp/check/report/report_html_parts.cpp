@@ -1,4 +1,4 @@
-#include "check/report_html_parts.h"
+#include "check/report/report_html_parts.h"
 
 #include <chrono>
 #include <cstdio>
