@@ -7,44 +7,45 @@
 
 namespace traincheck {
 
+ViolationSummaryRow violation_summary_row(const TraceStore& trace, const InvariantOutcome& o) {
+  ViolationSummaryRow r;
+  r.label = o.display_name;
+  r.relation = o.invariant->relation;
+  r.count = o.result.violation_count;
+  r.steps = violation_steps(trace, o);
+  if (r.steps.empty()) return r;
+  r.first_step = r.steps.front();
+  r.last_step = r.steps.back();
+  bool first_seen = false;
+  for (const Violation& v : o.result.violations)
+    for (uint32_t i : v.records) {
+      const Record& record = trace.record(i);
+      if (!record.has_step) continue;
+      if (record.step == *r.first_step && !first_seen) {
+        r.first_stage = std::string(record.stage);
+        first_seen = true;
+      }
+      if (record.step == *r.last_step) r.last_stage = std::string(record.stage);
+    }
+  return r;
+}
+
 std::vector<ViolationSummaryRow> violation_summary_rows(const TraceCheckReport& report) {
   std::vector<ViolationSummaryRow> rows;
-  for (const InvariantOutcome& o : report.outcomes) {
-    if (o.result.passed()) continue;
-    ViolationSummaryRow r;
-    r.label = o.display_name;
-    r.relation = o.invariant->relation;
-    r.count = o.result.violation_count;
-    r.steps = violation_steps(*report.trace, o);
-    if (!r.steps.empty()) {
-      r.first_step = r.steps.front();
-      r.last_step = r.steps.back();
-      bool first_seen = false;
-      for (const Violation& v : o.result.violations)
-        for (uint32_t i : v.records) {
-          const Record& record = report.trace->record(i);
-          if (!record.has_step) continue;
-          if (record.step == *r.first_step && !first_seen) {
-            r.first_stage = std::string(record.stage);
-            first_seen = true;
-          }
-          if (record.step == *r.last_step) r.last_stage = std::string(record.stage);
-        }
-    }
-    rows.push_back(std::move(r));
-  }
+  for (const InvariantOutcome& o : report.outcomes)
+    if (!o.result.passed()) rows.push_back(violation_summary_row(*report.trace, o));
   sort_by_first_step(rows);
   return rows;
 }
 
-void sort_by_first_step(std::vector<ViolationSummaryRow>& rows) {
-  std::stable_sort(rows.begin(), rows.end(), [](const ViolationSummaryRow& a, const ViolationSummaryRow& b) {
-    if (a.first_step != b.first_step) return !b.first_step || (a.first_step && *a.first_step < *b.first_step);
-    if (a.count != b.count) return a.count > b.count;
-    if (a.label != b.label) return a.label < b.label;
-    return a.trace < b.trace;
-  });
+bool violation_row_before(const ViolationSummaryRow& a, const ViolationSummaryRow& b) {
+  if (a.first_step != b.first_step) return !b.first_step || (a.first_step && *a.first_step < *b.first_step);
+  if (a.count != b.count) return a.count > b.count;
+  if (a.label != b.label) return a.label < b.label;
+  return a.trace < b.trace;
 }
+
+void sort_by_first_step(std::vector<ViolationSummaryRow>& rows) { std::stable_sort(rows.begin(), rows.end(), violation_row_before); }
 
 std::optional<int64_t> first_violation_step(const std::vector<ViolationSummaryRow>& rows) {
   std::optional<int64_t> first;

@@ -24,10 +24,14 @@ struct ViolationSummaryRow {
   std::string first_stage, last_stage;
 };
 
+// The row of one violated invariant of an offline trace check (its trace field left empty).
+ViolationSummaryRow violation_summary_row(const TraceStore& trace, const InvariantOutcome& outcome);
 // The rows of one offline trace check, sorted by first step (sort_by_first_step).
 std::vector<ViolationSummaryRow> violation_summary_rows(const TraceCheckReport& report);
 
-// Earliest first step first; rows without a step last; then more violations first, then by label.
+// The order of violated invariants in every table, summary and report: earliest first step first; rows
+// without a step last; then more violations first, then by label, then by trace.
+bool violation_row_before(const ViolationSummaryRow& a, const ViolationSummaryRow& b);
 void sort_by_first_step(std::vector<ViolationSummaryRow>& rows);
 
 std::optional<int64_t> first_violation_step(const std::vector<ViolationSummaryRow>& rows);

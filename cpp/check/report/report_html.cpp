@@ -23,12 +23,12 @@ std::map<std::string, Counts> relation_counts(const TraceCheckReport& r) {
   return out;
 }
 
-std::string trace_sample_table(const TraceStore& trace, const InvariantOutcome& o) {
+std::vector<const Record*> sample_records(const TraceStore& trace, const InvariantOutcome& o) {
   std::vector<const Record*> records;
   for (const Violation& v : o.result.violations)
     for (uint32_t ri : v.records)
       if (records.size() < 8) records.push_back(&trace.record(ri));
-  return sample_table(records);
+  return records;
 }
 
 }  // namespace
@@ -68,41 +68,17 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
   h += "</div>";
   h += render_violation_timeline(std::move(summary));
 
-  // Violations, most widespread first.
+  // Violations, earliest first (as the timeline above, the console table and violations_summary.json).
   h += "<h2>Violations</h2>";
-  struct Row {
-    const TraceCheckReport* report;
-    const InvariantOutcome* outcome;
-    std::vector<int64_t> steps;
-  };
-  std::vector<Row> rows;
+  std::vector<ViolationTableRow> rows;
   for (const TraceCheckReport& r : reports)
     for (const InvariantOutcome& o : r.outcomes)
-      if (!o.result.passed()) rows.push_back(Row{&r, &o, violation_steps(*r.trace, o)});
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.outcome->result.violation_count > b.outcome->result.violation_count;
-  });
-  if (rows.empty()) {
-    h += "<p>No violations.</p>";
-  } else {
-    h += "<table><tr><th>Invariant</th><th>Trace</th><th>First Step</th><th>Last Step</th><th>Count</th></tr>";
-    for (size_t shown = 0; shown < rows.size() && shown < kMaxReportRows; ++shown) {
-      const Row& row = rows[shown];
-      const InvariantOutcome& o = *row.outcome;
-      std::string first = row.steps.empty() ? "&ndash;" : std::to_string(row.steps.front());
-      std::string last = row.steps.empty() ? "&ndash;" : std::to_string(row.steps.back());
-      std::string stage_badge;
-      if (!o.result.violations.empty() && !o.result.violations.front().records.empty())
-        stage_badge = "<span class=\"badge\">" + esc(row.report->trace->record(o.result.violations.front().records.front()).stage) + "</span>";
-      std::string steps;
-      for (size_t i = 0; i < row.steps.size() && i < kMaxListedSteps; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
-      h += "<tr class=\"vrow\"><td><details><summary>" + esc(o.display_name) + " <span class=\"badge\">" + esc(o.invariant->relation) +
-           "</span></summary><p class=\"muted\">" + esc(o.invariant->text_description.str()) + "</p><p>Steps: " + steps + "</p>" +
-           trace_sample_table(*row.report->trace, o) + "</details></td><td>" + esc(row.report->name) + "</td><td>" + first + stage_badge +
-           "</td><td>" + last + "</td><td>" + std::to_string(o.result.violation_count) + "</td></tr>";
-    }
-    h += more_rows(rows.size() - std::min(rows.size(), kMaxReportRows), 5, "violated invariants") + "</table>";
-  }
+      if (!o.result.passed()) {
+        ViolationSummaryRow row = violation_summary_row(*r.trace, o);
+        row.trace = r.name;
+        rows.push_back(ViolationTableRow{std::move(row), o.invariant->text_description.str(), sample_records(*r.trace, o)});
+      }
+  h += violations_table(std::move(rows), true);
 
   h += "<h2>Traces</h2>";
   for (const TraceCheckReport& r : reports) {

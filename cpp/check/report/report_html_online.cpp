@@ -8,11 +8,19 @@ namespace traincheck {
 
 using namespace report_parts;
 
+namespace {
+
+ViolationSummaryRow summary_row(const OnlineReportRow& row) {
+  return ViolationSummaryRow{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count,
+                             row.steps, row.first_stage, ""};
+}
+
+}  // namespace
+
 std::string render_online_report_html(OnlineReportData d) {
   const size_t failing = d.rows.size();
   std::vector<ViolationSummaryRow> summary;
-  for (const OnlineReportRow& row : d.rows)
-    summary.push_back(ViolationSummaryRow{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count, row.steps});
+  for (const OnlineReportRow& row : d.rows) summary.push_back(summary_row(row));
   const std::optional<int64_t> first_bad = first_violation_step(summary);
   std::string h = page_head("online", d.output_dir);
   h += "<div class=\"cards\">";
@@ -41,28 +49,10 @@ std::string render_online_report_html(OnlineReportData d) {
 
   // Violations in the order they started (the original sorts online rows by first violation step).
   h += "<h2>Violations</h2>";
-  std::stable_sort(d.rows.begin(), d.rows.end(), [](const OnlineReportRow& a, const OnlineReportRow& b) {
-    if (a.first_step != b.first_step) return !b.first_step || (a.first_step && *a.first_step < *b.first_step);
-    return a.display_name < b.display_name;
-  });
-  if (d.rows.empty()) {
-    h += "<p>No violations.</p>";
-  } else {
-    h += "<table><tr><th>Invariant</th><th>First Step</th><th>Last Step</th><th>Count</th></tr>";
-    for (size_t shown = 0; shown < d.rows.size() && shown < kMaxReportRows; ++shown) {
-      const OnlineReportRow& row = d.rows[shown];
-      std::string steps;
-      for (size_t i = 0; i < row.steps.size() && i < kMaxListedSteps; ++i) steps += (i ? ", " : "") + std::to_string(row.steps[i]);
-      const std::string first = row.first_step ? std::to_string(*row.first_step) : "&ndash;";
-      const std::string last = row.last_step ? std::to_string(*row.last_step) : "&ndash;";
-      const std::string badge = row.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(row.first_stage) + "</span>";
-      h += "<tr class=\"vrow\"><td><details><summary>" + esc(row.display_name) + " <span class=\"badge\">" + esc(row.invariant->relation) +
-           "</span></summary><p class=\"muted\">" + esc(row.invariant->text_description.str()) + "</p><p>Steps: " + steps + "</p>" +
-           sample_table(row.samples) + "</details></td><td>" + first + badge + "</td><td>" + last + "</td><td>" +
-           std::to_string(row.count) + "</td></tr>";
-    }
-    h += more_rows(d.rows.size() - std::min(d.rows.size(), kMaxReportRows), 4, "violated invariants") + "</table>";
-  }
+  std::vector<ViolationTableRow> rows;
+  for (OnlineReportRow& row : d.rows)
+    rows.push_back(ViolationTableRow{summary_row(row), row.invariant->text_description.str(), std::move(row.samples)});
+  h += violations_table(std::move(rows), false);
   h += "<h2>Relation breakdown (overall)</h2>" + breakdown_table(d.relations);
   h += "</body></html>\n";
   return h;

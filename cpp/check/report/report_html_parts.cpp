@@ -114,4 +114,26 @@ std::string more_rows(size_t left_out, int columns, const std::string& what) {
          what + " (not shown; failed.log and violations_summary.json list them all)</td></tr>";
 }
 
+std::string violations_table(std::vector<ViolationTableRow> rows, bool with_trace) {
+  if (rows.empty()) return "<p>No violations.</p>";
+  std::stable_sort(rows.begin(), rows.end(), [](const ViolationTableRow& a, const ViolationTableRow& b) {
+    return violation_row_before(a.row, b.row);
+  });
+  std::string h = std::string("<table><tr><th>Invariant</th>") + (with_trace ? "<th>Trace</th>" : "") +
+                  "<th>First Step</th><th>Last Step</th><th>Count</th></tr>";
+  for (size_t shown = 0; shown < rows.size() && shown < kMaxReportRows; ++shown) {
+    const ViolationSummaryRow& r = rows[shown].row;
+    std::string steps;
+    for (size_t i = 0; i < r.steps.size() && i < kMaxListedSteps; ++i) steps += (i ? ", " : "") + std::to_string(r.steps[i]);
+    const std::string first = r.first_step ? std::to_string(*r.first_step) : "&ndash;";
+    const std::string last = r.last_step ? std::to_string(*r.last_step) : "&ndash;";
+    const std::string badge = r.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(r.first_stage) + "</span>";
+    h += "<tr class=\"vrow\"><td><details><summary>" + esc(r.label) + " <span class=\"badge\">" + esc(r.relation) +
+         "</span></summary><p class=\"muted\">" + esc(rows[shown].description) + "</p><p>Steps: " + steps + "</p>" +
+         sample_table(rows[shown].samples) + "</details></td>" + (with_trace ? "<td>" + esc(r.trace) + "</td>" : "") + "<td>" +
+         first + badge + "</td><td>" + last + "</td><td>" + std::to_string(r.count) + "</td></tr>";
+  }
+  return h + more_rows(rows.size() - std::min(rows.size(), kMaxReportRows), with_trace ? 5 : 4, "violated invariants") + "</table>";
+}
+
 }  // namespace traincheck::report_parts

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "check/violation_summary.h"
 #include "trace/record.h"
 
 namespace traincheck::report_parts {
@@ -41,5 +42,17 @@ inline constexpr size_t kMaxListedSteps = 500;
 
 // "<tr><td colspan=N>... and K more ...</td></tr>", or "" when nothing was left out.
 std::string more_rows(size_t left_out, int columns, const std::string& what);
+
+// One row of a report's violations table, from either kind of result: its summary row, the invariant's
+// description and sample records (at most 8 shown).
+struct ViolationTableRow {
+  ViolationSummaryRow row;
+  std::string description;
+  std::vector<const Record*> samples;
+};
+// The violations table of both report modes: one row markup, rows in the order of every other table
+// (violation_row_before), at most kMaxReportRows, a Trace column when `with_trace`; "No violations."
+// when there are none.
+std::string violations_table(std::vector<ViolationTableRow> rows, bool with_trace);
 
 }  // namespace traincheck::report_parts
