@@ -33,7 +33,7 @@ std::string sample_table(const std::vector<const Record*>& records);
 std::string page_head(std::string_view mode, const std::string& output_dir);
 std::string card(const std::string& label, const std::string& value, const char* cls);
 
-// A report lists at most this many violated invariants (most widespread / earliest first) and this many
+// A report lists at most this many violated invariants (earliest first: violations_table) and this many
 // labels in any list: 100k violated invariants made a 122 MB page. The rest are counted in a last row;
 // failed.log and violations_summary.json have them all.
 inline constexpr size_t kMaxReportRows = 1000;
