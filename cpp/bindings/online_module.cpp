@@ -56,9 +56,12 @@ NB_MODULE(_online, m) {
   m.def(
       "start",
       [](const std::vector<std::string>& invariant_files, const std::string& signatures_json, const std::string& output_dir,
-         double report_interval_s) {
+         double report_interval_s, const std::string& on_violation) {
         if (g_session != nullptr) throw nb::value_error("traincheck._online: already started in this process");
+        const std::optional<ViolationAction> action = violation_action_from_name(on_violation);
+        if (!action) throw nb::value_error(("on_violation must be log, warn or raise, not '" + on_violation + "'").c_str());
         OnlineSessionOptions o{invariant_files, signatures_json, output_dir, report_interval_s};
+        o.on_violation = *action;
         try {
           g_session = new OnlineSession(std::move(o));
         } catch (const std::exception& e) {
@@ -70,7 +73,29 @@ NB_MODULE(_online, m) {
         return nb::steal(capsule);
       },
       nb::arg("invariant_files"), nb::arg("signatures_json"), nb::arg("output_dir"), nb::arg("report_interval_s") = 10.0,
-      "Load the invariants, open <output_dir>/failed.log and return the record sink capsule for _core.set_record_sink.");
+      nb::arg("on_violation") = "warn",
+      "Load the invariants, open <output_dir>/failed.log and return the record sink capsule for _core.set_record_sink. "
+      "on_violation: 'warn' and 'raise' print each invariant's first violation on stderr as it is found.");
+  m.def(
+      "take_alerts",
+      [] {
+        nb::list out;
+        if (g_session == nullptr || !g_session->alerts_waiting()) return out;  // the per-step fast path
+        for (const ViolationAlert& a : g_session->take_alerts()) {
+          nb::dict d;
+          d["label"] = a.label;
+          d["relation"] = a.relation;
+          d["description"] = a.description;
+          d["step"] = a.step ? nb::cast(*a.step) : nb::none();
+          d["stage"] = a.stage.empty() ? nb::none() : nb::cast(a.stage);
+          d["held_on_programs"] = a.held_on_programs ? nb::cast(*a.held_on_programs) : nb::none();
+          d["examples"] = a.examples ? nb::cast(*a.examples) : nb::none();
+          out.append(std::move(d));
+        }
+        return out;
+      },
+      "The first violations of invariants found since the last call (dicts: label, relation, description, step, "
+      "stage, held_on_programs, examples), oldest first; [] at once when there are none.");
   m.def(
       "add_signatures",
       [](const std::string& signatures_json) {

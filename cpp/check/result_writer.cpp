@@ -40,14 +40,21 @@ Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, con
       steps.push_back(Value::integer(step));
       ++invariants_at[step];
     }
-    list.push_back(make_object({{"display_name", Value::string(r.label)},
-                                {"relation_type", Value::string(r.relation)},
-                                {"first_step", opt(r.first_step)},
-                                {"last_step", opt(r.last_step)},
-                                {"occurrences", Value::integer(static_cast<int64_t>(r.count))},
-                                {"first_stage", stage(r.first_stage)},
-                                {"last_stage", stage(r.last_stage)},
-                                {"steps", Value::array(std::move(steps))}}));
+    Value row = make_object({{"display_name", Value::string(r.label)},
+                             {"relation_type", Value::string(r.relation)},
+                             {"first_step", opt(r.first_step)},
+                             {"last_step", opt(r.last_step)},
+                             {"occurrences", Value::integer(static_cast<int64_t>(r.count))},
+                             {"first_stage", stage(r.first_stage)},
+                             {"last_stage", stage(r.last_stage)},
+                             {"steps", Value::array(std::move(steps))}});
+    if (r.held_on_programs) {  // a pack's invariant: why to trust it (rows of other invariants stay as they were)
+      Object members = row.as_object();
+      members.push_back({intern_key("held_on_programs"), Value::integer(*r.held_on_programs)});
+      members.push_back({intern_key("examples"), opt(r.examples)});
+      row = Value::object(std::move(members));
+    }
+    list.push_back(std::move(row));
   }
   Array per_step;
   for (const auto& [step, n] : invariants_at)

@@ -22,15 +22,24 @@ struct ViolationSummaryRow {
   // The stage (meta_vars.stage) of the first violating record at the first step and of the last one at
   // the last step; "" when unknown.
   std::string first_stage, last_stage;
+  // Why to trust it (issue 26): the corpus programs its invariant held on (a vetted pack's
+  // held_on_programs; unset otherwise) and the examples it was inferred from (num_positive_examples).
+  std::optional<int64_t> held_on_programs, examples;
 };
+
+// The row's trust from its invariant.
+void set_trust(ViolationSummaryRow& row, const Invariant& invariant);
+// "held on 8 programs, 120 examples", "held on 120 examples", or "" when neither is known.
+std::string trust_text(std::optional<int64_t> held_on_programs, std::optional<int64_t> examples);
 
 // The row of one violated invariant of an offline trace check (its trace field left empty).
 ViolationSummaryRow violation_summary_row(const TraceStore& trace, const InvariantOutcome& outcome);
 // The rows of one offline trace check, sorted by first step (sort_by_first_step).
 std::vector<ViolationSummaryRow> violation_summary_rows(const TraceCheckReport& report);
 
-// The order of violated invariants in every table, summary and report: earliest first step first; rows
-// without a step last; then more violations first, then by label, then by trace.
+// The order of violated invariants in every table, summary and report: the most trusted first (more
+// corpus programs held on; rows of invariants not from a pack count as none), then earliest first step
+// first, rows without a step last; then more violations first, then by label, then by trace.
 bool violation_row_before(const ViolationSummaryRow& a, const ViolationSummaryRow& b);
 void sort_by_first_step(std::vector<ViolationSummaryRow>& rows);
 

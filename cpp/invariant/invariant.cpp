@@ -46,12 +46,14 @@ Value Invariant::to_value() const {
   Array ps;
   for (const Param& p : params) ps.push_back(p.to_value());
   auto count = [](const std::optional<int64_t>& n) { return n ? Value::integer(*n) : Value::null(); };
-  return make_object({{"text_description", Value::string(text_description.str())},
-                      {"relation", Value::string(relation)},
-                      {"params", Value::array(std::move(ps))},
-                      {"precondition", precondition ? precondition->to_value() : Value::string("Failed")},
-                      {"num_positive_examples", count(num_positive_examples)},
-                      {"num_negative_examples", count(num_negative_examples)}});
+  Object members{{intern_key("text_description"), Value::string(text_description.str())},
+                 {intern_key("relation"), Value::string(relation)},
+                 {intern_key("params"), Value::array(std::move(ps))},
+                 {intern_key("precondition"), precondition ? precondition->to_value() : Value::string("Failed")},
+                 {intern_key("num_positive_examples"), count(num_positive_examples)},
+                 {intern_key("num_negative_examples"), count(num_negative_examples)}};
+  if (held_on_programs) members.push_back({intern_key("held_on_programs"), Value::integer(*held_on_programs)});
+  return Value::object(std::move(members));
 }
 
 std::string Invariant::to_json_line() const { return to_json(to_value(), JsonStyle::Spaced); }
@@ -100,6 +102,7 @@ Invariant invariant_from_value(const Value& v, const std::string& file, size_t l
   };
   inv.num_positive_examples = count("num_positive_examples");
   inv.num_negative_examples = count("num_negative_examples");
+  inv.held_on_programs = count("held_on_programs");
   return inv;
 }
 

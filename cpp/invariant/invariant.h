@@ -25,6 +25,9 @@ struct Invariant {
   std::optional<GroupedPreconditions> precondition;  // nullopt: "Failed" / not inferred
   std::optional<int64_t> num_positive_examples;      // nullopt: null
   std::optional<int64_t> num_negative_examples;
+  // Ours, in a vetted pack (pack/vetting.h): the corpus programs it held on, the reason to trust a violation
+  // of it (docs/formats.md §Invariant files). Written only when set, so other files stay the original's.
+  std::optional<int64_t> held_on_programs;
 
   std::string identity() const;  // relation + canonical params
   // Equal iff identity() is, within this process; names by their interned ids (Param::compact_key), so

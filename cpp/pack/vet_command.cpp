@@ -177,8 +177,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     if (args.flag_set("leave_one_out"))
       for (size_t i = 0; i < programs.size(); ++i)
         loo.emplace_back(programs[i].name, leave_one_out(candidates, programs, i, rule));
-    std::vector<Invariant> kept;
-    for (const Invariant* inv : result.kept()) kept.push_back(*inv);
+    const std::vector<Invariant> kept = result.pack();
     write_invariant_file(args.get("output"), kept);
     if (!args.get("report").empty()) {
       std::ofstream rep(args.get("report"));

@@ -23,6 +23,16 @@ std::vector<const Invariant*> VetResult::kept() const {
   return out;
 }
 
+std::vector<Invariant> VetResult::pack() const {
+  std::vector<Invariant> out;
+  for (const VetDecision& d : decisions)
+    if (d.verdict == VetVerdict::Kept) {
+      out.push_back(*d.invariant);
+      out.back().held_on_programs = static_cast<int64_t>(d.passed_on.size());
+    }
+  return out;
+}
+
 namespace {
 
 bool is_device_attribute(std::string_view attr) {

@@ -58,6 +58,9 @@ struct VetResult {
   std::vector<VetDecision> decisions;               // one per candidate, in candidate order
   std::map<std::string, RelationTally> by_relation;  // relation name -> counts
   std::vector<const Invariant*> kept() const;
+  // The kept invariants as the pack writes them: each with held_on_programs, the programs it passed on
+  // (why a user may trust a violation of it).
+  std::vector<Invariant> pack() const;
 };
 
 // `candidates` must outlive the result. A candidate missing from some program's outcomes is

@@ -18,6 +18,7 @@ import shutil
 import sys
 
 from traincheck import launcher, output_folder, settings
+from traincheck.violations import ACTIONS as ON_VIOLATION
 
 STYLES = ("proxy", "subclass", "sampler")
 
@@ -53,6 +54,12 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
         "--no-online-check", action="store_true",
         help="With -i: do not check the invariants in-process while training runs (default: check, results in <output-dir>/online_check).",
     )
+    p.add_argument(
+        "--on-violation", choices=ON_VIOLATION, default="warn",
+        help="With the in-process check: when an invariant is first violated, 'log' writes it to failed.log only, "
+             "'warn' also prints it on stderr as it is found (default), 'raise' also raises traincheck.ViolationError "
+             "in the training loop at the next step boundary.",
+    )
     p.add_argument("--use-full-instr", action="store_true", help="Also record the APIs the original wraps without dumping.")
     p.add_argument("--models-to-track", nargs="*", help="Names of model variables to track.")
     p.add_argument("--model-tracker-style", choices=STYLES, default="proxy", help="Model tracker style.")
@@ -83,6 +90,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     args = parser.parse_args(argv)
     if args.use_config:
         _apply_config(args, parser)
+    if args.on_violation not in ON_VIOLATION:  # a YAML value is not checked by argparse
+        parser.error(f"on_violation must be one of {', '.join(ON_VIOLATION)}, not {args.on_violation!r}")
     if not args.pyscript:
         parser.error("the pyscript is required (-p/--pyscript or `pyscript:` in the config)")
     # Every step is recorded and checked, with -i too (the original samples selective runs: warm-up 10,
@@ -200,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     online_check = None
     if args.invariants and not args.no_online_check:
         online_dir = os.path.join(output_dir, "online_check")
-        online_check = {"invariants": [os.path.abspath(f) for f in args.invariants], "output_dir": online_dir}
+        online_check = {"invariants": [os.path.abspath(f) for f in args.invariants], "output_dir": online_dir,
+                        "on_violation": args.on_violation}
 
     if args.copy_all_files:
         _copy_all_files(os.path.dirname(args.pyscript), output_dir)

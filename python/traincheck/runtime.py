@@ -18,7 +18,7 @@ import signal
 import sys
 import types
 
-from traincheck import meta_vars, script_api, settings
+from traincheck import meta_vars, script_api, settings, violations
 
 
 def _start_recorder(config: dict):
@@ -211,9 +211,11 @@ def _start_online_check(config: dict, core, signatures: dict):
         from traincheck import _online
 
         interval = settings.value("TRAINCHECK_ONLINE_REPORT_INTERVAL_S")
-        capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval)
+        action = online.get("on_violation", "warn")
+        capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval, action)
         _start_cross_rank_check(_online)
         core.set_record_sink(capsule)
+        violations.start_delivery(_online, action)
         return _online
     except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches
         print(f"traincheck: warning: online check disabled: {e}", file=sys.stderr)
@@ -305,6 +307,8 @@ def main(config: dict) -> None:
     pid = os.getpid()
     atexit.register(lambda: os.getpid() == pid and _write_summary(summary_path, summary(), quiet=True))
     _start_tracking(config, core)
+    # After the tracker's step-end hook: a step's states are recorded before a violation can stop it.
+    meta_vars.add_step_end_hook(violations.deliver)  # nothing to deliver without an in-process check
     # Instrumentation leaves tens of thousands of short-lived objects (the walk over torch, the script's
     # AST): collected here, before the script starts, they cannot trigger the script's first full
     # collections (~0.2 s each with torch loaded) inside its first training iterations.

@@ -211,6 +211,12 @@ void OnlineChecker::report_found(const CheckEntry& entry) {
 }
 
 void OnlineChecker::report(OnlineInvariantState& s, OnlineViolation& v) {
+  const bool first = s.violations == 0;
+  record_violation(s, v);
+  if (first && s.violations > 0 && first_violation_observer_) first_violation_observer_(s);
+}
+
+void OnlineChecker::record_violation(OnlineInvariantState& s, OnlineViolation& v) {
   if (v.records.empty()) {  // counted, not written (OnlineViolation::unwritten)
     if (v.unwritten == 0) return;
     if (s.violations == 0) ++counts_.invariants_violated;
@@ -363,10 +369,13 @@ std::vector<ProcessViolationRow> OnlineChecker::process_violation_rows() const {
   std::vector<ProcessViolationRow> rows;
   for (const OnlineInvariantState& s : states_)
     if (s.violations)
+    {
       rows.push_back({s.invariant->identity(),
                       ViolationSummaryRow{s.display_name, s.invariant->relation, "", s.first_step, s.last_step, s.violations,
                                           std::vector<int64_t>(s.steps.begin(), s.steps.end()), s.first_stage,
                                           s.last_stage}});
+      set_trust(rows.back().row, *s.invariant);
+    }
   return rows;
 }
 

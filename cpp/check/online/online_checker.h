@@ -111,6 +111,11 @@ class OnlineChecker {
   // checks read from a peer's records.
   const std::vector<std::string>& peer_var_types() const { return peer_var_types_; }
   const std::set<std::string>& peer_fields() const { return peer_fields_; }
+  // Called once per invariant, with its state, when its first violation has been reported (written to
+  // failed.log, or counted): what online_session.h tells the training process about.
+  void set_first_violation_observer(std::function<void(const OnlineInvariantState&)> observer) {
+    first_violation_observer_ = std::move(observer);
+  }
   // Called with each of this process's records of a peer var type as it is checked (in check order).
   void set_peer_state_observer(std::function<void(const Record&)> observer) { peer_state_observer_ = std::move(observer); }
   // Another rank's step end (a record of a peer var type): offered to the checks that asked for them.
@@ -161,6 +166,7 @@ class OnlineChecker {
   // Reports what the check put in found_ (each violation to its member's state), and clears it.
   void report_found(const CheckEntry& entry);
   void report(OnlineInvariantState& state, OnlineViolation& violation);
+  void record_violation(OnlineInvariantState& state, OnlineViolation& violation);  // counts, state, failed.log
   void note_progress(const Record& r);
 
   struct StringHash {
@@ -183,6 +189,7 @@ class OnlineChecker {
   std::vector<std::string> peer_var_types_;
   std::set<std::string> peer_fields_;
   std::function<void(const Record&)> peer_state_observer_;
+  std::function<void(const OnlineInvariantState&)> first_violation_observer_;
   std::unique_ptr<JsonParser> parser_;
   std::string padded_;                 // the batch text plus the parser's padding
   std::vector<Record> pending_;        // this batch's records that some check needs

@@ -70,7 +70,37 @@ void OnlineSession::open_outputs(std::vector<Invariant> invariants, ApiSignature
   report_path_ = (fs::path(options_.output_dir) / (owner ? "report.html" : "report_" + pid + ".html")).string();
   summary_path_ = (fs::path(options_.output_dir) / ("summary_" + pid + ".json")).string();
   checker_ = std::make_unique<OnlineChecker>(std::move(invariants), std::move(signatures), std::move(checker));
+  checker_->set_first_violation_observer([this](const OnlineInvariantState& s) { on_first_violation(s); });
   last_report_ = std::chrono::steady_clock::now();
+}
+
+void OnlineSession::on_first_violation(const OnlineInvariantState& state) {
+  ViolationAlert alert = alert_of(state);
+  if (options_.on_violation != ViolationAction::Log) {
+    // One write: the line is never interleaved with the training's own output.
+    const std::string line = alert_console_line(alert, checker_->failed_log_path());
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // stderr closed: the alert is still in failed.log and the queue
+      done += static_cast<size_t>(n);
+    }
+  }
+  std::lock_guard<std::mutex> lock(alerts_mutex_);
+  if (alerts_.size() >= kMaxQueuedAlerts) return;
+  alerts_.push_back(std::move(alert));
+  alerts_waiting_.store(true, std::memory_order_release);
+}
+
+std::vector<ViolationAlert> OnlineSession::take_alerts() {
+  std::vector<ViolationAlert> out;
+  // In a fork child this is the parent's session, whose lock the fork may have copied held: the child's
+  // own session (on_fork_child) keeps the child's alerts.
+  if (!alerts_waiting() || ::getpid() != pid_) return out;
+  std::lock_guard<std::mutex> lock(alerts_mutex_);
+  out.swap(alerts_);
+  alerts_waiting_.store(false, std::memory_order_release);
+  return out;
 }
 
 TcRecordSink OnlineSession::sink() {

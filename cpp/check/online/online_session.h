@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@
 
 #include "check/online/cross_rank_exchange.h"
 #include "check/online/online_checker.h"
+#include "check/online/violation_alert.h"
 #include "record/record_sink.h"
 
 namespace traincheck {
@@ -39,6 +41,9 @@ struct OnlineSessionOptions {
   // they were at the first pass (the writer has fallen behind the training by that much), checking stops
   // for the rest of the run, with a warning and counts in summary_<pid>.json; the trace goes on.
   double max_lag_s = 10.0;
+  // An invariant's first violation (violation_alert.h): Warn and Raise print it on stderr as it is found;
+  // every action queues it for take_alerts() (Raise is the training thread's to carry out).
+  ViolationAction on_violation = ViolationAction::Warn;
 };
 
 // What shedding did (summary_<pid>.json "shed").
@@ -73,6 +78,13 @@ class OnlineSession {
   // without the GIL. Called only with the GIL held, as every fork from Python is: a fork never copies a
   // half-merged table into a child (on_fork_child reads it unlocked).
   bool try_add_signatures(const ApiSignatures& more);
+
+  // The first violations of invariants found since the last call, oldest first (at most kMaxQueuedAlerts
+  // wait; later ones are only printed and logged). Takes its own lock, which the writer holds only to
+  // append: safe to call with Python's GIL held. alerts_waiting() is the lock-free check before it.
+  static constexpr size_t kMaxQueuedAlerts = 1000;
+  std::vector<ViolationAlert> take_alerts();
+  bool alerts_waiting() const { return alerts_waiting_.load(std::memory_order_acquire); }
 
   // Thread-safe snapshots.
   OnlineCounts counts() const;
@@ -118,6 +130,10 @@ class OnlineSession {
   // Shedding: the newest record time of this pass, the lag at the first pass (the records' clock may
   // not be this process's: a lag is measured from it).
   void note_lag_locked();
+  void on_first_violation(const OnlineInvariantState& state);  // on the writer thread, mutex_ held
+  std::mutex alerts_mutex_;
+  std::vector<ViolationAlert> alerts_;
+  std::atomic<bool> alerts_waiting_{false};
   std::optional<int64_t> newest_time_in_pass_;
   std::optional<int64_t> first_lag_ns_;
   OnlineShedStats shed_;

@@ -14,9 +14,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Value step_value(const std::optional<int64_t>& step) { return step ? Value::integer(*step) : Value::null(); }
+Value optional_int_value(const std::optional<int64_t>& step) { return step ? Value::integer(*step) : Value::null(); }
 
-std::optional<int64_t> step_of(const Value* v) {
+std::optional<int64_t> optional_int_of(const Value* v) {
   if (v == nullptr || !v->is_int()) return std::nullopt;
   return v->as_int();
 }
@@ -34,9 +34,11 @@ Value process_violation_rows_value(const std::vector<ProcessViolationRow>& rows)
     out.push_back(make_object({{"invariant", Value::string(r.identity)},
                                {"label", Value::string(r.row.label)},
                                {"relation", Value::string(r.row.relation)},
-                               {"first_step", step_value(r.row.first_step)},
-                               {"last_step", step_value(r.row.last_step)},
-                               {"count", Value::integer(static_cast<int64_t>(r.row.count))}}));
+                               {"first_step", optional_int_value(r.row.first_step)},
+                               {"last_step", optional_int_value(r.row.last_step)},
+                               {"count", Value::integer(static_cast<int64_t>(r.row.count))},
+                               {"held_on_programs", optional_int_value(r.row.held_on_programs)},
+                               {"examples", optional_int_value(r.row.examples)}}));
   return Value::array(std::move(out));
 }
 
@@ -57,9 +59,11 @@ std::vector<ViolationSummaryRow> merge_process_summaries(const std::vector<Value
         row.label = label->as_string();
         const Value* relation = r.find("relation");
         if (relation && relation->is_string()) row.relation = relation->as_string();
+        row.held_on_programs = optional_int_of(r.find("held_on_programs"));
+        row.examples = optional_int_of(r.find("examples"));
       }
-      widen(row.first_step, step_of(r.find("first_step")), true);
-      widen(row.last_step, step_of(r.find("last_step")), false);
+      widen(row.first_step, optional_int_of(r.find("first_step")), true);
+      widen(row.last_step, optional_int_of(r.find("last_step")), false);
       row.count += static_cast<uint64_t>(std::max<int64_t>(0, count->as_int()));
     }
   }

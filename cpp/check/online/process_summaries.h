@@ -20,7 +20,8 @@ struct ProcessViolationRow {
   ViolationSummaryRow row;
 };
 
-// [{"invariant": identity, "label", "relation", "first_step", "last_step" (null when unknown), "count"}, ...]
+// [{"invariant": identity, "label", "relation", "first_step", "last_step" (null when unknown), "count",
+//   "held_on_programs", "examples" (null when unknown)}, ...]
 Value process_violation_rows_value(const std::vector<ProcessViolationRow>& rows);
 
 // The rows of every summary's "violation_summary", merged by invariant, sorted by first step. A summary

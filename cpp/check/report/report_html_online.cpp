@@ -11,8 +11,10 @@ using namespace report_parts;
 namespace {
 
 ViolationSummaryRow summary_row(const OnlineReportRow& row) {
-  return ViolationSummaryRow{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count,
-                             row.steps, row.first_stage, ""};
+  ViolationSummaryRow out{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count,
+                          row.steps, row.first_stage, ""};
+  set_trust(out, *row.invariant);
+  return out;
 }
 
 }  // namespace

@@ -128,8 +128,10 @@ std::string violations_table(std::vector<ViolationTableRow> rows, bool with_trac
     const std::string first = r.first_step ? std::to_string(*r.first_step) : "&ndash;";
     const std::string last = r.last_step ? std::to_string(*r.last_step) : "&ndash;";
     const std::string badge = r.first_stage.empty() ? "" : "<span class=\"badge\">" + esc(r.first_stage) + "</span>";
+    const std::string trust = trust_text(r.held_on_programs, r.examples);
     h += "<tr class=\"vrow\"><td><details><summary>" + esc(r.label) + " <span class=\"badge\">" + esc(r.relation) +
-         "</span></summary><p class=\"muted\">" + esc(rows[shown].description) + "</p><p>Steps: " + steps + "</p>" +
+         "</span></summary><p class=\"muted\">" + esc(rows[shown].description) + "</p>" +
+         (trust.empty() ? "" : "<p class=\"muted\">Trusted: " + esc(trust) + "</p>") + "<p>Steps: " + steps + "</p>" +
          sample_table(rows[shown].samples) + "</details></td>" + (with_trace ? "<td>" + esc(r.trace) + "</td>" : "") + "<td>" +
          first + badge + "</td><td>" + last + "</td><td>" + std::to_string(r.count) + "</td></tr>";
   }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,60 @@ TEST(OnlineSession, ViolationsReachFailedLogDuringThePassAndTheSummaryAtClose) {
   EXPECT_EQ(*summary.find("checked"), Value::integer(1));
   EXPECT_EQ(summary.find("violated_invariants")->as_array().size(), 1u);
   session.finish();  // idempotent
+}
+
+// Issue 26 item 5: the training thread hears of an invariant's first violation once (take_alerts), and
+// with Warn the writer prints it on stderr as it is found, with why to trust it; later violations of the
+// same invariant go to failed.log only.
+TEST(OnlineSession, AnInvariantsFirstViolationIsPrintedAndQueuedOnceForTheTrainingThread) {
+  const fs::path dir = setup("alerts");
+  OnlineSessionOptions o = options(dir);
+  o.on_violation = ViolationAction::Warn;
+  OnlineSession session(o);
+  const TcRecordSink sink = session.sink();
+  EXPECT_FALSE(session.alerts_waiting());
+  EXPECT_TRUE(session.take_alerts().empty());
+  testing::internal::CaptureStderr();
+  const std::string first = line("function_call (pre)", 10) + line("function_call (post)", 15);
+  EXPECT_EQ(sink.on_lines(sink.context, TC_SINK_API, 7, 1, first.data(), first.size()), 0u);
+  EXPECT_EQ(sink.on_pass_end(sink.context), 0u);
+  const std::string again = line("function_call (pre)", 20) + line("function_call (post)", 25);
+  EXPECT_EQ(sink.on_lines(sink.context, TC_SINK_API, 7, 1, again.data(), again.size()), 0u);
+  EXPECT_EQ(sink.on_pass_end(sink.context), 0u);
+  const std::string printed = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(session.counts().violations, 2u);
+  ASSERT_TRUE(session.alerts_waiting());
+  const std::vector<ViolationAlert> alerts = session.take_alerts();
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].relation, "APIContainRelation");
+  EXPECT_EQ(alerts[0].description, "step contains adam");
+  EXPECT_EQ(alerts[0].step, 3);
+  EXPECT_EQ(alerts[0].examples, 5);
+  EXPECT_FALSE(alerts[0].held_on_programs.has_value());
+  EXPECT_FALSE(session.alerts_waiting());
+  EXPECT_TRUE(session.take_alerts().empty());
+  // One line, for the first violation only.
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 1) << printed;
+  // The records have no stage: the checker's default, "init".
+  EXPECT_EQ(printed.rfind("traincheck: violation at step 3 (init): Adam.step() always calls adam() (held on 5 examples); see ", 0), 0u)
+      << printed;
+  EXPECT_NE(printed.find("failed.log"), std::string::npos) << printed;
+  EXPECT_EQ(sink.on_close(sink.context), 0u);
+}
+
+TEST(OnlineSession, WithLogTheFirstViolationIsQueuedButNotPrinted) {
+  const fs::path dir = setup("alerts_log");
+  OnlineSessionOptions o = options(dir);
+  o.on_violation = ViolationAction::Log;
+  OnlineSession session(o);
+  const TcRecordSink sink = session.sink();
+  testing::internal::CaptureStderr();
+  const std::string text = line("function_call (pre)", 10) + line("function_call (post)", 15);
+  EXPECT_EQ(sink.on_lines(sink.context, TC_SINK_API, 7, 1, text.data(), text.size()), 0u);
+  EXPECT_EQ(sink.on_pass_end(sink.context), 0u);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(session.take_alerts().size(), 1u);
+  EXPECT_EQ(sink.on_close(sink.context), 0u);
 }
 
 // Regression (docs/README.md §Rules of the hot path, rule 7): a checker that cannot keep up made the writer fall behind

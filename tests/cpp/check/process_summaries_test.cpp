@@ -33,6 +33,19 @@ TEST(ProcessSummaries, OneInvariantViolatedInTwoProcessesIsOneRowSpanningBoth) {
   EXPECT_EQ(rows[0].count, 5u);
 }
 
+TEST(ProcessSummaries, ARowKeepsItsTrustThroughTheSummaryFile) {
+  ProcessViolationRow trusted = row("inv-a", "A() always calls B()", 4, 6, 3);
+  trusted.row.held_on_programs = 9;
+  trusted.row.examples = 40;
+  const std::vector<ViolationSummaryRow> rows =
+      merge_process_summaries({summary_of({row("inv-b", "C() always calls D()", 1, 1, 1), trusted})});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].label, "A() always calls B()");  // more trusted: first, though it started later
+  EXPECT_EQ(rows[0].held_on_programs, 9);
+  EXPECT_EQ(rows[0].examples, 40);
+  EXPECT_FALSE(rows[1].held_on_programs.has_value());
+}
+
 TEST(ProcessSummaries, DistinctInvariantsStayApartEarliestFirstStepFirstAndUnknownStepsLast) {
   const std::vector<Value> summaries = {
       summary_of({row("inv-late", "late", 9, 9, 1), row("inv-nostep", "no step", std::nullopt, std::nullopt, 4)}),

@@ -60,6 +60,22 @@ TEST(Vetting, KeepsOnlyWhatPassedOnEnoughProgramsOfSeveralFamiliesAndWasViolated
   EXPECT_EQ(t.one_family, 1u);
 }
 
+TEST(Vetting, ThePackCarriesTheProgramsEachInvariantHeldOnThroughItsFile) {
+  const std::vector<Invariant> c = {lead("zero_grad", "step"), lead("a", "b")};
+  const std::vector<VetProgram> programs = {program("m1", "mlp", c, {P, P}), program("m2", "mlp", c, {P, N}),
+                                            program("c1", "cnn", c, {P, P}), program("r1", "rnn", c, {N, P})};
+  const std::vector<Invariant> pack = vet(c, programs, VetRule{3, 2}).pack();
+  ASSERT_EQ(pack.size(), 2u);
+  EXPECT_EQ(pack[0].held_on_programs, 3);
+  EXPECT_EQ(pack[1].held_on_programs, 3);
+  EXPECT_FALSE(c[0].held_on_programs.has_value());  // the candidates themselves are untouched
+  // Written only when set, and read back: a file of the original's fields stays as it was.
+  const std::string line = pack[0].to_json_line();
+  EXPECT_NE(line.find("\"held_on_programs\": 3"), std::string::npos);
+  EXPECT_EQ(invariant_from_json(line).held_on_programs, 3);
+  EXPECT_EQ(c[0].to_json_line().find("held_on_programs"), std::string::npos);
+}
+
 TEST(Vetting, ACandidateWithoutACheckResultIsNotChecked) {
   const std::vector<Invariant> c = {lead("zero_grad", "step"), lead("x", "y")};
   VetProgram p = program("m1", "mlp", {c[0]}, {P});
