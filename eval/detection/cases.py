@@ -28,6 +28,7 @@ class Case:
     modules_to_instr: tuple[str, ...] = ()  # collect's -t; empty: its default (torch)
     args: tuple[str, ...] = ()
     symptom: str = ""
+    culprits: tuple[str, ...] = ()  # the APIs or variables at fault (culprits.py): name fragments or fnmatch patterns
 
     @property
     def script(self) -> Path:
@@ -56,6 +57,7 @@ _FIELDS = (
     _Field("modules_to_instr", list, False, []),
     _Field("args", list, False, []),
     _Field("symptom", str, False, ""),
+    _Field("culprits", list, False, []),
 )
 
 
@@ -94,7 +96,8 @@ def load_case(folder: Path) -> Case:
                 trigger_step=values["trigger_step"], launcher=values["launcher"],
                 models_to_track=tuple(str(m) for m in values["models_to_track"]),
                 modules_to_instr=tuple(str(m) for m in values["modules_to_instr"]),
-                args=tuple(str(a) for a in values["args"]), symptom=values["symptom"])
+                args=tuple(str(a) for a in values["args"]), symptom=values["symptom"],
+                culprits=tuple(str(c) for c in values["culprits"]))
 
 
 def discover(cases_dir: Path = CASES_DIR, only: list[str] | None = None) -> list[Case]:
