@@ -17,7 +17,9 @@ WORKLOADS_DIR = REPO / "eval" / "perf_overhead" / "workloads"
 
 GOOD_SEEDS = (1, 2)        # same pipeline: infer from these two good runs
 CHECK_SEED = 3             # the buggy run and the third good run
-SETTINGS = ("same", "transfer")
+# same: invariants from the case's own good runs; transfer: from the programs outside its fold; pack: the
+# shipped pack (python/traincheck/packs, learned from eval/pack_corpus, which holds no case), no inference.
+SETTINGS = ("same", "transfer", "pack")
 RUN_NAMES = {"good_s1": (1, False), "good_s2": (2, False), "good_s3": (CHECK_SEED, False), "bug_s3": (CHECK_SEED, True)}
 
 

@@ -3,7 +3,8 @@
 1. collect: every case's runs (good seeds 1, 2, 3 and the buggy seed 3) and the overhead workloads,
    with our collector and full instrumentation;
 2. infer, per analyzer: *same* pipeline (a case's two good runs), *transfer* (every program outside the
-   case's fold), and the false-positive training sets (1, 4, 6 programs);
+   case's fold), and the false-positive training sets (1, 4, 6 programs); *pack* (ours only) infers
+   nothing: the shipped pack is the invariant file, copied in as this phase's job;
 3. check offline, per analyzer: each case's buggy run and third good run against both settings'
    invariants; the false-positive check programs against each training set's invariants;
 4. check in-process (ours): the buggy run and the third good run collected again with `-i` (selective
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +43,8 @@ class Options:
     peer_time_limit: float = 1800.0
     in_process: bool = True
     peer_fp: bool = True            # False: the original runs the detection settings only, not the FP experiment
+    settings: tuple[str, ...] = L.SETTINGS
+    pack: str = "default"           # the shipped pack of the pack setting (-i pack:<name>)
 
 
 @dataclass
@@ -87,10 +91,36 @@ def _time_limit(opts: Options, tool: str) -> float:
 
 
 def case_invariant_key(opts: Options, setting: str, case: Case) -> str:
-    """Which invariant file a case is checked against: its own (same) or its fold's (transfer)."""
+    """Which invariant file a case is checked against: its own (same), its fold's (transfer) or the pack."""
     if setting == "same":
         return case.name
+    if setting == "pack":
+        return opts.pack
     return f"fold{L.transfer_fold(opts.cases, case, opts.transfer_folds)}"
+
+
+def runs_to_collect(opts: Options) -> dict[str, tuple[int, bool]]:
+    """Every run of a case, unless only the pack is evaluated (and no FP experiment): then only the two
+    runs that are checked."""
+    if set(opts.settings) <= {"pack"} and not opts.fp_train_sizes:
+        return {r: L.RUN_NAMES[r] for r in ("good_s3", "bug_s3")}
+    return dict(L.RUN_NAMES)
+
+
+def tool_runs_setting(tool: str, setting: str) -> bool:
+    """The pack is ours: the original is not given it (it would need its own inference over the corpus)."""
+    return setting != "pack" or tool == OURS
+
+
+def pack_job(opts: Options, lay: L.RepLayout) -> Job:
+    """The pack setting's "inference": the shipped pack copied to where the setting's invariant file goes."""
+    from traincheck.invariant_sources import resolve
+
+    src = resolve(f"pack:{opts.pack}")
+    out = lay.invariants(OURS, "pack", opts.pack)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Job(f"{OURS} pack {opts.pack}", [sys.executable, "-c", "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
+                                             src, str(out)], lay.log("infer", OURS, "pack", opts.pack), out.parent, 60.0)
 
 
 def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> tuple[L.RepLayout, RepJobs]:
@@ -108,12 +138,14 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
     if previous is not None:
         jobs.collect = previous.collect
     for case in opts.cases if previous is None else ():
-        for run_name, (seed, bug) in L.RUN_NAMES.items():
+        for run_name, (seed, bug) in runs_to_collect(opts).items():
             out = lay.run(case, run_name)
             _clear(out)  # a folder left by an earlier run would mix two runs' traces
             jobs.collect.append(Job(f"{case.name} {run_name}", collect_command(case, out, seed, bug),
                                     lay.log("collect", case.name, run_name), out.parent, opts.collect_time_limit))
-    for w in opts.workloads if previous is None else ():
+    # The workloads are programs of the transfer and FP training sets only.
+    needs_workloads = bool(set(opts.settings) - {"pack", "same"}) or bool(opts.fp_train_sizes)
+    for w in opts.workloads if previous is None and needs_workloads else ():
         out = lay.workload_run(w)
         _clear(out)
         jobs.collect.append(Job(f"workload {w}", collect_workload_command(L.WORKLOADS_DIR / w / "main.py", out,
@@ -126,9 +158,9 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
     programs = lay.programs(opts.cases, opts.workloads)
     split = L.fp_split(programs, opts.fp_train_sizes, opts.fp_check_count) if opts.fp_train_sizes else None
     infer_inputs: dict[tuple[str, str], list[Path]] = {}
-    for case in opts.cases:
+    for case in opts.cases if "same" in opts.settings else ():
         infer_inputs[("same", case.name)] = [lay.run(case, "good_s1"), lay.run(case, "good_s2")]
-    for fold in range(opts.transfer_folds):
+    for fold in range(opts.transfer_folds) if "transfer" in opts.settings else ():
         infer_inputs[("transfer", f"fold{fold}")] = L.transfer_training(lay, opts.cases, opts.workloads, fold,
                                                                        opts.transfer_folds)
     for k in split.train_sizes if split else ():
@@ -147,13 +179,16 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
             _clear(out)
             jobs.infer[(tool.name, setting, key)] = job
             infer_jobs.append(job)
+    if "pack" in opts.settings and any(t.name == OURS for t in opts.analyzers):
+        jobs.infer[(OURS, "pack", opts.pack)] = job = pack_job(opts, lay)
+        infer_jobs.append(job)
     run_all(infer_jobs, f"{tag} infer", opts.workers)
 
     # 3. check offline: one job per invariant file, over every trace folder checked against it (each
     # analyzer's start-up is paid once, not per trace)
     check_inputs: dict[tuple[str, str], list[Path]] = {}
     for case in opts.cases:
-        for setting in L.SETTINGS:
+        for setting in opts.settings:
             check_inputs.setdefault((setting, case_invariant_key(opts, setting, case)), []).extend(
                 lay.run(case, r) for r in ("bug_s3", "good_s3"))
     for k in split.train_sizes if split else ():
@@ -180,7 +215,7 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
     online_jobs = []
     if opts.in_process and any(t.name == OURS for t in opts.analyzers):
         for case in opts.cases:
-            for setting in L.SETTINGS:
+            for setting in opts.settings:
                 key = case_invariant_key(opts, setting, case)
                 inv = jobs.infer.get((OURS, setting, key))
                 if inv is None or not inv.ok:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from eval.detection import layout as L
 from eval.detection.results import IN_PROCESS, OFFLINE, DetectionRow, FpRow
 from eval.detection.run_level import fp_run_level, run_level
 
@@ -84,7 +85,7 @@ class Summary:
 def summarize(rows: list[DetectionRow]) -> list[Summary]:
     groups = _group(rows)
     out = []
-    settings = sorted({r.setting for r in rows}, key=lambda s: ("same", "transfer").index(s) if s in ("same", "transfer") else 9)
+    settings = sorted({r.setting for r in rows}, key=lambda s: L.SETTINGS.index(s) if s in L.SETTINGS else 9)
     for setting in settings:
         for tool, mode in COLUMNS:
             keys = [k for k in groups if k[1] == setting and k[2] == tool and k[3] == mode]
@@ -125,11 +126,12 @@ def case_table(rows: list[DetectionRow]) -> str:
     groups = _group(rows)
     cases = sorted({(r.case, r.bug_class, r.trigger_step) for r in rows})
     present = [(t, m) for t, m in COLUMNS if any(k[2] == t and k[3] == m for k in groups)]
-    header = ["case", "trigger"] + [f"{t} {m} {s}" for s in ("same", "transfer") for t, m in present]
+    settings = [s for s in L.SETTINGS if any(k[1] == s for k in groups)]
+    header = ["case", "trigger"] + [f"{t} {m} {s}" for s in settings for t, m in present]
     body = []
     for name, _cls, trigger in cases:
         row = [name, str(trigger)]
-        for s in ("same", "transfer"):
+        for s in settings:
             for t, m in present:
                 reps = groups.get((name, s, t, m))
                 row.append(cell(reps) if reps else "-")

@@ -10,7 +10,7 @@ from eval.detection import layout as L
 from eval.detection.cases import Case
 from eval.detection.jobs import Job
 from eval.detection.metrics import count_invariants, fp_rate, read_failed_log, verdict
-from eval.detection.pipeline import Options, RepJobs, case_invariant_key
+from eval.detection.pipeline import Options, RepJobs, case_invariant_key, runs_to_collect, tool_runs_setting
 from eval.detection.tools import OURS, Analyzer
 
 OFFLINE = "offline"
@@ -76,10 +76,10 @@ def _collect_job(jobs: RepJobs, lay: L.RepLayout, case: Case, run_name: str) -> 
 def detection_rows(opts: Options, rep: int, lay: L.RepLayout, jobs: RepJobs) -> list[DetectionRow]:
     rows = []
     for case in opts.cases:
-        collects = [(f"collect {r}", _collect_job(jobs, lay, case, r)) for r in ("good_s1", "good_s2", "good_s3", "bug_s3")]
-        for setting in L.SETTINGS:
+        collects = [(f"collect {r}", _collect_job(jobs, lay, case, r)) for r in runs_to_collect(opts)]
+        for setting in opts.settings:
             key = case_invariant_key(opts, setting, case)
-            for tool in opts.analyzers:
+            for tool in (t for t in opts.analyzers if tool_runs_setting(t.name, setting)):
                 infer = jobs.infer.get((tool.name, setting, key))
                 check = jobs.check.get((tool.name, setting, key))
                 row = DetectionRow(rep, case.name, case.bug_class, setting, tool.name, OFFLINE, "ok",

@@ -1,9 +1,11 @@
-"""The detection evaluation: silent-bug cases, both inference settings, the false-positive experiment, our
-analyzer (offline and in-process) and, with --peer-venv, the original TrainCheck side by side.
+"""The detection evaluation: silent-bug cases, three invariant settings (same pipeline, transfer, the shipped
+pack), the false-positive experiment, our analyzer (offline and in-process) and, with --peer-venv, the
+original TrainCheck side by side.
 
     python -m eval.detection.run                               # every case, CPU, ours only, 1 repetition
     python -m eval.detection.run --peer-venv /tmp/peer --repeat 3
     python -m eval.detection.run --cases zero_grad_missing --no-fp
+    python -m eval.detection.run --settings pack --no-fp      # the shipped pack alone: two runs per case
 
 Results go to --out (default detection_res/): report.md, detection.csv, fp.csv, summary.csv, fp_rate.png,
 and per repetition rep<r>/ with every trace, invariant file, check result and log. See README.md here.
@@ -52,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fp-train-sizes", default="1,4,6", help="bug-free programs per training set (default 1,4,6)")
     p.add_argument("--fp-check-count", type=int, default=12, help="bug-free programs checked (default 12)")
     p.add_argument("--no-fp", action="store_true", help="skip the false-positive experiment")
+    p.add_argument("--settings", nargs="+", choices=L.SETTINGS, default=list(L.SETTINGS),
+                   help="which invariant sources to evaluate (default all: same, transfer, pack); with only pack "
+                        "and --no-fp, each case's two checked runs are all that is collected")
+    p.add_argument("--pack", default="default", help="the shipped pack of the pack setting (default: default)")
     p.add_argument("--no-in-process", action="store_true", help="skip the in-process checking runs")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds per collect run and per check of ours")
     p.add_argument("--peer-time-limit", type=float, default=1800.0, help="seconds per infer/check of the original")
@@ -92,7 +98,7 @@ def setup_text(opts: Options, args) -> str:
             f"{platform.node()} ({os.cpu_count()} CPUs), Python {platform.python_version()}, "
             f"torch {torch_v}; original TrainCheck: {peer_v}; {len(opts.cases)} cases, "
             f"{len(opts.workloads)} overhead workloads ({opts.workload_iters} iterations); {opts.repeats} repetition(s); "
-            f"transfer folds {opts.transfer_folds}; FP training sizes {','.join(map(str, opts.fp_train_sizes))}, "
+            f"settings {', '.join(opts.settings)} (pack: {opts.pack}); transfer folds {opts.transfer_folds}; FP training sizes {','.join(map(str, opts.fp_train_sizes))}, "
             f"{opts.fp_check_count} checked programs; {opts.workers} jobs at a time; {time.strftime('%Y-%m-%d %H:%M')}.\n")
 
 
@@ -176,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                    fp_check_count=args.fp_check_count, workload_iters=args.workload_iters,
                    collect_time_limit=args.time_limit, analyzer_time_limit=args.time_limit,
                    peer_time_limit=args.peer_time_limit, in_process=not args.no_in_process,
-                   peer_fp=not args.peer_no_fp)
+                   peer_fp=not args.peer_no_fp, settings=tuple(args.settings), pack=args.pack)
     setup = setup_text(opts, args)
     if args.rerun_ours:
         previous = load_rows(out / ROWS_FILE)[2].strip() if (out / ROWS_FILE).exists() else "?"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import zlib
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -20,7 +21,6 @@ from eval.detection.jobs import Job, run_all
 from eval.detection.tools import collector_command
 from eval.pack_corpus.manifest import Program, load
 
-SEED = 1
 DONE_MARKER = "collected.ok"
 
 
@@ -32,7 +32,16 @@ def is_collected(traces: Path, program: Program) -> bool:
     return (traces / program.name / DONE_MARKER).is_file()
 
 
-def collect_command(program: Program, out_dir: Path, seed: int = SEED) -> list[str]:
+def program_seed(program: Program) -> int:
+    """Each program runs with a seed of its own, fixed by its name. A seed is the user's choice, not a rule
+    of training: with one seed for the whole corpus (the first pack's 1), every candidate that held an
+    argument to it ("manual_seed() calls manual_seed_all(seed=1)") passed on every program and was shipped,
+    and then alarmed on any program seeded otherwise. With seeds that differ, vetting rule (a) drops them."""
+    return 1 + zlib.crc32(program.name.encode()) % 9973
+
+
+def collect_command(program: Program, out_dir: Path, seed: int | None = None) -> list[str]:
+    seed = program_seed(program) if seed is None else seed
     cmd = collector_command(program.script, out_dir, program.shell_launcher, program.models_to_track, who="pack")
     return cmd + ["--", *program.args, "--seed", str(seed)]
 

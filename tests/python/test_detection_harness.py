@@ -202,8 +202,13 @@ def test_one_fast_case_runs_end_to_end(tmp_path):
     assert (out / "report.md").exists() and (out / "fp_rate.png").exists()
     rows = list(csv.DictReader(open(out / "detection.csv")))
     by = {(r["setting"], r["mode"]): r for r in rows}
-    assert set(by) == {("same", "offline"), ("same", "in-process"), ("transfer", "offline"), ("transfer", "in-process")}
+    assert set(by) == {(s, m) for s in ("same", "transfer", "pack") for m in ("offline", "in-process")}
     assert all(r["status"] == "ok" for r in rows), rows
+    # The pack setting checks against the shipped pack as it is: no inference.
+    from traincheck.invariant_sources import resolve
+    shipped = sum(1 for line in open(resolve("pack:default")) if line.strip())
+    assert int(by[("pack", "offline")]["invariants"]) == int(by[("pack", "in-process")]["invariants"]) == shipped
+    assert by[("pack", "offline")]["invariant_file"] == "pack/default"
     same = by[("same", "offline")]
     assert same["detected"] == "True" and int(same["first_step"]) >= 4
     fp = list(csv.DictReader(open(out / "fp.csv")))
@@ -252,3 +257,18 @@ def test_peer_no_fp_gives_the_original_no_fp_rows_rather_than_failed_ones(tmp_pa
     rows = fp_rows(opts, 1, L.RepLayout(tmp_path / "rep1"), RepJobs(infer={(OURS, "fp", "k1"): failed}))
     assert [r.tool for r in rows] == [OURS, OURS]
     assert all(r.status == "infer: failed" for r in rows)
+
+
+def test_the_pack_setting_alone_collects_only_the_checked_runs_and_is_ours_only(tmp_path):
+    from eval.detection.pipeline import Options, case_invariant_key, runs_to_collect, tool_runs_setting
+    from eval.detection.tools import OURS, PEER
+    make_case(tmp_path / "cases", "a", "description: d\nbug_class: c\ntrigger_step: 1\n")
+    cases = discover(tmp_path / "cases")
+    pack_only = Options(out=tmp_path, cases=cases, workloads=[], analyzers=[], settings=("pack",), fp_train_sizes=())
+    assert sorted(runs_to_collect(pack_only)) == ["bug_s3", "good_s3"]
+    assert case_invariant_key(pack_only, "pack", cases[0]) == "default"
+    # Inference needs the good runs of seeds 1 and 2; the FP experiment every program's first run.
+    assert len(runs_to_collect(Options(out=tmp_path, cases=cases, workloads=[], analyzers=[], settings=("pack", "same"),
+                                       fp_train_sizes=()))) == 4
+    assert len(runs_to_collect(Options(out=tmp_path, cases=cases, workloads=[], analyzers=[], settings=("pack",)))) == 4
+    assert tool_runs_setting(OURS, "pack") and not tool_runs_setting(PEER, "pack") and tool_runs_setting(PEER, "same")
