@@ -369,13 +369,11 @@ std::vector<ProcessViolationRow> OnlineChecker::process_violation_rows() const {
   std::vector<ProcessViolationRow> rows;
   for (const OnlineInvariantState& s : states_)
     if (s.violations)
-    {
       rows.push_back({s.invariant->identity(),
                       ViolationSummaryRow{s.display_name, s.invariant->relation, "", s.first_step, s.last_step, s.violations,
                                           std::vector<int64_t>(s.steps.begin(), s.steps.end()), s.first_stage,
-                                          s.last_stage}});
-      set_trust(rows.back().row, *s.invariant);
-    }
+                                          s.last_stage, s.invariant->held_on_programs,
+                                          s.invariant->num_positive_examples}});
   return rows;
 }
 

@@ -11,10 +11,9 @@ using namespace report_parts;
 namespace {
 
 ViolationSummaryRow summary_row(const OnlineReportRow& row) {
-  ViolationSummaryRow out{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count,
-                          row.steps, row.first_stage, ""};
-  set_trust(out, *row.invariant);
-  return out;
+  return ViolationSummaryRow{row.display_name, row.invariant->relation, "", row.first_step, row.last_step, row.count,
+                             row.steps, row.first_stage, "", row.invariant->held_on_programs,
+                             row.invariant->num_positive_examples};
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ namespace {
 
 ProcessViolationRow row(std::string identity, std::string label, std::optional<int64_t> first, std::optional<int64_t> last,
                         uint64_t count) {
-  return {std::move(identity), ViolationSummaryRow{std::move(label), "APIContainRelation", "", first, last, count, {}, "", ""}};
+  return {std::move(identity), ViolationSummaryRow{std::move(label), "APIContainRelation", "", first, last, count, {}, "", "",
+                                                   std::nullopt, std::nullopt}};
 }
 
 // A summary_<pid>.json as the in-process checker writes it, reduced to the field merged here.
