@@ -15,6 +15,7 @@
 #include "check/report/report_html_online.h"
 #include "check/result_writer.h"
 #include "common/assert.h"
+#include "common/fd_write.h"
 #include "relations/registry.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -31,19 +32,6 @@ constexpr size_t kMaxRecentErrors = 20;
 // record's time is the detection latency.
 int64_t monotonic_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-bool write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // memmem: glibc's two-way search, much faster than string_view::find on JSON, where the first

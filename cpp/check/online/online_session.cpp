@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/fd_write.h"
 #include "trace/json_parse.h"
 
 namespace traincheck {
@@ -77,14 +78,9 @@ void OnlineSession::open_outputs(std::vector<Invariant> invariants, ApiSignature
 void OnlineSession::on_first_violation(const OnlineInvariantState& state) {
   ViolationAlert alert = alert_of(state);
   if (options_.on_violation != ViolationAction::Log) {
-    // One write: the line is never interleaved with the training's own output.
-    const std::string line = alert_console_line(alert, checker_->failed_log_path());
-    for (size_t done = 0; done < line.size();) {
-      const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // stderr closed: the alert is still in failed.log and the queue
-      done += static_cast<size_t>(n);
-    }
+    // One write of the whole line: never interleaved with the training's own output. A closed stderr
+    // loses only the line: the alert is in failed.log and the queue.
+    write_all(STDERR_FILENO, alert_console_line(alert, checker_->failed_log_path()));
   }
   std::lock_guard<std::mutex> lock(alerts_mutex_);
   if (alerts_.size() >= kMaxQueuedAlerts) return;

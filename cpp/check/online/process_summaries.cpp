@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Value optional_int_value(const std::optional<int64_t>& step) { return step ? Value::integer(*step) : Value::null(); }
+Value optional_int_value(const std::optional<int64_t>& n) { return n ? Value::integer(*n) : Value::null(); }
 
 std::optional<int64_t> optional_int_of(const Value* v) {
   if (v == nullptr || !v->is_int()) return std::nullopt;
