@@ -57,12 +57,12 @@ void append_names(std::string& out, const std::vector<std::string>& names) {
   out += ']';
 }
 
-std::string report_json(const VetResult& result, const std::vector<VetProgram>& programs, const VetRule& rule,
-                        const std::vector<std::pair<std::string, std::vector<std::string>>>& loo) {
+std::string report_json(const VetResult& result, const std::vector<VetProgram>& programs, const VetRule& rule) {
   std::string out = "{\"rule\": {\"min_programs\": ";
   append_json_uint(out, rule.min_programs);
   out += ", \"min_families\": ";
   append_json_uint(out, rule.min_families);
+  out += ", \"max_relation_loo_share\": " + std::to_string(rule.max_relation_loo_share);
   out += "},\n \"programs\": ";
   append_json_uint(out, programs.size());
   out += ", \"candidates\": ";
@@ -79,14 +79,20 @@ std::string report_json(const VetResult& result, const std::vector<VetProgram>& 
            ", \"device_bound\": " + std::to_string(t.device_bound) +
            ", \"violated\": " + std::to_string(t.violated) + ", \"too_few_programs\": " +
            std::to_string(t.too_few_programs) + ", \"one_family\": " + std::to_string(t.one_family) +
-           ", \"not_checked\": " + std::to_string(t.not_checked) + "}";
+           ", \"relation_excluded\": " + std::to_string(t.relation_excluded) +
+           ", \"not_checked\": " + std::to_string(t.not_checked) +
+           ", \"loo_programs_alarmed\": " + std::to_string(t.loo_programs_alarmed) +
+           ", \"generalises\": " + (t.generalises ? "true" : "false") + "}";
   }
+  // Rule (c) of the shipped pack: per program, the identities it violates when vetted without it.
   out += "},\n \"leave_one_out\": {";
-  for (size_t i = 0; i < loo.size(); ++i) {
+  for (size_t i = 0; i < result.leave_one_out.size(); ++i) {
     out += i ? ",\n  " : "\n  ";
-    append_json_string(out, loo[i].first);
+    append_json_string(out, result.leave_one_out[i].program);
     out += ": ";
-    append_names(out, loo[i].second);
+    std::vector<std::string> identities;
+    for (const Invariant* inv : result.shipped_leave_one_out(i)) identities.push_back(inv->identity());
+    append_names(out, identities);
   }
   out += "},\n \"decisions\": [";
   for (size_t i = 0; i < result.decisions.size(); ++i) {
@@ -124,6 +130,20 @@ bool parse_count(const std::string& text, const char* flag, size_t& out, std::os
   return false;
 }
 
+bool parse_share(const std::string& text, double& out, std::ostream& err) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && v >= 0.0 && v <= 1.0) {
+      out = v;
+      return true;
+    }
+  } catch (const std::exception&) {
+  }
+  err << "traincheck-vet: error: --max-relation-loo-share must be a number from 0 to 1, got '" << text << "'\n";
+  return false;
+}
+
 }  // namespace
 
 int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
@@ -134,7 +154,9 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
   args.option({"--report"}, "report", "the vetting report (JSON)", "", "FILE");
   args.option({"--min-programs"}, "min_programs", "programs an invariant must pass on", "3", "N");
   args.option({"--min-families"}, "min_families", "model families among them", "2", "N");
-  args.flag({"--leave-one-out"}, "leave_one_out", "report rule (c) for every program");
+  args.option({"--max-relation-loo-share"}, "max_relation_loo_share",
+              "rule (e): ship a relation only if, vetted without each program in turn, it alarms on at most this share of them",
+              "1", "X");
   std::string error;
   if (!args.parse(argc, argv, error)) {
     err << args.usage() << "traincheck-vet: error: " << error << "\n";
@@ -153,6 +175,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
   if (!parse_count(args.get("min_programs"), "--min-programs", rule.min_programs, err) ||
       !parse_count(args.get("min_families"), "--min-families", rule.min_families, err))
     return 2;
+  if (!parse_share(args.get("max_relation_loo_share"), rule.max_relation_loo_share, err)) return 2;
   try {
     const std::vector<VetProgram> programs = read_programs(args.get("programs"));
     // A candidate that none of the listed programs learned is no candidate of this pack (a leave-one-out
@@ -173,22 +196,20 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
             << " candidate(s) have no check result on some program (checked with another candidate file?)\n";
         return 1;
       }
-    std::vector<std::pair<std::string, std::vector<std::string>>> loo;
-    if (args.flag_set("leave_one_out"))
-      for (size_t i = 0; i < programs.size(); ++i)
-        loo.emplace_back(programs[i].name, leave_one_out(candidates, programs, i, rule));
     const std::vector<Invariant> kept = result.pack();
     write_invariant_file(args.get("output"), kept);
     if (!args.get("report").empty()) {
       std::ofstream rep(args.get("report"));
-      rep << report_json(result, programs, rule, loo);
+      rep << report_json(result, programs, rule);
       if (!rep) throw VetInputError(args.get("report") + ": cannot write");
     }
     err << "[vet] " << candidates.size() << " candidates on " << programs.size() << " programs: " << kept.size()
         << " kept\n";
     for (const auto& [relation, t] : result.by_relation)
       err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", violated " << t.violated
-          << ", too few programs " << t.too_few_programs << ", one family " << t.one_family << ")\n";
+          << ", too few programs " << t.too_few_programs << ", one family " << t.one_family
+          << "; left out, " << t.loo_programs_alarmed << " of " << programs.size() << " programs alarm"
+          << (t.generalises ? "" : ": does not generalise") << ")\n";
     return 0;
   } catch (const std::exception& e) {
     err << "traincheck-vet: error: " << e.what() << "\n";

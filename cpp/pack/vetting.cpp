@@ -11,6 +11,7 @@ const char* vet_verdict_name(VetVerdict v) {
     case VetVerdict::Violated: return "violated on a correct program";
     case VetVerdict::TooFewPrograms: return "triggered on too few programs";
     case VetVerdict::OneFamily: return "triggered in too few families";
+    case VetVerdict::RelationDoesNotGeneralise: return "its relation does not generalise";
     case VetVerdict::NotChecked: return "not checked";
   }
   return "?";
@@ -69,26 +70,48 @@ bool is_device_bound(const Invariant& invariant) {
 
 namespace {
 
-// Judges one identity on the programs `include` admits.
-template <typename Include>
-VetDecision judge(const Invariant& inv, const std::string& identity, const std::vector<VetProgram>& programs,
-                  const VetRule& rule, Include&& include) {
+// Every candidate's outcome on every program, looked up once: judging a candidate without one program (rule
+// (c)) is then a walk over an array, not a map search per program.
+enum class Cell : unsigned char { Missing, NotTriggered, Passed, Violated };
+
+struct OutcomeTable {
+  std::vector<std::vector<Cell>> cells;     // [candidate][program]
+  std::vector<std::vector<bool>> learned;   // [candidate][program]
+
+  OutcomeTable(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs) {
+    cells.resize(candidates.size());
+    learned.resize(candidates.size());
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const std::string identity = candidates[c].identity();
+      for (const VetProgram& p : programs) {
+        auto it = p.outcomes.find(identity);
+        cells[c].push_back(it == p.outcomes.end()       ? Cell::Missing
+                           : it->second == CheckOutcome::Passed   ? Cell::Passed
+                           : it->second == CheckOutcome::Violated ? Cell::Violated
+                                                                  : Cell::NotTriggered);
+        learned[c].push_back(p.learned.count(identity) > 0);
+      }
+    }
+  }
+};
+
+// Judges candidate `c` on every program but `left_out` (npos: on all).
+VetDecision judge(const Invariant& inv, size_t c, const OutcomeTable& table, const std::vector<VetProgram>& programs,
+                  const VetRule& rule, size_t left_out = std::string::npos) {
   VetDecision d;
   d.invariant = &inv;
   bool missing = false;
   for (size_t i = 0; i < programs.size(); ++i) {
-    if (!include(i)) continue;
-    const VetProgram& p = programs[i];
-    d.learned_by += p.learned.count(identity);
-    auto it = p.outcomes.find(identity);
-    if (it == p.outcomes.end()) {
-      missing = true;
-      continue;
-    }
-    if (it->second == CheckOutcome::Violated) d.violated_on.push_back(p.name);
-    if (it->second == CheckOutcome::Passed) {
-      d.passed_on.push_back(p.name);
-      d.families_passed.insert(p.family);
+    if (i == left_out) continue;
+    d.learned_by += table.learned[c][i];
+    switch (table.cells[c][i]) {
+      case Cell::Missing: missing = true; break;
+      case Cell::Violated: d.violated_on.push_back(programs[i].name); break;
+      case Cell::Passed:
+        d.passed_on.push_back(programs[i].name);
+        d.families_passed.insert(programs[i].family);
+        break;
+      case Cell::NotTriggered: break;
     }
   }
   if (is_device_bound(inv)) d.verdict = VetVerdict::DeviceBound;
@@ -100,44 +123,65 @@ VetDecision judge(const Invariant& inv, const std::string& identity, const std::
   return d;
 }
 
+// Rule (c) for program `left_out`: candidates some other program learned, kept when judged on the other
+// programs, that `left_out` violates.
+LeaveOneOut leave_one_out(const std::vector<Invariant>& candidates, const OutcomeTable& table,
+                          const std::vector<VetProgram>& programs, size_t left_out, const VetRule& rule) {
+  LeaveOneOut loo{programs[left_out].name, {}};
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (table.cells[c][left_out] != Cell::Violated) continue;
+    bool learned_elsewhere = false;
+    for (size_t i = 0; i < programs.size() && !learned_elsewhere; ++i)
+      learned_elsewhere = i != left_out && table.learned[c][i];
+    if (learned_elsewhere && judge(candidates[c], c, table, programs, rule, left_out).verdict == VetVerdict::Kept)
+      loo.violated.push_back(&candidates[c]);
+  }
+  return loo;
+}
+
+void count(RelationTally& t, VetVerdict v) {
+  switch (v) {
+    case VetVerdict::Kept: ++t.kept; break;
+    case VetVerdict::DeviceBound: ++t.device_bound; break;
+    case VetVerdict::Violated: ++t.violated; break;
+    case VetVerdict::TooFewPrograms: ++t.too_few_programs; break;
+    case VetVerdict::OneFamily: ++t.one_family; break;
+    case VetVerdict::RelationDoesNotGeneralise: ++t.relation_excluded; break;
+    case VetVerdict::NotChecked: ++t.not_checked; break;
+  }
+}
+
 }  // namespace
+
+std::vector<const Invariant*> VetResult::shipped_leave_one_out(size_t program) const {
+  std::vector<const Invariant*> out;
+  for (const Invariant* inv : leave_one_out.at(program).violated)
+    if (by_relation.at(inv->relation).generalises) out.push_back(inv);
+  return out;
+}
 
 VetResult vet(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs, const VetRule& rule) {
   VetResult result;
+  const OutcomeTable table(candidates, programs);
   result.decisions.reserve(candidates.size());
-  for (const Invariant& inv : candidates) {
-    VetDecision d = judge(inv, inv.identity(), programs, rule, [](size_t) { return true; });
-    RelationTally& t = result.by_relation[inv.relation];
+  for (size_t c = 0; c < candidates.size(); ++c)
+    result.decisions.push_back(judge(candidates[c], c, table, programs, rule));
+  for (size_t i = 0; i < programs.size(); ++i) {
+    result.leave_one_out.push_back(leave_one_out(candidates, table, programs, i, rule));
+    std::set<std::string> alarming;  // relations that alarm on program i left out
+    for (const Invariant* inv : result.leave_one_out.back().violated) alarming.insert(inv->relation);
+    for (const std::string& relation : alarming) ++result.by_relation[relation].loo_programs_alarmed;
+  }
+  // (e): a relation whose left-out programs alarm more often than allowed ships nothing.
+  const double allowed = rule.max_relation_loo_share * static_cast<double>(programs.size());
+  for (auto& [relation, t] : result.by_relation) t.generalises = static_cast<double>(t.loo_programs_alarmed) <= allowed;
+  for (VetDecision& d : result.decisions) {
+    RelationTally& t = result.by_relation[d.invariant->relation];
     ++t.candidates;
-    switch (d.verdict) {
-      case VetVerdict::Kept: ++t.kept; break;
-      case VetVerdict::DeviceBound: ++t.device_bound; break;
-      case VetVerdict::Violated: ++t.violated; break;
-      case VetVerdict::TooFewPrograms: ++t.too_few_programs; break;
-      case VetVerdict::OneFamily: ++t.one_family; break;
-      case VetVerdict::NotChecked: ++t.not_checked; break;
-    }
-    result.decisions.push_back(std::move(d));
+    if (d.verdict == VetVerdict::Kept && !t.generalises) d.verdict = VetVerdict::RelationDoesNotGeneralise;
+    count(t, d.verdict);
   }
   return result;
-}
-
-std::vector<std::string> leave_one_out(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs,
-                                       size_t left_out, const VetRule& rule) {
-  std::vector<std::string> violated;
-  const VetProgram& out = programs.at(left_out);
-  for (const Invariant& inv : candidates) {
-    const std::string identity = inv.identity();
-    bool learned_elsewhere = false;
-    for (size_t i = 0; i < programs.size() && !learned_elsewhere; ++i)
-      learned_elsewhere = i != left_out && programs[i].learned.count(identity) > 0;
-    if (!learned_elsewhere) continue;
-    const VetDecision d = judge(inv, identity, programs, rule, [&](size_t i) { return i != left_out; });
-    if (d.verdict != VetVerdict::Kept) continue;
-    auto it = out.outcomes.find(identity);
-    if (it != out.outcomes.end() && it->second == CheckOutcome::Violated) violated.push_back(identity);
-  }
-  return violated;
 }
 
 }  // namespace traincheck

@@ -6,9 +6,15 @@
 // and, before both, (d) it says nothing about the device tensors or calls are on (`is_cuda is false`,
 // `tensor(device="cpu")`): the corpus runs on the CPU only, so it cannot tell a device constant from a rule,
 // and such an invariant would alarm on every GPU program (`is_device_bound`);
-// rule (c), leaving one program out of the learning keeps that program clean, is measured by
-// `leave_one_out` rather than enforced: it follows from (a) for every invariant some other program
-// learned, and the count of exceptions is reported.
+// rule (c), leaving one program out of the learning keeps that program clean, is measured rather than
+// enforced: for each program, the candidates the other programs learned, vetted on the other programs, that
+// it violates (`leave_one_out`). That is the pack's false-alarm estimate on a program it never saw, and
+// (e) acts on it per relation, for a relation is a hypothesis class and generalises or not as a class:
+//   (e) a relation is shipped only when, vetted without each corpus program in turn, its invariants alarm
+//       on at most `max_relation_loo_share` of the left-out programs. Orderings of library internals
+//       ("is_exporting() between two is_initialized() calls") pass (a) on the programs that learned them
+//       and still alarm on programs left out: which internal calls a program reaches, and in what order,
+//       follows from how it is set up, not from a rule of training.
 //
 // Inputs are per program: the identities it learned (its own inference) and what checking every
 // candidate on its trace said. Pure set logic; reading and writing files is vet_command.cpp's.
@@ -27,6 +33,7 @@ namespace traincheck {
 struct VetRule {
   size_t min_programs = 3;
   size_t min_families = 2;
+  double max_relation_loo_share = 1.0;  // (e); 1 admits every relation
 };
 
 struct VetProgram {
@@ -35,7 +42,7 @@ struct VetProgram {
   OutcomesByIdentity outcomes;     // every candidate checked on its trace
 };
 
-enum class VetVerdict { Kept, DeviceBound, Violated, TooFewPrograms, OneFamily, NotChecked };
+enum class VetVerdict { Kept, DeviceBound, Violated, TooFewPrograms, OneFamily, RelationDoesNotGeneralise, NotChecked };
 const char* vet_verdict_name(VetVerdict v);
 
 // Whether the invariant fixes a device: a tensor attribute naming the device (is_cuda, is_cpu, device, ...)
@@ -51,12 +58,24 @@ struct VetDecision {
 };
 
 struct RelationTally {
-  size_t candidates = 0, kept = 0, device_bound = 0, violated = 0, too_few_programs = 0, one_family = 0, not_checked = 0;
+  size_t candidates = 0, kept = 0, device_bound = 0, violated = 0, too_few_programs = 0, one_family = 0,
+         relation_excluded = 0, not_checked = 0;
+  size_t loo_programs_alarmed = 0;  // programs that, left out, violate one of its invariants (before (e))
+  bool generalises = true;          // (e)
+};
+
+// Rule (c) for one program: what the pack vetted without it (rules (a), (b), (d)) makes it violate.
+struct LeaveOneOut {
+  std::string program;
+  std::vector<const Invariant*> violated;  // in candidate order
 };
 
 struct VetResult {
   std::vector<VetDecision> decisions;               // one per candidate, in candidate order
   std::map<std::string, RelationTally> by_relation;  // relation name -> counts
+  std::vector<LeaveOneOut> leave_one_out;            // one per program, in program order
+  // The left-out program's violations of the relations (e) admitted: the shipped pack's estimate.
+  std::vector<const Invariant*> shipped_leave_one_out(size_t program) const;
   std::vector<const Invariant*> kept() const;
   // The kept invariants as the pack writes them: each with held_on_programs, the programs it passed on
   // (why a user may trust a violation of it).
@@ -67,10 +86,5 @@ struct VetResult {
 // NotChecked (the check and the candidate set disagree: a build error the command reports).
 VetResult vet(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs, const VetRule& rule);
 
-// Rule (c) for program `left_out`: the pack learned and vetted without it (candidates some other
-// program learned, judged on the other programs only); returns the identities of that pack that
-// `left_out` violates (empty: it checks clean).
-std::vector<std::string> leave_one_out(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs,
-                                       size_t left_out, const VetRule& rule);
 
 }  // namespace traincheck

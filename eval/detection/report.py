@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from eval.detection import layout as L
+from eval.detection.culprits import names_culprit
 from eval.detection.results import IN_PROCESS, OFFLINE, DetectionRow, FpRow
 from eval.detection.run_level import fp_run_level, run_level
 
@@ -73,6 +74,9 @@ class Summary:
     clean_catches: int = 0
     clean_catches_after_trigger: int = 0
     median_alarms_correct: float | None = None
+    # Caught cases (first repetition) that list culprits, and those whose first alarm names one.
+    culprit_caught: int = 0
+    culprit_named: int = 0
 
     @property
     def recall(self) -> float:
@@ -82,8 +86,10 @@ class Summary:
         return {**asdict(self), "recall": round(self.recall, 4)}
 
 
-def summarize(rows: list[DetectionRow]) -> list[Summary]:
+def summarize(rows: list[DetectionRow], culprits: dict[str, tuple[str, ...]] | None = None) -> list[Summary]:
+    """`culprits`: case name -> the APIs or variables at fault (case.yml), for the culprit rate."""
     groups = _group(rows)
+    culprits = culprits or {}
     out = []
     settings = sorted({r.setting for r in rows}, key=lambda s: L.SETTINGS.index(s) if s in L.SETTINGS else 9)
     for setting in settings:
@@ -94,6 +100,7 @@ def summarize(rows: list[DetectionRow]) -> list[Summary]:
             firsts = [groups[k][0] for k in keys]
             ok = [r for r in firsts if r.status == "ok"]
             det = [r for r in ok if r.detected]
+            blamed = [r for r in det if culprits.get(r.case)]
             lat = [r.latency for r in det if r.latency is not None]
             fps = [r.violated_on_good / r.invariants for r in ok if r.invariants]
             invs = [r.invariants for r in ok if r.invariants is not None]
@@ -108,7 +115,9 @@ def summarize(rows: list[DetectionRow]) -> list[Summary]:
                                statistics.mean(fps) if fps else None,
                                statistics.mean(invs) if invs else None, secs,
                                sum(1 for k in keys if differs(groups[k])),
-                               min(len(groups[k]) for k in keys), **asdict(run_level(firsts))))
+                               min(len(groups[k]) for k in keys), **asdict(run_level(firsts)),
+                               culprit_caught=len(blamed),
+                               culprit_named=sum(names_culprit(r.caught_by, culprits[r.case]) for r in blamed)))
     return out
 
 
@@ -146,10 +155,12 @@ def _num(x: float | None) -> str:
 def run_level_table(summaries: list[Summary]) -> str:
     """The headline: each run judged on its own alarms, as a user without a twin good run sees it."""
     header = ["tool", "check", "setting", "correct runs alarming", "buggy runs alarming",
-              "clean catches (at/after trigger)", "median alarms (correct run)", "recall (vs twin)"]
+              "clean catches (at/after trigger)", "median alarms (correct run)", "recall (vs twin)",
+              "first alarm names a culprit"]
     body = [[s.tool, s.mode, s.setting, f"{s.correct_alarming}/{s.cases}", f"{s.buggy_alarming}/{s.cases}",
              f"{s.clean_catches}/{s.cases} ({s.clean_catches_after_trigger})", _num(s.median_alarms_correct),
-             f"{s.detected}/{s.cases}"] for s in summaries]
+             f"{s.detected}/{s.cases}", f"{s.culprit_named}/{s.culprit_caught}" if s.culprit_caught else "-"]
+            for s in summaries]
     return _md_table(header, body)
 
 
@@ -270,11 +281,14 @@ RUN_LEVEL_NOTE = (
     "Each run judged on its own alarms (invariants it violates, at any step), as a user who has no good run of the "
     "same program sees it; first repetition. Correct run: the case's third good run. Clean catch: the buggy run "
     "alarms and its correct twin (same seed) raises no alarm; in brackets, those whose buggy run alarms at or after "
-    "the trigger step. Recall (vs twin) subtracts the twin's alarms, which a user does not have.\n")
+    "the trigger step. Recall (vs twin) subtracts the twin's alarms, which a user does not have. Culprit: of the "
+    "caught cases (vs twin), those whose first alarm names an API or variable at fault (case.yml `culprits`, "
+    "eval/detection/culprits.py).\n")
 
 
-def write_report(out_dir: Path, det_rows: list[DetectionRow], fp_rows: list[FpRow], setup: str) -> str:
-    summaries = summarize(det_rows)
+def write_report(out_dir: Path, det_rows: list[DetectionRow], fp_rows: list[FpRow], setup: str,
+                 culprits: dict[str, tuple[str, ...]] | None = None) -> str:
+    summaries = summarize(det_rows, culprits)
     fp_sums = summarize_fp(fp_rows)
     write_csv(out_dir / "detection.csv", det_rows)
     write_csv(out_dir / "fp.csv", fp_rows)

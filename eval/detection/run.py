@@ -154,6 +154,10 @@ def merge_rows(folders: list[Path]) -> tuple[list[DetectionRow], list[FpRow], st
     return det_all, fp_all, "\n\n".join(setups) + "\n"
 
 
+def culprits_of(cases) -> dict[str, tuple[str, ...]]:
+    return {case.name: case.culprits for case in cases}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = args.out.resolve()
@@ -164,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             setup = f"Rebuilt from the CSV files of {args.csv_from}.\n"
         else:
             det, fp, setup = merge_rows(args.rows_from or [out])
-        print(write_report(out, det, fp, setup))
+        print(write_report(out, det, fp, setup, culprits_of(discover(args.cases_dir))))
         return 0
     try:
         cases = discover(args.cases_dir, args.cases)
@@ -203,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         if sizes:
             fp += fp_rows(opts, rep, lay, jobs)
         save_rows(out / ROWS_FILE, det, fp, setup)  # a later failure keeps what finished
-    print(write_report(out, det, fp, setup))
+    print(write_report(out, det, fp, setup, culprits_of(cases)))
     print(f"\nresults: {out / 'report.md'}", file=sys.stderr)
     return 0
 

@@ -7,7 +7,9 @@
 2. infer: each program's own candidates, `traincheck-infer` on its trace alone (`<out>/candidates/`);
 3. check: all candidates, merged by identity, on each program's trace (`<out>/checks/<name>/`);
 4. vet: `traincheck-vet` keeps what passed on `--min-programs` programs of `--min-families` families and
-   was violated on none (`<out>/pack.json`, `<out>/vet_report.json`, rule (c) for every program);
+   was violated on none, of the relations that generalise: vetted without each program in turn, a relation's
+   invariants alarm on at most `--max-relation-loo-share` of the programs (rule (e)) (`<out>/pack.json`,
+   `<out>/vet_report.json`, rule (c) for every program);
 5. `--sweep K...`: pack size and rule (c) for other `--min-programs` values, from the same checks;
 6. `--loo-sample N`: rule (c) verified for N programs by a real leave-one-out: the pack vetted without
    the program, then `traincheck-check` of that pack on the program's trace (`<out>/loo/`).
@@ -49,6 +51,7 @@ class Entry:
 class Rule:
     min_programs: int = 3
     min_families: int = 2
+    max_relation_loo_share: float = 1.0
 
 
 def _exe(name: str) -> str:
@@ -106,13 +109,12 @@ def programs_file(entries: list[Entry], out: Path, path: Path) -> Path:
     return path
 
 
-def vet(candidates: Path, programs: Path, pack: Path, report: Path | None, rule: Rule, leave_one_out: bool = True) -> None:
+def vet(candidates: Path, programs: Path, pack: Path, report: Path | None, rule: Rule) -> None:
     cmd = [_exe("traincheck-vet"), "--candidates", str(candidates), "--programs", str(programs), "-o", str(pack),
-           "--min-programs", str(rule.min_programs), "--min-families", str(rule.min_families)]
+           "--min-programs", str(rule.min_programs), "--min-families", str(rule.min_families),
+           "--max-relation-loo-share", str(rule.max_relation_loo_share)]
     if report is not None:
         cmd += ["--report", str(report)]
-    if leave_one_out:
-        cmd.append("--leave-one-out")
     subprocess.run(cmd, check=True)
 
 
@@ -124,7 +126,7 @@ def loo_verify(sample: list[Entry], entries: list[Entry], out: Path, rule: Rule)
         folder.mkdir(parents=True, exist_ok=True)
         pack = folder / "pack.json"
         others = [q for q in entries if q.name != e.name]
-        vet(out / "candidates.json", programs_file(others, out, folder / "programs.jsonl"), pack, None, rule, False)
+        vet(out / "candidates.json", programs_file(others, out, folder / "programs.jsonl"), pack, None, rule)
         subprocess.run([_exe("traincheck-check"), "-f", str(e.trace), "-i", str(pack), "-o", str(folder / "check"),
                         "--no-html-report"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         summary = json.loads((folder / "check" / e.trace.name / "violations_summary.json").read_text())
@@ -141,7 +143,8 @@ def sweep(out: Path, entries: list[Entry], rule: Rule, min_programs: list[int]) 
     for k in min_programs:
         folder = out / "sweep" / f"k{k}"
         folder.mkdir(parents=True, exist_ok=True)
-        vet(out / "candidates.json", programs, folder / "pack.json", folder / "vet_report.json", Rule(k, rule.min_families))
+        vet(out / "candidates.json", programs, folder / "pack.json", folder / "vet_report.json",
+            Rule(k, rule.min_families, rule.max_relation_loo_share))
         report = json.loads((folder / "vet_report.json").read_text())
         alarms = sorted(len(v) for v in report["leave_one_out"].values())
         rows.append({"min_programs": k, "kept": report["kept"],
@@ -185,6 +188,9 @@ def metadata(entries: list[Entry], pack: Path, report: Path) -> dict:
         "rule": vet_report["rule"],
         "invariants": sum(1 for line in pack.read_text().splitlines() if line.strip()),
         "by_relation": {r: t["kept"] for r, t in vet_report["by_relation"].items() if t["kept"]},
+        # Rule (e) and the pack's false-alarm estimate on a program it never saw (rule (c)).
+        "relations_not_generalising": sorted(r for r, t in vet_report["by_relation"].items() if not t["generalises"]),
+        "leave_one_out_programs_alarming": sum(1 for v in vet_report["leave_one_out"].values() if v),
     }
 
 
@@ -195,8 +201,12 @@ def main(argv=None) -> int:
     p.add_argument("--traces", type=Path, help="the traces cache (default: <out>/traces)")
     p.add_argument("-j", "--jobs", type=int, default=1)
     p.add_argument("--no-collect", action="store_true", help="build from the programs already in the cache only")
-    p.add_argument("--min-programs", type=int, default=3)
-    p.add_argument("--min-families", type=int, default=2)
+    # The defaults are the shipped pack's rule (docs/relations.md §The shipped pack).
+    p.add_argument("--min-programs", type=int, default=12)
+    p.add_argument("--min-families", type=int, default=3)
+    p.add_argument("--max-relation-loo-share", type=float, default=0.05,
+                   help="rule (e): ship a relation only if, vetted without each program in turn, its invariants "
+                        "alarm on at most this share of the programs (1: every relation)")
     p.add_argument("--loo-sample", type=int, default=0, help="programs whose leave-one-out is verified by a check")
     p.add_argument("--sweep", type=int, nargs="*", default=[], metavar="K",
                    help="also report pack size and leave-one-out alarms for these --min-programs values")
@@ -220,7 +230,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"pack: {len(programs)} program(s) collected in {traces}: need at least 2")
     print(f"[pack] building from {len(programs)} programs", file=sys.stderr)
     entries = [Entry(q.name, q.family, collecting.trace_dir(traces, q)) for q in programs]
-    rule = Rule(args.min_programs, args.min_families)
+    rule = Rule(args.min_programs, args.min_families, args.max_relation_loo_share)
     pack = build(entries, out, rule, args.jobs, args.time_limit)
     meta = metadata(entries, pack, out / "vet_report.json")
     if args.loo_sample:

@@ -134,3 +134,14 @@ def test_the_landed_results_rebuild_with_consistent_run_level_columns():
             assert s.median_alarms_correct == 0
         if s.correct_alarming > (s.cases - s.not_finished) / 2:
             assert s.median_alarms_correct > 0
+
+
+def test_summary_counts_caught_cases_whose_first_alarm_names_a_culprit():
+    caught = [row("a", 3, 0, True), row("b", 2, 0, True), row("c", 1, 0, True), row("d", 0, 0, False)]
+    caught[0].caught_by = "FunctionLeadRelation: Optimizer.zero_grad() between two Adam.step() calls"
+    caught[1].caught_by = "ConsistentOutputRelation: relu() returns tensors with dtype = torch.float32"
+    culprits = {"a": ("Optimizer.zero_grad",), "b": ("Module.train",), "d": ("Module.eval",)}  # c lists none
+    [s] = summarize(caught, culprits)
+    assert (s.culprit_named, s.culprit_caught) == (1, 2)
+    [plain] = summarize(caught)
+    assert (plain.culprit_named, plain.culprit_caught) == (0, 0)

@@ -92,10 +92,47 @@ TEST(Vetting, LeaveOneOutNamesWhatTheProgramWouldViolateIfItHadNotBeenVetted) {
   const std::vector<VetProgram> programs = {
       program("m1", "mlp", c, {P, P, N}, {0, 1}), program("m2", "mlp", c, {P, V, V}, {2}),
       program("c1", "cnn", c, {P, P, P}, {0}), program("c2", "cnn", c, {P, P, P})};
-  const VetRule rule{2, 2};
-  EXPECT_EQ(vet(c, programs, rule).kept().size(), 1u);
-  EXPECT_EQ(leave_one_out(c, programs, 1, rule), std::vector<std::string>{c[1].identity()});
-  EXPECT_TRUE(leave_one_out(c, programs, 0, rule).empty());
+  const VetResult r = vet(c, programs, VetRule{2, 2});
+  EXPECT_EQ(r.kept().size(), 1u);
+  ASSERT_EQ(r.leave_one_out.size(), 4u);
+  EXPECT_EQ(r.leave_one_out[1].program, "m2");
+  EXPECT_EQ(r.leave_one_out[1].violated, std::vector<const Invariant*>{&c[1]});
+  EXPECT_TRUE(r.leave_one_out[0].violated.empty());
+  EXPECT_EQ(r.by_relation.at("FunctionLeadRelation").loo_programs_alarmed, 1u);
+}
+
+Invariant same_dtype(const std::string& api) {
+  return invariant_from_json(R"({"text_description": ")" + api + R"( returns float32", "relation": "ConsistentOutputRelation", "params": [{"param_type": "APIParam", "api_full_name": ")" +
+                             api + R"("}, {"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "dtype", "const_value": "torch.float32"}], "precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 3, "num_negative_examples": 0})");
+}
+
+TEST(Vetting, ARelationWhoseInvariantsAlarmOnTooManyLeftOutProgramsShipsNothing) {
+  // Rule (e). Each ordering is learned by one program, holds on three, and is violated by the fourth, a
+  // different one each time: each is dropped by (a), but left out, every program violates one, so the
+  // orderings do not generalise as a class and "zero_grad leads step", which never failed, goes too. The
+  // output relation alarms on no left-out program and stays.
+  const std::vector<Invariant> c = {lead("zero_grad", "step"), lead("a", "b"), lead("c", "d"), lead("e", "f"),
+                                    lead("g", "h"), same_dtype("relu")};
+  const std::vector<VetProgram> programs = {
+      program("m1", "mlp", c, {P, V, P, P, P, P}, {0, 2, 5}), program("m2", "mlp", c, {P, P, V, P, P, P}, {3}),
+      program("c1", "cnn", c, {P, P, P, V, P, P}, {4}), program("c2", "cnn", c, {P, P, P, P, V, P}, {1})};
+  VetRule rule{2, 2};
+  const VetResult all = vet(c, programs, rule);  // (e) off
+  EXPECT_EQ(all.kept().size(), 2u);
+  EXPECT_EQ(all.by_relation.at("FunctionLeadRelation").loo_programs_alarmed, 4u);
+  EXPECT_EQ(all.by_relation.at("ConsistentOutputRelation").loo_programs_alarmed, 0u);
+  EXPECT_EQ(all.shipped_leave_one_out(0).size(), 1u);
+
+  rule.max_relation_loo_share = 0.25;
+  const VetResult r = vet(c, programs, rule);
+  EXPECT_FALSE(r.by_relation.at("FunctionLeadRelation").generalises);
+  EXPECT_TRUE(r.by_relation.at("ConsistentOutputRelation").generalises);
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::RelationDoesNotGeneralise);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::Violated);  // (a) still names the program that broke it
+  EXPECT_EQ(r.by_relation.at("FunctionLeadRelation").relation_excluded, 1u);
+  ASSERT_EQ(r.kept().size(), 1u);
+  EXPECT_EQ(r.kept()[0], &c[5]);
+  for (size_t i = 0; i < programs.size(); ++i) EXPECT_TRUE(r.shipped_leave_one_out(i).empty()) << programs[i].name;
 }
 
 TEST(Vetting, AnInvariantThatFixesTheDeviceIsNeverKept) {
