@@ -164,7 +164,7 @@ def _instrument(config: dict, core):
     report = install(targets, options_for)
     later = LaterImports(walked, config["use_full_instr"], core.is_wrapper, descriptors, options_for, report)
     post_import.add_hook(later.hook)
-    compile_support.pause_recording_while_compiling(core)
+    compile_support.pause_recording_while_compiling(core, report)
     worker_transport.pause_recording_in_worker_transport(core)
     signatures = _publish_signatures(report, config["output_dir"])
     online = _start_online_check(config, core, signatures)

@@ -41,17 +41,18 @@ RELU_FLOAT = {  # names a function that only runs inside the compiled model: sel
 }
 
 
-def plain_run(tmp_path, backend="aot_eager"):
+def plain_run(tmp_path, backend="aot_eager", model="mlp"):
     result_file = tmp_path / "plain.json"
-    subprocess.run([sys.executable, SCRIPT, "--iters", str(ITERS), "--backend", backend, "--result", str(result_file)],
-                   cwd=tmp_path, check=True, capture_output=True, text=True)
+    subprocess.run([sys.executable, SCRIPT, "--iters", str(ITERS), "--backend", backend, "--model", model,
+                    "--result", str(result_file)], cwd=tmp_path, check=True, capture_output=True, text=True)
     return json.loads(result_file.read_text())
 
 
-def collected_run(tmp_path, *extra, backend="aot_eager"):
+def collected_run(tmp_path, *extra, backend="aot_eager", model="mlp"):
     result_file = tmp_path / "collected.json"
     result = collect(tmp_path, "-p", SCRIPT, "--output-dir", "out", *extra,
-                     script_args=["--iters", str(ITERS), "--backend", backend, "--result", str(result_file)])
+                     script_args=["--iters", str(ITERS), "--backend", backend, "--model", model,
+                                  "--result", str(result_file)])
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result_file.read_text()), tmp_path / "out", result
 
@@ -108,3 +109,50 @@ def test_eager_backend_keeps_results_and_graph_breaks(tmp_path):
     collected, _, _ = collected_run(tmp_path, backend="eager")
     assert collected["losses"] == plain["losses"] and collected["params"] == plain["params"]
     assert collected["graph_breaks"] == plain["graph_breaks"] and collected["frames"] == plain["frames"]
+
+
+def test_modules_whose_methods_have_defaults_compile_with_the_same_results_and_graph_breaks(tmp_path):
+    # Dynamo guards the defaults of a module's forward (MultiheadAttention's, the script's own) through
+    # CPython's function struct: the class must hold a function, not a binding wrapper, once compiled.
+    plain = plain_run(tmp_path, model="encoder")
+    collected, out, _ = collected_run(tmp_path, model="encoder")
+    assert collected["losses"] == plain["losses"] and collected["params"] == plain["params"]
+    assert collected["graph_breaks"] == plain["graph_breaks"] > 0
+    assert collected["frames"] == plain["frames"] and collected["unique_graphs"] == plain["unique_graphs"]
+    steps = calls_by_step(out)
+    assert steps["torch.optim.adam.Adam.step"] == list(range(1, ITERS + 1))
+
+
+def test_the_shim_swapped_in_at_a_compile_reads_as_the_original_and_is_undone():
+    import inspect
+    import types
+
+    import torch
+    import torch.nn as nn
+    from traincheck import _core
+    from traincheck.instrument import compile_support
+    from traincheck.instrument.installer import CallOptions, install
+    from traincheck.instrument.walker import Target
+
+    class Scaler(nn.Module):
+        def forward(self, x, scale=2.0):
+            return x * scale
+
+        def identity(self, x):
+            return x
+
+    forward, identity = Scaler.__dict__["forward"], Scaler.__dict__["identity"]
+    report = install([Target(Scaler, "forward", forward, "t.Scaler.forward", "method", False),
+                      Target(Scaler, "identity", identity, "t.Scaler.identity", "method", False)],
+                     lambda name: CallOptions())
+    assert [p.attr for p in report.pending_shims] == ["forward", "identity"]
+    assert compile_support.swap_in_shims(_core, report) == 2 and report.pending_shims == []
+    shim = Scaler.__dict__["forward"]
+    assert type(shim) is types.FunctionType and shim.__defaults__ is None
+    assert inspect.signature(shim) == inspect.signature(forward) and shim.__qualname__ == forward.__qualname__
+    assert Scaler()(torch.ones(1)).item() == 2.0 and Scaler().forward(torch.ones(1), scale=3.0).item() == 3.0
+    Scaler.identity = identity  # replaced by the user meanwhile: a later swap leaves it alone
+    report.pending_shims.append(compile_support.PendingShim(Scaler, "identity", object(), identity, "t", {}))
+    assert compile_support.swap_in_shims(_core, report) == 0 and Scaler.__dict__["identity"] is identity
+    report.uninstall()
+    assert Scaler.__dict__["forward"] is forward and Scaler.__dict__["identity"] is identity

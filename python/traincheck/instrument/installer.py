@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from traincheck import _core
 from traincheck.instrument import responses
 from traincheck.instrument.arg_filter import argument_filter
-from traincheck.instrument.compile_support import mark_traceable
+from traincheck.instrument.compile_support import PendingShim, mark_traceable, needs_function_shim
 from traincheck.instrument.walker import Target
 
 
@@ -32,6 +32,8 @@ class InstallReport:
     api_names: set = field(default_factory=set)
     wrappers: dict = field(default_factory=dict, repr=False)  # API name -> wrapper
     classmethods: set = field(default_factory=set, repr=False)  # API names recorded without `cls`
+    # Methods a class must hold as real functions once torch.compile runs (compile_support.swap_in_shims).
+    pending_shims: list = field(default_factory=list, repr=False)
     _undo: list = field(default_factory=list, repr=False)
 
     def merge(self, later: "InstallReport") -> None:
@@ -42,6 +44,7 @@ class InstallReport:
         for name, wrapper in later.wrappers.items():
             self.wrappers.setdefault(name, wrapper)
         self.classmethods |= later.classmethods
+        self.pending_shims.extend(later.pending_shims)
         self._undo.extend(later._undo)
 
     def uninstall(self) -> None:
@@ -72,10 +75,7 @@ def install(targets: list[Target], options_for) -> InstallReport:
             drop_cls = t.container == "classmethod"
             selected = argument_filter(t.original, opts.arg_names, drop_cls) if opts.arg_names is not None else None
             wrapped = responses.marking_responses(t.original) if responses.marks_responses(t.api_name) else t.original
-            wrapper = _core.wrap(
-                wrapped,
-                t.api_name,
-                binds=binds,
+            wrap_options = dict(
                 dump_args=opts.dump_args,
                 dump_return=opts.dump_return,
                 is_bound_method=t.is_bound_method,
@@ -85,8 +85,11 @@ def install(targets: list[Target], options_for) -> InstallReport:
                 arg_positions=selected[0] if selected else None,
                 arg_keywords=selected[1] if selected else (),
             )
+            wrapper = _core.wrap(wrapped, t.api_name, binds=binds, **wrap_options)
             mark_traceable(wrapper, wrapped, binds)  # torch.compile traces the original
             wrappers[key] = wrapper
+            if needs_function_shim(t.owner, t.original, binds):
+                report.pending_shims.append(PendingShim(t.owner, t.attr, wrapper, wrapped, t.api_name, wrap_options))
         if t.container == "staticmethod":
             replacement = staticmethod(wrapper)
         elif t.container == "classmethod":

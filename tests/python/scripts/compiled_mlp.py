@@ -1,4 +1,6 @@
 """Small MLP trained with a torch.compile'd model and a torch.compile'd optimizer step on synthetic data.
+`--model encoder`: a Transformer encoder layer instead, between modules whose methods have default
+arguments (torch's MultiheadAttention.forward, and a module of the script's own with a graph break).
 
 Writes the losses (as float hex), the final parameters and dynamo's graph-break, frame and graph counts
 to --result, so that a run under traincheck-collect can be compared with a plain run bit for bit.
@@ -13,11 +15,44 @@ from torch._dynamo.utils import counters
 parser = argparse.ArgumentParser()
 parser.add_argument("--iters", type=int, default=4)
 parser.add_argument("--backend", default="aot_eager")
+parser.add_argument("--model", choices=("mlp", "encoder"), default="mlp")
 parser.add_argument("--result", required=True)
 args = parser.parse_args()
 
+
+
+class Tokens(nn.Module):
+    """(batch, 16) -> (batch, 4 tokens, 8): a forward and a helper with defaults, and a graph break."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 8)
+
+    def scaled(self, x, scale=0.5, *, shift=0.0):
+        return x * scale + shift
+
+    def forward(self, x, tokens=4):
+        h = self.proj(x.reshape(x.shape[0], tokens, -1))
+        torch._dynamo.graph_break()
+        return self.scaled(h, shift=0.1)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokens = Tokens()
+        self.layer = nn.TransformerEncoderLayer(8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x, dim=1):
+        return self.head(self.layer(self.tokens(x)).mean(dim))
+
+
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+if args.model == "mlp":
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+else:
+    model = Encoder()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 compiled = torch.compile(model, backend=args.backend)
 
