@@ -141,12 +141,18 @@ def test_the_shim_swapped_in_at_a_compile_reads_as_the_original_and_is_undone():
         def identity(self, x):
             return x
 
+    class Alias(nn.Module):  # holds the same function: one wrapper, a shim in each class
+        forward = Scaler.forward
+
     forward, identity = Scaler.__dict__["forward"], Scaler.__dict__["identity"]
     report = install([Target(Scaler, "forward", forward, "t.Scaler.forward", "method", False),
-                      Target(Scaler, "identity", identity, "t.Scaler.identity", "method", False)],
+                      Target(Scaler, "identity", identity, "t.Scaler.identity", "method", False),
+                      Target(Alias, "forward", forward, "t.Scaler.forward", "method", False)],
                      lambda name: CallOptions())
-    assert [p.attr for p in report.pending_shims] == ["forward", "identity"]
-    assert compile_support.swap_in_shims(_core, report) == 2 and report.pending_shims == []
+    assert [(p.owner, p.attr) for p in report.pending_shims] == [(Scaler, "forward"), (Scaler, "identity"),
+                                                                   (Alias, "forward")]
+    assert compile_support.swap_in_shims(_core, report) == 3 and report.pending_shims == []
+    assert Alias()(torch.ones(1)).item() == 2.0
     shim = Scaler.__dict__["forward"]
     assert type(shim) is types.FunctionType and shim.__defaults__ is None
     assert inspect.signature(shim) == inspect.signature(forward) and shim.__qualname__ == forward.__qualname__
@@ -156,3 +162,4 @@ def test_the_shim_swapped_in_at_a_compile_reads_as_the_original_and_is_undone():
     assert compile_support.swap_in_shims(_core, report) == 0 and Scaler.__dict__["identity"] is identity
     report.uninstall()
     assert Scaler.__dict__["forward"] is forward and Scaler.__dict__["identity"] is identity
+    assert Alias.__dict__["forward"] is forward

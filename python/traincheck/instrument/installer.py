@@ -63,15 +63,15 @@ class InstallReport:
 def install(targets: list[Target], options_for) -> InstallReport:
     """Wrap every target; `options_for(api_name)` gives its CallOptions, or None to leave it alone."""
     report = InstallReport()
-    wrappers: dict[tuple[int, str], object] = {}
+    # (id(original), container) -> (wrapper, what it wraps, the API name it records, _core.wrap's options)
+    made: dict[tuple[int, str], tuple] = {}
     for t in targets:
         opts = options_for(t.api_name)
         if opts is None:
             continue
         binds = t.container == "method"
         key = (id(t.original), t.container)
-        wrapper = wrappers.get(key)
-        if wrapper is None:
+        if key not in made:
             drop_cls = t.container == "classmethod"
             selected = argument_filter(t.original, opts.arg_names, drop_cls) if opts.arg_names is not None else None
             wrapped = responses.marking_responses(t.original) if responses.marks_responses(t.api_name) else t.original
@@ -87,9 +87,8 @@ def install(targets: list[Target], options_for) -> InstallReport:
             )
             wrapper = _core.wrap(wrapped, t.api_name, binds=binds, **wrap_options)
             mark_traceable(wrapper, wrapped, binds)  # torch.compile traces the original
-            wrappers[key] = wrapper
-            if needs_function_shim(t.owner, t.original, binds):
-                report.pending_shims.append(PendingShim(t.owner, t.attr, wrapper, wrapped, t.api_name, wrap_options))
+            made[key] = (wrapper, wrapped, t.api_name, wrap_options)
+        wrapper, wrapped, recorded_name, wrap_options = made[key]
         if t.container == "staticmethod":
             replacement = staticmethod(wrapper)
         elif t.container == "classmethod":
@@ -103,6 +102,8 @@ def install(targets: list[Target], options_for) -> InstallReport:
             report.failed_targets += 1
             continue
         report._undo.append((t.owner, t.attr, previous, previous is not None))
+        if needs_function_shim(t.owner, t.original, binds):  # every class holding it, aliases too
+            report.pending_shims.append(PendingShim(t.owner, t.attr, wrapper, wrapped, recorded_name, wrap_options))
         report.wrapped_targets += 1
         report.api_names.add(t.api_name)
         report.wrappers.setdefault(t.api_name, wrapper)
