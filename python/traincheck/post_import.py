@@ -7,6 +7,11 @@ and gives that spec's own loader object an `exec_module` that runs the module, t
 loader's class, and every other module's loader, stay as they were. For any other import it costs one
 call per hook that looks at the name (a prefix test), so it never slows imports down noticeably
 (bench/post_import_hook.py).
+
+An import of one module often executes many hooked ones (importing torch._dynamo executes about 150
+modules of torch.distributed and torch.utils). Work that is costly per call and can wait until the import
+is over (publishing the new APIs' signatures rewrites a file) is registered with `after_outermost_import`:
+it runs once when the outermost hooked module of the thread has executed, not once per module.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ class _PostImportFinder:
     def __init__(self):
         self.hooks: list[Hook] = []
         self._searching = threading.local()  # names this thread is finding a spec for (re-entrancy)
+        self._executing = threading.local()  # how many hooked modules this thread is executing (nesting)
+        self.outermost_done: list[Callable[[], None]] = []
 
     def _actions(self, fullname: str) -> list:
         actions = []
@@ -52,16 +59,20 @@ class _PostImportFinder:
             return spec
 
         def exec_module(module):
+            depth = getattr(self._executing, "depth", 0)
+            self._executing.depth = depth + 1
             try:
-                execute(module)
-            finally:
-                loader.__dict__.pop("exec_module", None)  # the loader as it was (a reload finds us again)
-            for action in actions:
                 try:
-                    action(module)
-                except Exception as e:  # noqa: BLE001 - an extra of ours never breaks the user's import
-                    print(f"traincheck: warning: after importing {fullname}: {type(e).__name__}: {e}",
-                          file=sys.stderr)
+                    execute(module)
+                finally:
+                    loader.__dict__.pop("exec_module", None)  # the loader as it was (a reload finds us again)
+                for action in actions:
+                    _run_guarded(action, fullname, module)
+            finally:
+                self._executing.depth = depth
+            if depth == 0:
+                for done in list(self.outermost_done):
+                    _run_guarded(done, fullname)
 
         loader.exec_module = exec_module  # this module's own loader object: no other module sees it
         return spec
@@ -75,6 +86,13 @@ class _PostImportFinder:
             if spec is not None:
                 return spec
         return None
+
+
+def _run_guarded(action, fullname: str, *args) -> None:
+    try:
+        action(*args)
+    except Exception as e:  # noqa: BLE001 - an extra of ours never breaks the user's import
+        print(f"traincheck: warning: after importing {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 _finder = _PostImportFinder()
@@ -91,6 +109,17 @@ def add_hook(hook: Hook) -> None:
 def remove_hook(hook: Hook) -> None:
     if hook in _finder.hooks:
         _finder.hooks.remove(hook)
+
+
+def after_outermost_import(action: Callable[[], None]) -> None:
+    """Run `action()` each time a thread's outermost hooked module has executed, after its hooks and the
+    hooks of every hooked module it imported."""
+    _finder.outermost_done.append(action)
+
+
+def remove_after_outermost_import(action: Callable[[], None]) -> None:
+    if action in _finder.outermost_done:
+        _finder.outermost_done.remove(action)
 
 
 def after_import(name: str, action: Callable[[object], None]) -> None:

@@ -169,6 +169,7 @@ def _instrument(config: dict, core):
     signatures = _publish_signatures(report, config["output_dir"])
     online = _start_online_check(config, core, signatures)
     later.on_installed = lambda installed: _signatures_of_later_apis(installed, config["output_dir"], online)
+    post_import.after_outermost_import(later.flush_installed)
 
     at_start = {}
 
@@ -187,9 +188,10 @@ def _instrument(config: dict, core):
 
 
 def _signatures_of_later_apis(installed, output_dir: str, online) -> None:
-    """APIs wrapped when their module was imported during the run: their signatures go where those of the
-    APIs wrapped at the start went, the file and the in-process checker (its checks of them bind
-    arguments by name from then on, as an offline check of the same trace does)."""
+    """APIs wrapped when their modules were imported during the run (one batch per outermost import):
+    their signatures go where those of the APIs wrapped at the start went, the file and the in-process
+    checker (its checks of them bind arguments by name from then on, as an offline check of the same
+    trace does)."""
     entries = _publish_signatures(installed, output_dir)
     if online is None or not entries:
         return

@@ -170,3 +170,39 @@ def test_in_process_check_names_arguments_of_apis_wrapped_later_as_the_offline_c
         offline = json.loads((tmp_path / f"offline{factor}" / out / "violations_summary.json").read_text())["violations"]
         verdicts[factor] = (len(in_process) > 0, len(offline) > 0)
     assert verdicts == {"2": (False, False), "3": (True, True)}
+
+
+def test_an_import_executing_many_hooked_modules_hands_over_what_they_wrapped_once(tmp_path, monkeypatch):
+    """Publishing signatures rewrites a file: once per outermost import, not once per module it executes
+    (importing torch._dynamo executes ~150 torch modules; per module, a tiny script's collect took 20 s)."""
+    from traincheck import _core, post_import
+    from traincheck.instrument.installer import CallOptions
+    from traincheck.instrument.later_imports import LaterImports
+
+    (tmp_path / "burst").mkdir()
+    (tmp_path / "burst" / "__init__.py").write_text("from burst import first, second\n")
+    (tmp_path / "burst" / "first.py").write_text("from burst import second\n\ndef f(x):\n    return x\n")
+    (tmp_path / "burst" / "second.py").write_text("def g(y=1):\n    return y\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    later = LaterImports(["burst"], True, _core.is_wrapper, False, lambda name: CallOptions(), _empty_report())
+    batches = []
+    later.on_installed = lambda installed: batches.append(sorted(installed.wrappers))
+    post_import.add_hook(later.hook)
+    post_import.after_outermost_import(later.flush_installed)
+    try:
+        import burst  # noqa: F401
+
+        import burst.second  # already imported: nothing executes, nothing is handed over
+    finally:
+        post_import.remove_hook(later.hook)
+        post_import.remove_after_outermost_import(later.flush_installed)
+        for name in ("burst", "burst.first", "burst.second"):
+            sys.modules.pop(name, None)
+    assert batches == [["burst.first.f", "burst.second.g"]]
+    assert sorted(later.modules_walked) == ["burst", "burst.first", "burst.second"]
+
+
+def _empty_report():
+    from traincheck.instrument.installer import InstallReport
+
+    return InstallReport()

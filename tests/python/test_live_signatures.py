@@ -68,3 +68,17 @@ def test_processes_merge_their_signatures_under_a_lock(tmp_path):
     publish_signatures({"b.g": {"params": []}}, str(tmp_path))  # nothing new: not rewritten
     assert (tmp_path / "api_signatures.json").stat().st_mtime_ns == mtime
     assert set(json.loads((tmp_path / "api_signatures.json").read_text())) == {"a.f", "b.g"}
+
+
+def test_a_process_publishing_again_keeps_what_another_process_wrote_in_between(tmp_path):
+    """This process does not re-read a file it wrote itself, but does read one another process replaced."""
+    from traincheck.instrument.signatures import publish_signatures
+
+    path = tmp_path / "api_signatures.json"
+    publish_signatures({"a.f": {"params": []}}, str(tmp_path))
+    other = json.loads(path.read_text())
+    other["c.h"] = {"params": []}
+    (tmp_path / "other.tmp").write_text(json.dumps(other))
+    os.replace(tmp_path / "other.tmp", path)  # as another process's publish does
+    publish_signatures({"b.g": {"params": []}}, str(tmp_path))
+    assert set(json.loads(path.read_text())) == {"a.f", "b.g", "c.h"}

@@ -16,6 +16,7 @@ walked: compiler work is not training, and compiled programs must run as without
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from traincheck.instrument import rules
@@ -36,8 +37,11 @@ class LaterImports:
         self._options_for = options_for
         self.report = report
         self.modules_walked: list[str] = []
-        # Called with each module's InstallReport (the runtime publishes the new APIs' signatures).
+        # Called with what the modules walked since the last call wrapped, once an import is over
+        # (flush_installed; the runtime publishes the new APIs' signatures).
         self.on_installed: Callable[[InstallReport], object] | None = None
+        self._unpublished = InstallReport()
+        self._lock = threading.Lock()  # threads may import at the same time
 
     def root_of(self, name: str):
         if name.partition(".")[0] not in self._first_parts:  # the common case: one split, one set lookup
@@ -58,5 +62,15 @@ class LaterImports:
         installed = install(targets, self._options_for)
         self.report.merge(installed)
         self.modules_walked.append(module.__name__)
-        if self.on_installed is not None and installed.wrappers:
-            self.on_installed(installed)
+        if installed.wrappers:
+            with self._lock:
+                self._unpublished.merge(installed)
+
+    def flush_installed(self) -> None:
+        """Hands what was wrapped since the last flush to `on_installed`, in one piece: called when an
+        import is over (post_import.after_outermost_import), not per module, because publishing rewrites
+        a file and an import can execute a hundred modules."""
+        with self._lock:
+            batch, self._unpublished = self._unpublished, InstallReport()
+        if self.on_installed is not None and batch.wrappers:
+            self.on_installed(batch)
