@@ -37,7 +37,7 @@ timed() {  # timed NAME COMMAND...: runs the command and prints how long it took
 asan() {
   cmake -S . -B build/asan "${SANITIZER_BUILD[@]}" -DTRAINCHECK_BUILD_TESTS=ON -DTRAINCHECK_SANITIZE=address,undefined >/dev/null
   timed "asan build" cmake --build build/asan -j"$JOBS"
-  timed "asan tests" ctest --test-dir build/asan --output-on-failure -j"$JOBS"
+  timed "asan tests" ctest --test-dir build/asan --output-on-failure -j"$JOBS" --timeout 600  # a hang fails, named
 }
 
 TSAN_TESTS=(event_stream_test recorder_test record_sink_test)

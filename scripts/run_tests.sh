@@ -9,7 +9,8 @@ bash scripts/install_deps.sh
 # One Release build serves both: the package install builds in build/tests with the C++ tests and
 # benchmarks switched on, so the engine is compiled once (a second build of it was a quarter of CI's time).
 python3 -m pip install -q --no-build-isolation -C build-dir=build/tests -C cmake.define.TRAINCHECK_BUILD_TESTS=ON .
-ctest --test-dir build/tests --output-on-failure -j2
+# --timeout: a test that hangs fails with its name instead of holding CI to its limit (none takes 10 s).
+ctest --test-dir build/tests --output-on-failure -j2 --timeout 300
 # The pytest tests spend most of their time in one single-threaded Python process each (collect runs a
 # training script in a subprocess), so two workers use both cores.
 python3 -m pytest -q -n 2 tests/python
