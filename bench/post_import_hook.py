@@ -1,13 +1,14 @@
-"""The cost of the post-import hook (traincheck.post_import + instrument/later_imports.py) on imports that
-are not instrumented, side by side in one process.
+"""The cost of the post-import hook (traincheck.post_import + instrument/later_imports.py +
+instrument/quiet_imports.py) on imports that are not instrumented, side by side in one process.
 
     python bench/post_import_hook.py [--modules 400 --rounds 15]
 
 A temporary package of --modules small modules (a function and a class each) is imported, all of it,
-once per round without the hook and once with it (roots `torch`: the package is outside, the common
-case), alternating which goes first; sys.modules is cleared in between, so every import runs the finders
-and the module code again. Prints the median time per import of each and their ratio (median over rounds
-of the per-round ratio).
+once per round in each mode, in a rotating order: `plain` (no hook), `hooked` (the hooks collect
+installs, roots `torch`: the package is outside them, the common case) and `quiet` (the package counted
+as a library's, so each module runs with recording off). sys.modules is cleared in between, so every
+import runs the finders and the module code again. Prints the median time per import of each and the
+ratios to plain (median over rounds of the per-round ratio).
 """
 from __future__ import annotations
 
@@ -22,6 +23,21 @@ from pathlib import Path
 from traincheck import post_import  # the installed package (pip install .)
 from traincheck.instrument.installer import InstallReport
 from traincheck.instrument.later_imports import LaterImports
+from traincheck.instrument.quiet_imports import pause_recording_in_library_imports
+
+MODES = ("plain", "hooked", "quiet")
+
+
+class RecordingSwitch:
+    """Stands for the recorder's per-thread switch (_core.set_inside_recorder)."""
+
+    def __init__(self):
+        self.off = False
+
+    def set_inside_recorder(self, off: bool) -> bool:
+        previous, self.off = self.off, off
+        return previous
+
 
 MODULE = "def f(x):\n    return x + 1\n\n\nclass C:\n    def m(self):\n        return 1\n"
 
@@ -51,21 +67,25 @@ def main() -> None:
         sys.path.insert(0, tmp)
         later = LaterImports(["torch"], False, lambda f: False, False, lambda name: None, InstallReport())
         import_all("benchpkg", args.modules)  # compile the .pyc files once
-        plain, hooked, ratios = [], [], []
+        times = {mode: [] for mode in MODES}
+        ratios = {mode: [] for mode in MODES[1:]}
         for r in range(args.rounds):
-            times = {}
-            for mode in (("plain", "hooked") if r % 2 == 0 else ("hooked", "plain")):
-                if mode == "hooked":
+            this_round = {}
+            for mode in MODES[r % 3:] + MODES[:r % 3]:
+                if mode != "plain":
                     post_import.add_hook(later.hook)
-                times[mode] = import_all("benchpkg", args.modules)
-                if mode == "hooked":
-                    post_import.remove_hook(later.hook)
-            plain.append(times["plain"])
-            hooked.append(times["hooked"])
-            ratios.append(times["hooked"] / times["plain"])
-    print(f"per import: plain {statistics.median(plain) * 1e6:.1f} us, with the hook "
-          f"{statistics.median(hooked) * 1e6:.1f} us, ratio {statistics.median(ratios):.3f} "
-          f"(median of {args.rounds} rounds, {args.modules} modules)")
+                    # roots name the library folders: benchpkg's own folder makes its modules library ones
+                    pause_recording_in_library_imports(RecordingSwitch(), ["torch"] if mode == "hooked" else ["benchpkg"])
+                this_round[mode] = import_all("benchpkg", args.modules)
+                post_import.remove_hook(later.hook)
+                post_import.stop_executing_quietly()
+                times[mode].append(this_round[mode])
+            for mode in MODES[1:]:
+                ratios[mode].append(this_round[mode] / this_round["plain"])
+    median_us = {mode: statistics.median(t) * 1e6 for mode, t in times.items()}
+    print(f"per import: plain {median_us['plain']:.1f} us, with the hooks {median_us['hooked']:.1f} us "
+          f"(ratio {statistics.median(ratios['hooked']):.3f}), run quietly {median_us['quiet']:.1f} us "
+          f"(ratio {statistics.median(ratios['quiet']):.3f}); median of {args.rounds} rounds, {args.modules} modules")
 
 
 if __name__ == "__main__":

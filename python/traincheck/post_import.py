@@ -12,16 +12,29 @@ An import of one module often executes many hooked ones (importing torch._dynamo
 modules of torch.distributed and torch.utils). Work that is costly per call and can wait until the import
 is over (publishing the new APIs' signatures rewrites a file) is registered with `after_outermost_import`:
 it runs once when the outermost hooked module of the thread has executed, not once per module.
+
+A module can also be executed quietly (`execute_quietly`): while its top-level code runs, the thread's
+recording is off. Library modules imported after collection starts run their set-up there (torch's lazily
+imported submodules call `torch.distributed.is_available`, register fake kernels, create loggers). Modules
+imported before the start ran theirs unrecorded, so recording the later ones made the trace depend on what
+happened to be imported first, not on what the program does (instrument/quiet_imports.py).
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import sys
 import threading
 from typing import Callable, Optional
 
 # A hook: given a module name about to be imported, the action to run on the executed module, or None.
 Hook = Callable[[str], Optional[Callable[[object], None]]]
+
+# Loaders that make one object per module spec, so that giving that object an `exec_module` of its own
+# touches no other module (a loader shared by many modules, such as a meta-path importer that is its own
+# loader, could be executing another module on another thread). Only these are ever run quietly.
+_PER_SPEC_LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader,
+                     importlib.machinery.ExtensionFileLoader)
 
 
 class _PostImportFinder:
@@ -30,6 +43,10 @@ class _PostImportFinder:
         self._searching = threading.local()  # names this thread is finding a spec for (re-entrancy)
         self._executing = threading.local()  # how many hooked modules this thread is executing (nesting)
         self.outermost_done: list[Callable[[], None]] = []
+        # execute_quietly's: which module specs run with recording off, and the switch (it returns the
+        # thread's previous setting).
+        self.quiet: Optional[Callable[[object], bool]] = None
+        self.set_recording_off: Optional[Callable[[bool], bool]] = None
 
     def _actions(self, fullname: str) -> list:
         actions = []
@@ -41,7 +58,8 @@ class _PostImportFinder:
 
     def find_spec(self, fullname, path, target=None):
         actions = self._actions(fullname)
-        if not actions:
+        quiet_test, set_off = self.quiet, self.set_recording_off
+        if not actions and quiet_test is None:
             return None
         searching = self._searching.__dict__.setdefault("names", set())
         if fullname in searching:
@@ -57,13 +75,22 @@ class _PostImportFinder:
         execute = getattr(loader, "exec_module", None)
         if execute is None:
             return spec
+        quiet = (quiet_test is not None and type(loader) in _PER_SPEC_LOADERS
+                 and _test_guarded(quiet_test, fullname, spec))
+        if not actions and not quiet:
+            return spec  # what the finders after us found: the import system would find it again
 
         def exec_module(module):
             depth = getattr(self._executing, "depth", 0)
             self._executing.depth = depth + 1
             try:
                 try:
-                    execute(module)
+                    was_off = set_off(True) if quiet else None
+                    try:
+                        execute(module)
+                    finally:
+                        if quiet:
+                            set_off(was_off)
                 finally:
                     loader.__dict__.pop("exec_module", None)  # the loader as it was (a reload finds us again)
                 for action in actions:
@@ -95,6 +122,14 @@ def _run_guarded(action, fullname: str, *args) -> None:
         print(f"traincheck: warning: after importing {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
+def _test_guarded(test, fullname: str, spec) -> bool:
+    try:
+        return bool(test(spec))
+    except Exception as e:  # noqa: BLE001 - an extra of ours never breaks the user's import
+        print(f"traincheck: warning: while importing {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
+        return False
+
+
 _finder = _PostImportFinder()
 
 
@@ -120,6 +155,19 @@ def after_outermost_import(action: Callable[[], None]) -> None:
 def remove_after_outermost_import(action: Callable[[], None]) -> None:
     if action in _finder.outermost_done:
         _finder.outermost_done.remove(action)
+
+
+def execute_quietly(test: Callable[[object], bool], set_recording_off: Callable[[bool], bool]) -> None:
+    """From now on, a module whose spec passes `test` (and whose loader is one per module) runs its
+    top-level code with the importing thread's recording off: `set_recording_off(True)` before, the
+    previous setting it returned after. Replaces an earlier call's test."""
+    _finder.quiet, _finder.set_recording_off = test, set_recording_off
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+
+
+def stop_executing_quietly() -> None:
+    _finder.quiet = _finder.set_recording_off = None
 
 
 def after_import(name: str, action: Callable[[object], None]) -> None:

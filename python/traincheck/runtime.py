@@ -128,7 +128,7 @@ def _instrument(config: dict, core):
     """Wraps the loaded modules of the instrumented packages now and those imported later when they are
     imported; returns a function giving the instrumentation summary so far."""
     from traincheck import post_import
-    from traincheck.instrument import compile_support, selective, worker_transport
+    from traincheck.instrument import compile_support, quiet_imports, selective, worker_transport
     from traincheck.instrument.installer import CallOptions, install
     from traincheck.instrument.later_imports import LaterImports
     from traincheck.instrument.walker import find_targets
@@ -166,6 +166,7 @@ def _instrument(config: dict, core):
     post_import.add_hook(later.hook)
     compile_support.pause_recording_while_compiling(core, report)
     worker_transport.pause_recording_in_worker_transport(core)
+    quiet_imports.pause_recording_in_library_imports(core, walked)
     signatures = _publish_signatures(report, config["output_dir"])
     online = _start_online_check(config, core, signatures)
     later.on_installed = lambda installed: _signatures_of_later_apis(installed, config["output_dir"], online)
