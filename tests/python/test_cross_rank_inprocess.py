@@ -185,10 +185,6 @@ dist.destroy_process_group()
 
 
 PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: .*$", re.MULTILINE)
-# An open defect (docs/differences.md, "Known defects"): with torch.distributed.tensor instrumented, DTensor's
-# sharding propagation under HSDP makes torch warn once per rank about a FakeTensor's data pointer; the
-# access is not found yet (the recorder never asks fake or meta tensors for theirs).
-KNOWN_OPEN_WARNING = "Accessing the data pointer of FakeTensor"
 
 
 def test_with_hsdp_only_the_ranks_holding_the_same_shard_are_compared(tmp_path):
@@ -199,10 +195,11 @@ def test_with_hsdp_only_the_ranks_holding_the_same_shard_are_compared(tmp_path):
         result = collect(tmp_path, "-p", "hsdp.py", "-s", "run.sh", "--output-dir", out, "--models-to-track", "model",
                          "--model-tracker-style", "sampler", *args, env={k: str(v) for k, v in env.items()}, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
-        # The tracker's shard accesses raise no Python warning ("file:line: SomeWarning: ..."). torch's own
-        # C++ log lines ("[W1203 ...] Warning: ...", from gloo and the store) come and go with timing.
-        warnings = [w for w in PYTHON_WARNING.findall(result.stderr) if KNOWN_OPEN_WARNING not in w]
-        assert not warnings, result.stderr
+        # The tracker's shard accesses and DTensor's sharding propagation under the wrappers raise no
+        # Python warning ("file:line: SomeWarning: ...", such as FakeTensor's "Accessing the data pointer"
+        # deprecation). torch's own C++ log lines ("[W1203 ...] Warning: ...", from gloo and the store)
+        # come and go with timing.
+        assert not PYTHON_WARNING.findall(result.stderr), result.stderr
         return tmp_path / out
 
     good = hsdp("good")
