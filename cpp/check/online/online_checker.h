@@ -2,13 +2,10 @@
 // runs, with bounded memory. Used in-process by the recorder's sink (online_session.h) and by
 // traincheck-onlinecheck (online_command.h), which tails trace files.
 //
-// Dispatch: each invariant's OnlineCheck says which records it needs (OnlineInterest); a record that no
-// invariant names costs one hash lookup on its function (API records) or var_type (state records), and
-// a line of add_lines is not even parsed when its raw "function"/"var_type" value names no check.
-// Violations are appended to <out>/failed.log as they are found, one JSON object per line:
-//   {"violated_id": n, "invariant": {...}, "check_passed": false, "detection_time": <CLOCK_MONOTONIC ns>,
-//    "trace": [records]}
-// (the original's fields; one line per entry so a reader tailing the file never sees half of one).
+// Three parts, each in its own file: the line feed (line_feed.h: JSON lines to records, prefiltered and
+// merged by time), the dispatcher (check_dispatcher.h: each invariant's check, and which records go to
+// which) and the violation log (violation_log.h: failed.log as violations are found, per-invariant
+// state). This class joins them, and turns their state into counts, summaries and the online report.
 //
 // Memory: per invariant its check's own bounded state, at most `max_steps_kept` violating steps and
 // `max_samples_kept` sample records; records of a batch (add_lines .. end_batch) that some check needs.
@@ -21,18 +18,17 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "check/online/online_context_managers.h"
+#include "check/online/check_dispatcher.h"
+#include "check/online/line_feed.h"
 #include "check/online/process_summaries.h"
+#include "check/online/violation_log.h"
 #include "check/violation_summary.h"
 #include "invariant/relation.h"
 #include "trace/api_signatures.h"
 
 namespace traincheck {
-
-class JsonParser;
 
 struct OnlineCheckerOptions {
   std::string output_dir;             // created if needed; failed.log is appended there
@@ -55,23 +51,6 @@ struct OnlineCounts {
   uint64_t unwritten_violations = 0;  // counted in `violations`, no failed.log line (a check's per-step cap)
   std::optional<int64_t> current_step;  // the highest meta_vars.step seen
   std::string current_stage;           // the stage of the last record seen
-};
-
-// Per invariant: what the report and the summary need.
-struct OnlineInvariantState {
-  const Invariant* invariant = nullptr;
-  const Relation* relation = nullptr;      // nullptr: not registered (an invariant built in code, not read)
-  const OnlineCheck* check = nullptr;      // nullptr: not checked online (owned by the checker)
-  uint32_t member = 0;                     // this invariant's place among the check's (OnlineCheck::members)
-  std::string display_name;
-  uint64_t violations = 0;
-  std::set<int64_t> steps;                 // at most max_steps_kept, the earliest ones
-  std::optional<int64_t> first_step, last_step;
-  std::string first_stage, last_stage;
-  std::vector<Record> samples;             // at most max_samples_kept
-
-  // The precondition held at least once, or a violation was found.
-  bool triggered() const { return violations > 0 || (check != nullptr && check->member_triggered(member)); }
 };
 
 class OnlineChecker {
@@ -109,22 +88,24 @@ class OnlineChecker {
   // Cross-rank checking (check/online/cross_rank_exchange.h). What other ranks must send: the var types of the
   // checks that compare instances across processes (empty: nothing to exchange), and the fields those
   // checks read from a peer's records.
-  const std::vector<std::string>& peer_var_types() const { return peer_var_types_; }
-  const std::set<std::string>& peer_fields() const { return peer_fields_; }
+  const std::vector<std::string>& peer_var_types() const { return dispatcher_->peer_var_types(); }
+  const std::set<std::string>& peer_fields() const { return dispatcher_->peer_fields(); }
   // Called once per invariant, with its state, when its first violation has been reported (written to
   // failed.log, or counted): what online_session.h tells the training process about.
   void set_first_violation_observer(std::function<void(const OnlineInvariantState&)> observer) {
-    first_violation_observer_ = std::move(observer);
+    log_->set_first_violation_observer(std::move(observer));
   }
   // Called with each of this process's records of a peer var type as it is checked (in check order).
-  void set_peer_state_observer(std::function<void(const Record&)> observer) { peer_state_observer_ = std::move(observer); }
+  void set_peer_state_observer(std::function<void(const Record&)> observer) {
+    dispatcher_->set_peer_state_observer(std::move(observer));
+  }
   // Another rank's step end (a record of a peer var type): offered to the checks that asked for them.
   void check_peer_step_end(const Record& record);
   // The highest meta_vars.step of this process's records seen so far.
-  std::optional<int64_t> current_step() const { return counts_.current_step; }
+  std::optional<int64_t> current_step() const { return current_step_; }
 
   // The time of the last line of `source` given to add_lines that was a valid record; nullopt if none.
-  std::optional<int64_t> last_time(std::string_view source) const;
+  std::optional<int64_t> last_time(std::string_view source) const { return feed_->last_time(source); }
 
   OnlineCounts counts() const;
   const std::vector<OnlineInvariantState>& states() const { return states_; }
@@ -133,7 +114,7 @@ class OnlineChecker {
   const std::string& output_dir() const { return options_.output_dir; }
   std::string failed_log_path() const;
   // The last bad-line messages ("source:line: what"), at most 20.
-  const std::vector<std::string>& recent_errors() const { return recent_errors_; }
+  const std::vector<std::string>& recent_errors() const { return feed_->recent_errors(); }
 
   // report.html in online mode (docs/formats.md §report.html). Throws std::runtime_error naming the file on
   // failure.
@@ -152,58 +133,19 @@ class OnlineChecker {
   Value summary() const;
 
  private:
-  bool wanted(const Record& r) const;
-  bool may_be_wanted(std::string_view line) const;
-  void dispatch(const Record& r);
-  // A check and the invariants it judges (states_ indices, in member order).
-  struct CheckEntry {
-    std::unique_ptr<OnlineCheck> check;
-    std::vector<uint32_t> members;
-  };
-  // Makes every invariant's online check, one Relation::make_online_checks call per relation, and indexes
-  // the checks by what they want.
-  void make_checks();
-  // Reports what the check put in found_ (each violation to its member's state), and clears it.
-  void report_found(const CheckEntry& entry);
-  void report(OnlineInvariantState& state, OnlineViolation& violation);
-  void record_violation(OnlineInvariantState& state, OnlineViolation& violation);  // counts, state, failed.log
   void note_progress(const Record& r);
-
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using Table = std::unordered_map<std::string, std::vector<uint32_t>, StringHash, std::equal_to<>>;
 
   OnlineCheckerOptions options_;
   std::vector<Invariant> invariants_;
   std::unique_ptr<ApiSignatures> signatures_;  // the checks point into it
-  OnlineContextManagers context_managers_;     // those the invariants' preconditions name
-  Record enriched_;                            // scratch: a record with its live context managers
-  std::vector<OnlineInvariantState> states_;
-  std::vector<CheckEntry> checks_;     // ordered by their first member's invariant
-  // The tables hold checks_ indices.
-  Table by_function_, by_var_type_;
-  std::vector<uint32_t> all_records_;  // checks that want every record
-  Table by_peer_var_type_;             // checks that take other ranks' step ends, by var type
-  std::vector<std::string> peer_var_types_;
-  std::set<std::string> peer_fields_;
-  std::function<void(const Record&)> peer_state_observer_;
-  std::function<void(const OnlineInvariantState&)> first_violation_observer_;
-  std::unique_ptr<JsonParser> parser_;
-  std::string padded_;                 // the batch text plus the parser's padding
-  std::vector<Record> pending_;        // this batch's records that some check needs
-  std::vector<OnlineViolation> found_;  // scratch
-  struct SourceProgress {
-    uint64_t lines = 0;
-    std::optional<int64_t> last_time;
-  };
-  std::unordered_map<std::string, SourceProgress, StringHash, std::equal_to<>> sources_;
-  std::vector<std::string> recent_errors_;
-  int failed_fd_ = -1;
-  uint64_t next_violation_id_ = 0;
+  std::vector<OnlineInvariantState> states_;   // parallel to invariants_
+  std::unique_ptr<ViolationLog> log_;
+  std::unique_ptr<CheckDispatcher> dispatcher_;
+  std::unique_ptr<LineFeed> feed_;
+  uint64_t records_ = 0;                       // records parsed or offered (OnlineCounts::records)
+  std::optional<int64_t> current_step_;
+  std::string current_stage_;
   bool ended_ = false;  // end_trace() ran
-  OnlineCounts counts_;
 };
 
 }  // namespace traincheck

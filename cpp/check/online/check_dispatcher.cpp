@@ -1,0 +1,118 @@
+#include "check/online/check_dispatcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/assert.h"
+#include "relations/registry.h"
+
+namespace traincheck {
+
+CheckDispatcher::CheckDispatcher(const std::vector<Invariant>& invariants, const ApiSignatures* signatures,
+                                 std::vector<OnlineInvariantState>& states, ViolationLog& log)
+    : states_(states), log_(log), context_managers_(OnlineContextManagers::named_by(invariants), signatures) {
+  TC_ASSERT(states_.size() == invariants.size(), "one state per invariant");
+  make_checks(invariants, signatures);
+  index_checks();
+  for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
+  std::sort(peer_var_types_.begin(), peer_var_types_.end());
+  // The context managers' records are wanted too (with no check of their own unless one names them).
+  for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
+}
+
+void CheckDispatcher::make_checks(const std::vector<Invariant>& invariants, const ApiSignatures* signatures) {
+  std::vector<std::pair<const Relation*, std::vector<size_t>>> by_relation;  // in order of first invariant
+  for (size_t i = 0; i < invariants.size(); ++i) {
+    OnlineInvariantState& s = states_[i];
+    s.invariant = &invariants[i];
+    s.relation = find_relation(invariants[i].relation);
+    s.display_name = invariant_label(s.relation, invariants[i]);
+    if (!s.relation) continue;
+    auto group = std::find_if(by_relation.begin(), by_relation.end(), [&](const auto& g) { return g.first == s.relation; });
+    if (group == by_relation.end()) group = by_relation.insert(by_relation.end(), {s.relation, {}});
+    group->second.push_back(i);
+  }
+  for (const auto& [relation, ids] : by_relation) {
+    std::vector<const Invariant*> members;
+    for (size_t id : ids) members.push_back(&invariants[id]);
+    for (Relation::OnlineCheckOf& made : relation->make_online_checks(members, signatures)) {
+      TC_ASSERT(!made.members.empty() && made.members.size() == made.check->members(), "a check's members are its invariants");
+      CheckEntry& entry = checks_.emplace_back();
+      entry.check = std::move(made.check);
+      for (size_t m : made.members) entry.members.push_back(static_cast<uint32_t>(ids.at(m)));
+    }
+  }
+  // Checks in the order of their invariants: records are offered, and violations of one record written,
+  // in invariant order, whichever relation shares work between invariants.
+  std::sort(checks_.begin(), checks_.end(), [](const CheckEntry& a, const CheckEntry& b) { return a.members[0] < b.members[0]; });
+}
+
+void CheckDispatcher::index_checks() {
+  for (size_t c = 0; c < checks_.size(); ++c) {
+    const CheckEntry& entry = checks_[c];
+    for (size_t m = 0; m < entry.members.size(); ++m) {
+      states_[entry.members[m]].check = entry.check.get();
+      states_[entry.members[m]].member = static_cast<uint32_t>(m);
+    }
+    const OnlineInterest interest = entry.check->interest();
+    const auto id = static_cast<uint32_t>(c);
+    if (interest.all_records) all_records_.push_back(id);
+    for (const std::string& f : interest.functions) by_function_[f].push_back(id);
+    for (const std::string& t : interest.var_types) by_var_type_[t].push_back(id);
+    if (interest.peer_step_ends) {
+      for (const std::string& t : interest.var_types) by_peer_var_type_[t].push_back(id);
+      peer_fields_.insert(interest.peer_fields.begin(), interest.peer_fields.end());
+    }
+  }
+}
+
+bool CheckDispatcher::wants(const Record& r) const {
+  if (!all_records_.empty()) return true;
+  return r.is_api() ? by_function_.find(r.function) != by_function_.end() : by_var_type_.find(r.var_type) != by_var_type_.end();
+}
+
+void CheckDispatcher::dispatch(const Record& record) {
+  ++dispatched_;
+  const Record& r = context_managers_.empty() ? record : context_managers_.before(record, enriched_);
+  auto offer = [&](const std::vector<uint32_t>& ids) {
+    for (uint32_t id : ids) {
+      TC_ASSERT(id < checks_.size(), "the tables index checks_");
+      checks_[id].check->on_record(r, found_);
+      report_found(checks_[id]);
+    }
+  };
+  offer(all_records_);
+  if (peer_state_observer_ && !r.is_api() && by_peer_var_type_.find(r.var_type) != by_peer_var_type_.end())
+    peer_state_observer_(record);
+  const Table& table = r.is_api() ? by_function_ : by_var_type_;
+  auto it = table.find(r.is_api() ? r.function : r.var_type);
+  if (it != table.end()) offer(it->second);
+  if (!context_managers_.empty()) context_managers_.after(record);
+}
+
+void CheckDispatcher::dispatch_peer_step_end(const Record& r) {
+  if (r.is_api()) return;
+  auto it = by_peer_var_type_.find(r.var_type);
+  if (it == by_peer_var_type_.end()) return;
+  for (uint32_t id : it->second) {
+    checks_[id].check->on_peer_step_end(r, found_);
+    report_found(checks_[id]);
+  }
+}
+
+void CheckDispatcher::end_trace() {
+  for (CheckEntry& entry : checks_) {
+    entry.check->on_trace_end(found_);
+    report_found(entry);
+  }
+}
+
+void CheckDispatcher::report_found(const CheckEntry& entry) {
+  for (OnlineViolation& v : found_) {
+    TC_ASSERT(v.member < entry.members.size(), "a violation names one of its check's members");
+    log_.report(states_[entry.members[v.member]], v);
+  }
+  found_.clear();
+}
+
+}  // namespace traincheck

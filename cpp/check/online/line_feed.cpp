@@ -1,0 +1,115 @@
+#include "check/online/line_feed.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "trace/json_parse.h"
+#include "trace/trace_reader.h"
+
+namespace traincheck {
+
+namespace {
+
+constexpr size_t kMaxRecentErrors = 20;
+
+// memmem: glibc's two-way search, much faster than string_view::find on JSON, where the first
+// character of a key ('"') is everywhere.
+size_t find_in(std::string_view hay, std::string_view needle, size_t from) {
+  if (from >= hay.size()) return std::string_view::npos;
+  const void* at = ::memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - hay.data()) : std::string_view::npos;
+}
+
+}  // namespace
+
+LineFeed::LineFeed(FeedInterest interest, std::function<void(const Record&)> on_parsed)
+    : interest_(std::move(interest)), on_parsed_(std::move(on_parsed)), parser_(std::make_unique<JsonParser>()) {}
+
+LineFeed::~LineFeed() = default;
+
+// The values of every `"function"` / `"var_type"` key in the raw line. A line is skipped only when it has
+// such keys and none of their values is wanted; the record's own key is among them, so a wanted record is
+// never skipped, and a line this cannot read (escapes, no key) is parsed.
+bool LineFeed::may_be_wanted(std::string_view line) const {
+  if (interest_.every_record()) return true;
+  bool found_key = false;
+  for (std::string_view key : {std::string_view("\"function\""), std::string_view("\"var_type\"")}) {
+    for (size_t at = find_in(line, key, 0); at != std::string_view::npos; at = find_in(line, key, at + 1)) {
+      size_t v = at + key.size();
+      while (v < line.size() && (line[v] == ' ' || line[v] == ':')) ++v;
+      if (v >= line.size() || line[v] != '"') return true;
+      const size_t end = line.find('"', v + 1);
+      if (end == std::string_view::npos) return true;
+      const std::string_view value = line.substr(v + 1, end - v - 1);
+      if (value.find('\\') != std::string_view::npos) return true;
+      if (interest_.names(value)) return true;
+      found_key = true;
+    }
+  }
+  return !found_key;
+}
+
+void LineFeed::note_bad_line(std::string_view source, uint64_t line, const std::string& error) {
+  ++bad_lines_;
+  if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());
+  recent_errors_.push_back(std::string(source) + ":" + std::to_string(line) + ": " + error);
+}
+
+void LineFeed::add_lines(std::string_view source, std::string_view text) {
+  padded_.assign(text);
+  padded_.append(kJsonPadding, '\0');
+  auto seen = sources_.find(source);
+  if (seen == sources_.end()) seen = sources_.emplace(std::string(source), SourceProgress{}).first;
+  SourceProgress& progress = seen->second;
+  const char* data = padded_.data();
+  std::string error;
+  Record r;
+  size_t pos = 0;
+  size_t last_b = 0, last_e = 0;  // the last non-blank line
+  bool last_parsed = false;       // ... was parsed into a valid record (its time is known)
+  while (pos < text.size()) {
+    const void* nl = std::memchr(data + pos, '\n', text.size() - pos);
+    const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : text.size();
+    size_t b = pos, e = eol;
+    pos = eol + 1;
+    ++progress.lines;
+    while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
+    while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
+    if (b == e) continue;
+    ++lines_;
+    last_b = b;
+    last_e = e;
+    last_parsed = false;
+    if (!may_be_wanted(std::string_view(data + b, e - b))) continue;
+    if (!parse_trace_line(*parser_, data + b, e - b, r, error)) {
+      note_bad_line(source, progress.lines, error);
+      continue;
+    }
+    last_parsed = true;
+    progress.last_time = r.time;
+    on_parsed_(r);
+    if (interest_.record(r)) pending_.push_back(std::move(r));
+  }
+  // The last line's time bounds what this source has delivered (end_batch's horizon); a line nothing
+  // wanted was not parsed above.
+  if (last_e > last_b && !last_parsed && parse_trace_line(*parser_, data + last_b, last_e - last_b, r, error))
+    progress.last_time = r.time;
+}
+
+void LineFeed::end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver) {
+  std::stable_sort(pending_.begin(), pending_.end(), [](const Record& a, const Record& b) { return a.time < b.time; });
+  size_t n = pending_.size();
+  if (horizon)
+    n = static_cast<size_t>(std::upper_bound(pending_.begin(), pending_.end(), *horizon,
+                                             [](int64_t t, const Record& r) { return t < r.time; }) -
+                            pending_.begin());
+  for (size_t i = 0; i < n; ++i) deliver(pending_[i]);
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+std::optional<int64_t> LineFeed::last_time(std::string_view source) const {
+  auto it = sources_.find(source);
+  return it == sources_.end() ? std::nullopt : it->second.last_time;
+}
+
+}  // namespace traincheck

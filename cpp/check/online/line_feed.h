@@ -1,0 +1,80 @@
+// The online checker's line feed: trace text in, records out in relation.h's delivery order.
+//
+// add_lines() takes complete JSON lines of one source (a trace file). A line whose raw "function" /
+// "var_type" value names nothing wanted is skipped before parsing (parsing is most of a record's cost, and
+// most records of a run are of APIs no invariant names); the others are parsed with the trace reader's
+// line parser (same rules and messages) and, if wanted, kept until end_batch(), which hands them over in
+// time order (stable: each source keeps its order). A batch is one pass over every stream (a recorder
+// writer pass, a poll of traincheck-onlinecheck), so records of different files are merged by time within
+// it. A bad line is counted and named (source:line), never thrown.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/record.h"
+
+namespace traincheck {
+
+class JsonParser;
+
+// What the feed keeps: the receiver's interest, asked per line and per record.
+struct FeedInterest {
+  std::function<bool()> every_record;                      // no line may be skipped unparsed
+  std::function<bool(std::string_view)> names;             // a raw "function"/"var_type" value is wanted
+  std::function<bool(const Record&)> record;               // a parsed record is wanted
+};
+
+class LineFeed {
+ public:
+  // `on_parsed` sees every record parsed, wanted or not (the checker's progress: step, stage).
+  LineFeed(FeedInterest interest, std::function<void(const Record&)> on_parsed);
+  ~LineFeed();
+  LineFeed(const LineFeed&) = delete;
+  LineFeed& operator=(const LineFeed&) = delete;
+
+  // `source` names the text in messages (a file name) and keeps its line numbers and last time.
+  void add_lines(std::string_view source, std::string_view text);
+  // Hands the batch's records to `deliver` in time order. With a `horizon` (a file was read only in part,
+  // its backlog chunk by chunk), records later than it stay for a later batch, so that records of
+  // different files are still delivered in time order.
+  void end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver);
+
+  // The time of the last line of `source` that was a valid record; nullopt if none.
+  std::optional<int64_t> last_time(std::string_view source) const;
+  uint64_t lines() const { return lines_; }          // non-blank lines given
+  uint64_t bad_lines() const { return bad_lines_; }  // lines that did not parse
+  // The last bad-line messages ("source:line: what"), at most 20.
+  const std::vector<std::string>& recent_errors() const { return recent_errors_; }
+
+ private:
+  bool may_be_wanted(std::string_view line) const;
+  void note_bad_line(std::string_view source, uint64_t line, const std::string& error);
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct SourceProgress {
+    uint64_t lines = 0;
+    std::optional<int64_t> last_time;
+  };
+
+  FeedInterest interest_;
+  std::function<void(const Record&)> on_parsed_;
+  std::unique_ptr<JsonParser> parser_;
+  std::string padded_;           // the batch text plus the parser's padding
+  std::vector<Record> pending_;  // this batch's wanted records
+  std::unordered_map<std::string, SourceProgress, StringHash, std::equal_to<>> sources_;
+  std::vector<std::string> recent_errors_;
+  uint64_t lines_ = 0;
+  uint64_t bad_lines_ = 0;
+};
+
+}  // namespace traincheck

@@ -1,0 +1,74 @@
+// The online checker's violation log (check/online/violation_log.h): a violation with records is one
+// failed.log line and counts its steps; a counted-only one writes nothing; the observer hears of each
+// invariant's first violation once.
+#include "check/online/violation_log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "invariant/invariant.h"
+
+namespace fs = std::filesystem;
+using namespace traincheck;
+
+namespace {
+
+Record step_record(int64_t step) {
+  Record r;
+  r.type = RecordType::FunctionPre;
+  r.function = Name("f");
+  r.has_step = true;
+  r.step = step;
+  r.stage = Name("training");
+  return r;
+}
+
+size_t lines_of(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+}  // namespace
+
+TEST(ViolationLog, WritesViolationsWithRecordsAndCountsTheRestWithoutALine) {
+  const fs::path dir = fs::temp_directory_path() / ("violation_log_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "failed.log").string();
+  fs::remove(path);
+  Invariant inv = invariant_from_json(
+      "{\"text_description\": \"f is fine\", \"relation\": \"APIContainRelation\", \"params\": [], "
+      "\"precondition\": {}, \"num_positive_examples\": 1, \"num_negative_examples\": 0}");
+  OnlineInvariantState state;
+  state.invariant = &inv;
+  size_t first_heard = 0;
+  {
+    ViolationLog log(path, /*max_steps_kept=*/500, /*max_samples_kept=*/8);
+    log.set_first_violation_observer([&](const OnlineInvariantState& s) {
+      ++first_heard;
+      EXPECT_EQ(s.violations, 1u);
+    });
+    OnlineViolation written{{step_record(3), step_record(4)}};
+    log.report(state, written);
+    OnlineViolation counted;
+    counted.unwritten = 5;
+    counted.step = 9;
+    log.report(state, counted);
+    EXPECT_EQ(log.violations(), 6u);
+    EXPECT_EQ(log.unwritten_violations(), 5u);
+    EXPECT_EQ(log.invariants_violated(), 1u);
+  }
+  EXPECT_EQ(first_heard, 1u);
+  EXPECT_EQ(state.violations, 6u);
+  EXPECT_EQ(state.first_step, 3);
+  EXPECT_EQ(state.last_step, 9);
+  EXPECT_EQ(state.steps, (std::set<int64_t>{3, 4, 9}));
+  EXPECT_EQ(state.samples.size(), 2u);
+  EXPECT_EQ(lines_of(path), 1u);  // the counted-only violation has no line
+  fs::remove_all(dir);
+}
