@@ -19,9 +19,18 @@
 // What it costs: O(k²) argument comparisons for a step with k calls (as the original); each compares
 // the two argument objects position by position and stops at the first difference.
 //
+// Checking: one implementation, DistinctArgumentOnlineCheck below, fed records as they are written
+// (online) or the stored trace in order (offline, relations/replay_check.h). Each pre-record of the API
+// with arguments is compared with the calls kept for its step, then kept. Online, a step's calls are
+// dropped once the newest step seen is kStepsKept ahead of it (records of the ranks of a run, merged by
+// time, drift apart by a step or two, not eight); offline every step is kept. Calls without a step (step
+// -1, before training) are kept for the whole run. A violation's records are [the later call's
+// pre-record, the earlier one's], in the order the later calls came.
+//
 // Differences from the original:
-//   - the check verifies the precondition per pair, on the pair's two records as inference saw them
-//     (the original verifies it once, on the list of all of f's pre-records);
+//   - the check verifies the precondition per pair, on the pair's two records, each with the context
+//     managers live on its thread at its time (the original verifies it once, on the list of all of f's
+//     pre-records);
 //   - it reports every identical pair, not only the first; a violation's records are [the later call's
 //     pre-record, the earlier one's];
 //   - a tensor argument's identity is its data's address (_TRAINCHECK_data_ID as ours records it), never
@@ -36,6 +45,7 @@
 
 #include "relations/consistent_output.h"
 #include "relations/function_pool.h"
+#include "relations/replay_check.h"
 
 namespace traincheck {
 
@@ -162,28 +172,58 @@ void DistinctArgumentRelation::collect_examples(const TraceStore& trace, Hypothe
 }
 
 CheckResult DistinctArgumentRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {
-  CheckResult result;
-  const std::string* function = function_of(inv);
-  if (function == nullptr) return result;
-  const PreconditionGroup* group = inv.precondition_group(kGroup);
-  std::vector<Field> storage;
-  std::vector<std::pair<uint32_t, uint32_t>> found;  // (later, earlier)
-  for_each_pair(trace, *function, [&](uint32_t earlier, uint32_t later, bool same) {
-    const uint32_t pair[2] = {earlier, later};
-    if (group != nullptr && !group->holds(make_enriched_views(trace, pair, storage))) return;
-    result.triggered = true;
-    if (same) found.emplace_back(later, earlier);
-  });
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [later, earlier] : found) result.add_violation(Violation{{later, earlier}}, options.max_violations);
-  return result;
+  DistinctArgumentOnlineCheck check = make_check(inv, /*steps_kept=*/std::nullopt);
+  return replay_check(trace, inv, check, options);
 }
 
 std::unique_ptr<OnlineCheck> DistinctArgumentRelation::make_online_check(const Invariant& inv, const ApiSignatures*) const {
+  return std::make_unique<DistinctArgumentOnlineCheck>(make_check(inv, DistinctArgumentOnlineCheck::kStepsKept));
+}
+
+DistinctArgumentOnlineCheck DistinctArgumentRelation::make_check(const Invariant& inv, std::optional<int64_t> steps_kept) {
   const std::string* function = function_of(inv);
   std::optional<PreconditionGroup> precondition;
   if (const PreconditionGroup* g = inv.precondition_group(kGroup)) precondition = *g;
-  return std::make_unique<DistinctArgumentOnlineCheck>(function ? *function : std::string(), std::move(precondition));
+  return DistinctArgumentOnlineCheck(function ? *function : std::string(), std::move(precondition), steps_kept);
+}
+
+DistinctArgumentOnlineCheck::DistinctArgumentOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition,
+                                                         std::optional<int64_t> steps_kept)
+    : function_(std::move(function)), precondition_(std::move(precondition)), steps_kept_(steps_kept) {}
+
+OnlineInterest DistinctArgumentOnlineCheck::interest() const {
+  OnlineInterest i;
+  i.all_records = false;
+  if (!function_.empty()) i.functions = {function_};
+  return i;
+}
+
+size_t DistinctArgumentOnlineCheck::kept_calls() const {
+  size_t n = 0;
+  for (const auto& [step, calls] : calls_by_step_) n += calls.size();
+  return n;
+}
+
+void DistinctArgumentOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
+  if (function_.empty() || r.type != RecordType::FunctionPre || r.function != function_) return;
+  const Value* args = r.get(keys().args);
+  if (args == nullptr) return;
+  const int64_t step = DistinctArgumentRelation::step_of(r);
+  std::vector<Record>& earlier_calls = calls_by_step_[step];
+  for (const Record& earlier : earlier_calls) {
+    if (precondition_ && !precondition_->holds_on(earlier, r)) continue;
+    triggered_ = true;
+    if (DistinctArgumentRelation::same_arguments(*earlier.get(keys().args), *args))
+      violations.push_back(OnlineViolation{{r, earlier}});
+  }
+  earlier_calls.push_back(r);
+  if (step > newest_step_) {
+    newest_step_ = step;
+    if (!steps_kept_) return;
+    // Keep -1 (calls before training) and the recent steps.
+    for (auto it = calls_by_step_.upper_bound(-1); it != calls_by_step_.end() && it->first < newest_step_ - *steps_kept_;)
+      it = calls_by_step_.erase(it);
+  }
 }
 
 std::string DistinctArgumentRelation::display_name(const Invariant& inv) const {

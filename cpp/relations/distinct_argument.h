@@ -1,5 +1,5 @@
-// DistinctArgumentRelation: see the header of distinct_argument.cpp (offline) and
-// distinct_argument_online.cpp (online).
+// DistinctArgumentRelation: see the header of distinct_argument.cpp (inference, and the one check both
+// offline and online checking run).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include "invariant/relation.h"
 
 namespace traincheck {
+
+class DistinctArgumentOnlineCheck;
 
 class DistinctArgumentRelation final : public Relation {
  public:
@@ -33,24 +35,30 @@ class DistinctArgumentRelation final : public Relation {
   static bool same_arguments(const Value& args1, const Value& args2);
   // The step a call is judged in: meta_vars.step, or -1 for a call without one.
   static int64_t step_of(const Record& pre) { return pre.has_step ? pre.step : -1; }
+
+ private:
+  static DistinctArgumentOnlineCheck make_check(const Invariant& invariant, std::optional<int64_t> steps_kept);
 };
 
-// The online form of DistinctArgumentRelation::check (how: distinct_argument_online.cpp).
+// DistinctArgumentRelation's check, online and offline (how: distinct_argument.cpp).
 class DistinctArgumentOnlineCheck final : public OnlineCheck {
  public:
-  DistinctArgumentOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition);
+  // `steps_kept`: steps kept behind the newest one seen, besides -1 (nullopt: every step, offline).
+  DistinctArgumentOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition,
+                              std::optional<int64_t> steps_kept = kStepsKept);
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
   bool triggered() const override { return triggered_; }
   OnlineInterest interest() const override;  // the API's records
   // Pre-records kept for comparison with later calls of their step, for tests.
   size_t kept_calls() const;
 
-  // Steps kept behind the newest one seen (ranks of a run drift apart by a step or two), besides -1.
+  // Steps kept online behind the newest one seen (ranks of a run drift apart by a step or two), besides -1.
   static constexpr int64_t kStepsKept = 8;
 
  private:
   std::string function_;
   std::optional<PreconditionGroup> precondition_;
+  std::optional<int64_t> steps_kept_;
   bool triggered_ = false;
   int64_t newest_step_ = -1;
   std::map<int64_t, std::vector<Record>> calls_by_step_;

@@ -1,0 +1,84 @@
+#include "relations/replay_check.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/assert.h"
+
+namespace traincheck {
+
+namespace {
+
+// The records the check wants, in the store's order.
+std::vector<uint32_t> wanted_records(const TraceStore& trace, const OnlineInterest& interest) {
+  std::vector<uint32_t> out;
+  if (interest.all_records) {
+    out.resize(trace.records().size());
+    for (uint32_t i = 0; i < out.size(); ++i) out[i] = i;
+    return out;
+  }
+  TC_ASSERT(interest.var_types.empty(), "replay_check feeds API records only so far");
+  for (const std::string& function : interest.functions)
+    for (uint32_t c : trace.calls_of(function)) {
+      const CallEvent& call = trace.calls()[c];
+      out.push_back(call.pre);
+      if (call.post != kNone) out.push_back(call.post);
+    }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+uint64_t place_of(const Record& r) { return (static_cast<uint64_t>(r.file) << 32) | r.line; }
+
+}  // namespace
+
+CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, OnlineCheck& check, const CheckOptions& options) {
+  CheckResult result;
+  const std::vector<uint32_t> records = wanted_records(trace, check.interest());
+  // A violation carries copies of its records; their file and line name them in the store.
+  std::unordered_map<uint64_t, uint32_t> index_of;
+  index_of.reserve(records.size());
+  for (uint32_t i : records) index_of.emplace(place_of(trace.record(i)), i);
+
+  const bool enrich = !context_managers_named(invariant).empty();
+  Record enriched;
+  std::vector<OnlineViolation> found;
+  auto take = [&] {
+    for (const OnlineViolation& v : found) {
+      if (v.records.empty()) {  // counted, not kept (OnlineViolation::unwritten)
+        result.violation_count += v.unwritten;
+        continue;
+      }
+      Violation kept;
+      for (const Record& r : v.records) {
+        auto it = index_of.find(place_of(r));
+        TC_ASSERT(it != index_of.end(), "a violation's records are records the check was fed");
+        kept.records.push_back(it->second);
+      }
+      result.add_violation(std::move(kept), options.max_violations);
+    }
+    found.clear();
+  };
+  for (uint32_t i : records) {
+    const Record& r = trace.record(i);
+    if (enrich) {
+      std::vector<Field> managers = trace.context_managers_at(r.time, r.process_id, r.thread_id);
+      if (!managers.empty()) {
+        enriched = r;
+        for (Field& f : managers) enriched.set(f.key, std::move(f.value));
+        check.on_record(enriched, found);
+        take();
+        continue;
+      }
+    }
+    check.on_record(r, found);
+    take();
+  }
+  check.on_trace_end(found);
+  take();
+  result.triggered = check.triggered();
+  return result;
+}
+
+}  // namespace traincheck

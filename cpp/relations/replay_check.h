@@ -1,0 +1,23 @@
+// Offline checking as a replay of a relation's online check (issue 27, item 1): one implementation of a
+// relation's judgement, two drivers. Online, the OnlineChecker feeds the check records as they are
+// written; offline, replay_check feeds it the stored trace's records, in the order they were written (the
+// store's time order), then the end of the trace. The offline results are the online check's violations,
+// their records named by their index in the store.
+//
+// Only the records the check's OnlineInterest names are fed (found through the store's indexes, so a
+// check costs what its records cost, not the trace's size). Records get the context managers live on
+// their thread at their time (TraceStore::context_managers_at) when the invariant's precondition names
+// one, as the online checker adds them (check/online/online_context_managers.h).
+//
+// Relations checked this way: DistinctArgumentRelation. The others still have an offline check of their
+// own beside their online one (cpp/relations/README.md, "Online checks").
+#pragma once
+
+#include "invariant/relation.h"
+#include "trace/trace_store.h"
+
+namespace traincheck {
+
+CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, OnlineCheck& check, const CheckOptions& options);
+
+}  // namespace traincheck
