@@ -26,7 +26,9 @@
 // How (and what it costs): calls are bucketed per thread and function once; the same-level test is
 // O(1) per pair and thread from each function's earliest end and latest start (the original compares
 // every pair of calls, O(n_A·n_B)); a window's inner calls are found by binary search on start time.
-// Inference, the offline check and the online check share the judgement rules above.
+// Inference judges examples with the walk below; checking, online and offline, runs one check
+// (function_order_online.cpp): offline checking replays the stored trace through it
+// (relations/replay_check.h). The two apply the same rules (tests/cpp/infer/self_check_test.cpp).
 //
 // Differences from the original:
 //   - online, a thread's only call of A is judged at the end of the trace (OnlineCheck::on_trace_end):
@@ -47,6 +49,7 @@
 
 #include "invariant/precondition.h"
 #include "relations/function_pool.h"
+#include "relations/replay_check.h"
 
 namespace traincheck {
 
@@ -215,25 +218,8 @@ void FunctionOrderRelation::collect_examples(const TraceStore& trace, Hypothesis
 }
 
 CheckResult FunctionOrderRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {
-  CheckResult result;
-  const std::vector<std::pair<std::string, std::string>> pairs = api_pairs(inv);
-  const PreconditionGroup* group = inv.precondition_group(group_name(order_));
-  std::set<std::string_view> fns;
-  for (const auto& [a, b] : pairs) fns.insert(a), fns.insert(b);
-  const CallsByThread by_thread = calls_by_thread(trace, fns);
-  std::vector<Field> storage;
-  std::vector<std::vector<uint32_t>> found;
-  for (const auto& [first, second] : pairs)
-    walk_pair(trace, order_, by_thread, first, second, [&](const Judgement& j) {
-      if (group != nullptr && !group->holds(make_enriched_views(trace, std::span<const uint32_t>(&j.subject_pre, 1), storage)))
-        return;
-      result.triggered = true;
-      if (!j.ok) found.push_back(j.evidence);
-    });
-  // In trace order of the record that shows each violation (records are indexed in time order).
-  std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.front() < y.front(); });
-  for (std::vector<uint32_t>& records : found) result.add_violation(Violation{std::move(records)}, options.max_violations);
-  return result;
+  const std::unique_ptr<OnlineCheck> check = make_online_check(inv);
+  return replay_check(trace, inv, *check, options);
 }
 
 std::unique_ptr<OnlineCheck> FunctionOrderRelation::make_online_check(const Invariant& inv, const ApiSignatures*) const {

@@ -44,19 +44,19 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
   const bool enrich = !context_managers_named(invariant).empty();
   Record enriched;
   std::vector<OnlineViolation> found;
+  std::vector<Violation> kept;  // every violation found, in the order the check reported them
   auto take = [&] {
     for (const OnlineViolation& v : found) {
       if (v.records.empty()) {  // counted, not kept (OnlineViolation::unwritten)
         result.violation_count += v.unwritten;
         continue;
       }
-      Violation kept;
+      Violation& violation = kept.emplace_back();
       for (const Record& r : v.records) {
         auto it = index_of.find(place_of(r));
         TC_ASSERT(it != index_of.end(), "a violation's records are records the check was fed");
-        kept.records.push_back(it->second);
+        violation.records.push_back(it->second);
       }
-      result.add_violation(std::move(kept), options.max_violations);
     }
     found.clear();
   };
@@ -77,6 +77,10 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
   }
   check.on_trace_end(found);
   take();
+  // In trace order of the record that shows each violation (a check judges some calls only at the end
+  // of the trace: a thread's only call of A, for FunctionLead).
+  std::stable_sort(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) { return a.records[0] < b.records[0]; });
+  for (Violation& v : kept) result.add_violation(std::move(v), options.max_violations);
   result.triggered = check.triggered();
   return result;
 }
