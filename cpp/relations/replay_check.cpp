@@ -1,7 +1,6 @@
 #include "relations/replay_check.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "common/assert.h"
 
@@ -36,10 +35,16 @@ uint64_t place_of(const Record& r) { return (static_cast<uint64_t>(r.file) << 32
 CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, OnlineCheck& check, const CheckOptions& options) {
   CheckResult result;
   const std::vector<uint32_t> records = wanted_records(trace, check.interest());
-  // A violation carries copies of its records; their file and line name them in the store.
-  std::unordered_map<uint64_t, uint32_t> index_of;
-  index_of.reserve(records.size());
-  for (uint32_t i : records) index_of.emplace(place_of(trace.record(i)), i);
+  // A violation carries copies of its records; their time, file and line find them among those fed
+  // (sorted by store index, so by time), only when there is a violation to name.
+  auto index_of = [&](const Record& copy) {
+    auto it = std::lower_bound(records.begin(), records.end(), copy.time,
+                               [&](uint32_t i, int64_t t) { return trace.record(i).time < t; });
+    for (; it != records.end() && trace.record(*it).time == copy.time; ++it)
+      if (place_of(trace.record(*it)) == place_of(copy)) return *it;
+    TC_ASSERT(false, "a violation's records are records the check was fed");
+    return kNone;
+  };
 
   const bool enrich = !context_managers_named(invariant).empty();
   Record enriched;
@@ -52,11 +57,7 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
         continue;
       }
       Violation& violation = kept.emplace_back();
-      for (const Record& r : v.records) {
-        auto it = index_of.find(place_of(r));
-        TC_ASSERT(it != index_of.end(), "a violation's records are records the check was fed");
-        violation.records.push_back(it->second);
-      }
+      for (const Record& r : v.records) violation.records.push_back(index_of(r));
     }
     found.clear();
   };
