@@ -1,18 +1,16 @@
-// Checking relations judged per call (ConsistentOutput, ConsistentInputOutput, Threshold).
-//
-// Offline: check_calls walks the function's complete calls. Online (CallOnlineCheck): a pre-record of the API that passes the precondition is kept until its call's post-record (or
-// exception record) arrives; the post is then judged by the relation's verdict, the offline check's,
-// and a violation carries [pre, post] as offline. State: the API's open calls (one per thread at a time
-// for a non-reentrant API), dropped when they close; calls that never close stay, as offline they are
-// incomplete and unchecked.
-//
-// Same verdicts as the offline check on a finished trace, given records carrying their live context
-// managers (the OnlineChecker adds them: check/online/online_context_managers.h).
+// Checking relations judged per call (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode):
+// one check, CallOnlineCheck, fed records as they are written (online) or the stored trace in order
+// (offline: check_calls replays it, relations/replay_check.h). A pre-record of the API that passes the
+// precondition is kept until its call's post-record (or exception record) arrives; the post is then
+// judged by the relation's verdict, and a violation carries [pre, post]. State: the API's open calls
+// (one per thread at a time for a non-reentrant API), dropped when they close; calls that never close
+// (incomplete) and calls that raised are never judged.
 #include "relations/call_checks.h"
 
 #include <utility>
 
 #include "relations/consistent_output.h"
+#include "relations/replay_check.h"
 
 namespace traincheck {
 
@@ -49,21 +47,8 @@ std::optional<PreconditionGroup> pre_event_group(const Invariant& inv) {
 
 CheckResult check_calls(const TraceStore& trace, const Invariant& inv, std::string_view function,
                         const CheckOptions& options, const CallVerdict& verdict) {
-  CheckResult result;
-  const PreconditionGroup* group = inv.precondition_group(kPreEventGroup);
-  std::vector<Field> storage;
-  for (uint32_t ci : complete_calls(trace, function)) {
-    const CallEvent& call = trace.calls()[ci];
-    const uint32_t pre = call.pre;
-    if (group != nullptr) {
-      std::vector<RecordView> views = make_enriched_views(trace, std::span<const uint32_t>(&pre, 1), storage);
-      if (!group->holds(views)) continue;
-    }
-    result.triggered = true;
-    const std::optional<bool> ok = verdict(trace.record(pre), trace.record(call.post));
-    if (ok && !*ok) result.add_violation(Violation{{call.pre, call.post}}, options.max_violations);
-  }
-  return result;
+  CallOnlineCheck check(std::string(function), pre_event_group(inv), verdict);
+  return replay_check(trace, inv, check, options);
 }
 
 }  // namespace traincheck

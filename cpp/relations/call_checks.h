@@ -1,5 +1,5 @@
 // Checking relations judged one call at a time from its pre- and post-record (ConsistentOutput,
-// ConsistentInputOutput, Threshold): the offline loop and the online check, sharing the relation's verdict.
+// ConsistentInputOutput, Threshold, ModuleMode): one check, run online and replayed offline.
 #pragma once
 
 #include <functional>
@@ -39,9 +39,10 @@ class CallOnlineCheck final : public OnlineCheck {
 std::optional<PreconditionGroup> pre_event_group(const Invariant& invariant);
 
 
-// The offline check: every complete call of `function` whose pre-record (enriched with context
-// managers) satisfies the invariant's "pre_event" group is judged; a violation is [pre, post].
-// --check-relation-first cannot change the outcome (both tests decide together), so it is not taken.
+// The offline check: CallOnlineCheck replayed over the stored trace (replay_check.h). Every complete
+// call of `function` whose pre-record (with its context managers) satisfies the invariant's "pre_event"
+// group is judged; a violation is [pre, post]. --check-relation-first cannot change the outcome (both
+// tests decide together), so it is not taken.
 CheckResult check_calls(const TraceStore& trace, const Invariant& invariant, std::string_view function,
                         const CheckOptions& options, const CallVerdict& verdict);
 

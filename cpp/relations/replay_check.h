@@ -9,13 +9,13 @@
 // their thread at their time (TraceStore::context_managers_at) when the invariant's precondition names
 // one, as the online checker adds them (check/online/online_context_managers.h).
 //
-// Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation.
+// Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation, and
+// the per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode: call_checks.h).
 // APIContainRelation was tried and kept its own offline check: its online check must see every state
 // record of the child's var type to notice changes, and replaying them once per invariant took 5x the
 // check time and 1.39x the peak RSS on bench/memory_bench's 1M-line trace (55 APIContain invariants);
 // offline it reads the store's per-process var changes inside each parent call and stops at the first
-// match. Consistency, ConsistentOutput, ConsistentInputOutput, Threshold and ModuleMode are not tried
-// yet (cpp/relations/README.md, "Online checks").
+// match. ConsistencyRelation is not tried yet (cpp/relations/README.md, "Online checks").
 #pragma once
 
 #include "invariant/relation.h"
