@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "relations/call_key.h"
 #include "relations/consistent_output.h"
 #include "relations/replay_check.h"
 
@@ -28,11 +29,11 @@ void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& v
   if (function_.empty() || !r.is_api() || r.function != function_) return;
   if (r.type == RecordType::FunctionPre) {
     if (precondition_ && !precondition_->holds_on(r)) return;
-    open_.insert_or_assign(std::string(r.func_call_id()), r);
+    open_.insert_or_assign(call_key(r), r);
     return;
   }
-  auto it = open_.find(std::string(r.func_call_id()));
-  if (it == open_.end()) return;
+  auto it = open_.find(call_key(r));
+  if (it == open_.end() || it->second.func_call_id() != r.func_call_id()) return;
   Record pre = std::move(it->second);
   open_.erase(it);
   if (r.type != RecordType::FunctionPost) return;  // an exception: not checked, as offline

@@ -32,7 +32,7 @@ class CallOnlineCheck final : public OnlineCheck {
   std::string function_;
   std::optional<PreconditionGroup> precondition_;
   CallVerdict verdict_;
-  std::unordered_map<std::string, Record> open_;  // func_call_id -> pre-record
+  std::unordered_map<uint64_t, Record> open_;  // call_key -> pre-record
 };
 
 // The "pre_event" group of an invariant's precondition, if it has one.

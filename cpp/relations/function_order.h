@@ -8,6 +8,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -59,7 +61,7 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
     // The latest call of the opener function (Cover: B, Lead: A): the window it opens is judged at the
     // next call of the opener.
     std::optional<Record> opener;   // its pre-record: a violation's second record
-    std::string opener_id;
+    uint64_t opener_id = 0;  // call_key of its func_call_id
     bool opener_closed = false;
     bool opener_precondition = true;  // Lead: the precondition on the opener's pre-record
     // Inner calls (Cover: A, Lead: B) count when they start after this: Cover, the latest end of a call
@@ -70,8 +72,8 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
     // call of B returned after the first of them did (what judges a thread's only call of A).
     int openers = 0;
     bool inner_returned_after_opener = false;
-    std::map<std::string, int64_t> open_inner;  // func_call_id -> start
-    std::set<std::string> open_openers;         // func_call_ids of calls of the opener not yet returned
+    std::unordered_map<uint64_t, int64_t> open_inner;  // call_key -> start
+    std::unordered_set<uint64_t> open_openers;         // call_keys of calls of the opener not yet returned
   };
 
   bool precondition_holds(const Record& pre) const;

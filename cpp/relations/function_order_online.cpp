@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "relations/call_key.h"
 #include "relations/function_order.h"
 
 namespace traincheck {
@@ -50,7 +51,7 @@ void FunctionOrderOnlineCheck::on_record(const Record& r, std::vector<OnlineViol
   const bool opener = r.function == opener_fn_;
   if (r.type == RecordType::FunctionPre) {
     if (opener) on_opener_pre(thread, r, violations);
-    else thread.open_inner.insert_or_assign(std::string(r.func_call_id()), r.time);
+    else thread.open_inner.insert_or_assign(call_key(r), r.time);
     return;
   }
   if (opener) on_opener_return(thread, r);
@@ -71,7 +72,7 @@ void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::
     }
   }
   t.opener = pre;
-  t.opener_id = std::string(pre.func_call_id());
+  t.opener_id = call_key(pre);
   t.opener_closed = false;
   if (order_ == FunctionOrder::Lead) t.opener_precondition = precondition_holds(pre);
   t.inner_seen = false;  // an inner call completed before now started before the next window
@@ -80,7 +81,7 @@ void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::
 }
 
 void FunctionOrderOnlineCheck::on_opener_return(Thread& t, const Record& post) {
-  const std::string id(post.func_call_id());
+  const uint64_t id = call_key(post);
   if (t.open_openers.erase(id) == 0) return;  // its pre-record was not seen
   if (order_ == FunctionOrder::Cover) {
     // The next window begins after every call of B so far has returned.
@@ -94,7 +95,7 @@ void FunctionOrderOnlineCheck::on_opener_return(Thread& t, const Record& post) {
 }
 
 void FunctionOrderOnlineCheck::on_inner_return(Thread& t, const Record& post) {
-  auto it = t.open_inner.find(std::string(post.func_call_id()));
+  auto it = t.open_inner.find(call_key(post));
   if (it == t.open_inner.end()) return;
   const int64_t start = it->second;
   t.open_inner.erase(it);

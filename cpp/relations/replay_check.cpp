@@ -8,6 +8,23 @@ namespace traincheck {
 
 namespace {
 
+// The records of `function`'s calls (pre, and post or exception), in the store's order. Calls come by
+// start time, so their pre-records are in order already, and their ends nearly (only calls of the
+// function nested in one another come out of order): no full sort of every call's records.
+std::vector<uint32_t> records_of_calls(const TraceStore& trace, std::string_view function) {
+  std::vector<uint32_t> pres, ends;
+  for (uint32_t c : trace.calls_of(function)) {
+    const CallEvent& call = trace.calls()[c];
+    pres.push_back(call.pre);
+    if (call.post != kNone) ends.push_back(call.post);
+  }
+  if (!std::is_sorted(pres.begin(), pres.end())) std::sort(pres.begin(), pres.end());
+  if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
+  std::vector<uint32_t> out(pres.size() + ends.size());
+  std::merge(pres.begin(), pres.end(), ends.begin(), ends.end(), out.begin());
+  return out;
+}
+
 // The records the check wants, in the store's order.
 std::vector<uint32_t> wanted_records(const TraceStore& trace, const OnlineInterest& interest) {
   std::vector<uint32_t> out;
@@ -17,14 +34,19 @@ std::vector<uint32_t> wanted_records(const TraceStore& trace, const OnlineIntere
     return out;
   }
   TC_ASSERT(interest.var_types.empty(), "replay_check feeds API records only so far");
-  for (const std::string& function : interest.functions)
-    for (uint32_t c : trace.calls_of(function)) {
-      const CallEvent& call = trace.calls()[c];
-      out.push_back(call.pre);
-      if (call.post != kNone) out.push_back(call.post);
+  std::vector<std::string_view> functions(interest.functions.begin(), interest.functions.end());
+  std::sort(functions.begin(), functions.end());
+  functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
+  for (std::string_view function : functions) {
+    std::vector<uint32_t> calls = records_of_calls(trace, function);
+    if (out.empty()) {
+      out = std::move(calls);
+      continue;
     }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+    std::vector<uint32_t> merged(out.size() + calls.size());
+    std::merge(out.begin(), out.end(), calls.begin(), calls.end(), merged.begin());
+    out = std::move(merged);
+  }
   return out;
 }
 
