@@ -65,23 +65,36 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
     for (; it != records.end() && trace.record(*it).time == copy.time; ++it)
       if (place_of(trace.record(*it)) == place_of(copy)) return *it;
     TC_ASSERT(false, "a violation's records are records the check was fed");
-    return kNone;
+    return kNone;  // (without assertions: the record is left out of the violation)
+  };
+  // The first max_violations in trace order of the record that shows each (a check judges some calls
+  // only at the end of the trace: a thread's only call of A, for FunctionLead). Kept bounded: whenever
+  // twice as many are held, the first max_violations of them stay; a violation found later that belongs
+  // among the first is still taken, so the result is that of sorting them all.
+  const size_t max_kept = options.max_violations;
+  std::vector<Violation> kept;
+  auto first_in_trace_order = [&] {
+    std::stable_sort(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) { return a.records[0] < b.records[0]; });
+    if (kept.size() > max_kept) kept.resize(max_kept);
   };
 
   const bool enrich = !context_managers_named(invariant).empty();
   Record enriched;
   std::vector<OnlineViolation> found;
-  std::vector<Violation> kept;  // every violation found, in the order the check reported them
   auto take = [&] {
     for (const OnlineViolation& v : found) {
       if (v.records.empty()) {  // counted, not kept (OnlineViolation::unwritten)
         result.violation_count += v.unwritten;
         continue;
       }
-      Violation& violation = kept.emplace_back();
-      for (const Record& r : v.records) violation.records.push_back(index_of(r));
+      ++result.violation_count;
+      Violation violation;
+      for (const Record& r : v.records)
+        if (const uint32_t i = index_of(r); i != kNone) violation.records.push_back(i);
+      if (!violation.records.empty()) kept.push_back(std::move(violation));
     }
     found.clear();
+    if (kept.size() >= 2 * std::max<size_t>(max_kept, 1)) first_in_trace_order();
   };
   for (uint32_t i : records) {
     const Record& r = trace.record(i);
@@ -100,10 +113,8 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
   }
   check.on_trace_end(found);
   take();
-  // In trace order of the record that shows each violation (a check judges some calls only at the end
-  // of the trace: a thread's only call of A, for FunctionLead).
-  std::stable_sort(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) { return a.records[0] < b.records[0]; });
-  for (Violation& v : kept) result.add_violation(std::move(v), options.max_violations);
+  first_in_trace_order();
+  result.violations = std::move(kept);
   result.triggered = check.triggered();
   return result;
 }
