@@ -35,7 +35,9 @@
 //     pre-record, the earlier one's];
 //   - a tensor argument's identity is its data's address (_TRAINCHECK_data_ID as ours records it), never
 //     a Python id: a freed temporary's id is reused by the next one (`.data` of different parameters
-//     looked alike); the tool's other ids take no part.
+//     looked alike); the tool's other ids take no part. Tensors of two processes are never the same
+//     argument: forked DataLoader workers allocate alike, and equal addresses in two address spaces
+//     made a worker's `warn_if_has_hooks` look repeated, depending on which batches met in a step.
 #include "relations/distinct_argument.h"
 
 #include <algorithm>
@@ -72,7 +74,7 @@ double int_list_overlap(const Value& a, const Value& b) {
   return all == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(all);
 }
 
-bool same_value(const Value& a, const Value& b) {
+bool same_value(const Value& a, const Value& b, bool same_process) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case ValueKind::Array: {
@@ -81,10 +83,10 @@ bool same_value(const Value& a, const Value& b) {
       const Array& y = b.as_array();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i)
-        if (!same_value(x[i], y[i])) return false;
+        if (!same_value(x[i], y[i], same_process)) return false;
       return true;
     }
-    case ValueKind::Object: return DistinctArgumentRelation::same_arguments(a, b);
+    case ValueKind::Object: return DistinctArgumentRelation::same_arguments(a, b, same_process);
     case ValueKind::Double: return std::fabs(a.as_double() - b.as_double()) < 1e-8;
     default: return a == b;
   }
@@ -107,7 +109,9 @@ void for_each_pair(const TraceStore& trace, std::string_view function, F&& f) {
   for (const auto& [step, pres] : calls_by_step(trace, function))
     for (size_t j = 1; j < pres.size(); ++j)
       for (size_t i = 0; i < j; ++i) {
-        const bool same = DistinctArgumentRelation::same_arguments(*args_of(trace.record(pres[i])), *args_of(trace.record(pres[j])));
+        const Record& a = trace.record(pres[i]);
+        const Record& b = trace.record(pres[j]);
+        const bool same = DistinctArgumentRelation::same_arguments(*args_of(a), *args_of(b), a.process_id == b.process_id);
         f(pres[i], pres[j], same);
       }
 }
@@ -135,7 +139,7 @@ const std::string* function_of(const Invariant& inv) {
 
 }  // namespace
 
-bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& args2) {
+bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& args2, bool same_process) {
   if (!args1.is_object() || !args2.is_object()) return false;  // a missing or NaN list is never the same
   const Object& x = args1.as_object();
   const Object& y = args2.as_object();
@@ -152,7 +156,11 @@ bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& a
   for (const Member& m : x) {
     if (!compared(m)) continue;
     auto it = std::find_if(y.begin(), y.end(), [&](const Member& n) { return n.key == m.key; });
-    if (it == y.end() || !same_value(m.value, it->value)) return false;
+    if (it == y.end()) return false;
+    // A data address names a tensor only in its own process: forked processes (DataLoader workers)
+    // allocate alike, so tensors of two processes often sit at equal addresses (issue 25).
+    if (!same_process && key_name(m.key) == kDataIdentity) return false;
+    if (!same_value(m.value, it->value, same_process)) return false;
   }
   return true;
 }
@@ -213,7 +221,7 @@ void DistinctArgumentOnlineCheck::on_record(const Record& r, std::vector<OnlineV
   for (const Record& earlier : earlier_calls) {
     if (precondition_ && !precondition_->holds_on(earlier, r)) continue;
     triggered_ = true;
-    if (DistinctArgumentRelation::same_arguments(*earlier.get(keys().args), *args))
+    if (DistinctArgumentRelation::same_arguments(*earlier.get(keys().args), *args, earlier.process_id == r.process_id))
       violations.push_back(OnlineViolation{{r, earlier}});
   }
   earlier_calls.push_back(r);

@@ -31,8 +31,9 @@ class DistinctArgumentRelation final : public Relation {
   static constexpr size_t kMaxConsecutiveRecords = 6;
   // Whether two calls' positional argument lists count as the same (the original's rule): same positions, and
   // per position the same type, lists of integers overlapping (IoU of their sets) by at least 0.1,
-  // floats within 1e-8, objects member by member, anything else equal.
-  static bool same_arguments(const Value& args1, const Value& args2);
+  // floats within 1e-8, objects member by member, anything else equal. A tensor is the same argument
+  // only when it holds the same data (_TRAINCHECK_data_ID) in the same process (`same_process`).
+  static bool same_arguments(const Value& args1, const Value& args2, bool same_process = true);
   // The step a call is judged in: meta_vars.step, or -1 for a call without one.
   static int64_t step_of(const Record& pre) { return pre.has_step ? pre.step : -1; }
 

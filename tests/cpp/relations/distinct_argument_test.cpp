@@ -70,6 +70,11 @@ TEST(DistinctArgument, TensorArgumentsAreTheSameOnlyWhenTheyHoldTheSameData) {
   EXPECT_FALSE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(2002, 4)));
   EXPECT_TRUE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 4)));  // initialised twice
   EXPECT_FALSE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 16)));
+  // An address names a tensor in its own process only: forked DataLoader workers allocate alike, so two
+  // workers' tensors often share one (their `warn_if_has_hooks` calls looked repeated, run to run).
+  EXPECT_FALSE(DistinctArgumentRelation::same_arguments(tensor(1001, 4), tensor(1001, 4), /*same_process=*/false));
+  // Arguments without a data identity compare as before across processes.
+  EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"int":1}})"), args(R"({"0":{"int":1}})"), false));
   // The tool's other ids (a grad's; either spelling) take no part.
   EXPECT_TRUE(DistinctArgumentRelation::same_arguments(args(R"({"0":{"t":{"_ML_DAIKON_grad_ID":1,"n":2}}})"),
                                                        args(R"({"0":{"t":{"_ML_DAIKON_grad_ID":3,"n":2}}})")));
