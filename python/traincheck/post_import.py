@@ -76,7 +76,7 @@ class _PostImportFinder:
         if execute is None:
             return spec
         quiet = (quiet_test is not None and type(loader) in _PER_SPEC_LOADERS
-                 and _test_guarded(quiet_test, fullname, spec))
+                 and bool(_run_guarded(quiet_test, fullname, spec, when="while importing", failed=False)))
         if not actions and not quiet:
             return spec  # what the finders after us found: the import system would find it again
 
@@ -85,12 +85,7 @@ class _PostImportFinder:
             self._executing.depth = depth + 1
             try:
                 try:
-                    was_off = set_off(True) if quiet else None
-                    try:
-                        execute(module)
-                    finally:
-                        if quiet:
-                            set_off(was_off)
+                    _execute(execute, module, set_off if quiet else None)
                 finally:
                     loader.__dict__.pop("exec_module", None)  # the loader as it was (a reload finds us again)
                 for action in actions:
@@ -115,19 +110,25 @@ class _PostImportFinder:
         return None
 
 
-def _run_guarded(action, fullname: str, *args) -> None:
+def _run_guarded(action, fullname: str, *args, when: str = "after importing", failed=None):
+    """action(*args), or `failed` (with a one-line warning) when it raises."""
     try:
-        action(*args)
+        return action(*args)
     except Exception as e:  # noqa: BLE001 - an extra of ours never breaks the user's import
-        print(f"traincheck: warning: after importing {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"traincheck: warning: {when} {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
+        return failed
 
 
-def _test_guarded(test, fullname: str, spec) -> bool:
+def _execute(execute, module, set_recording_off) -> None:
+    """Runs the module's code; with `set_recording_off`, with the thread's recording off meanwhile."""
+    if set_recording_off is None:
+        execute(module)
+        return
+    was_off = set_recording_off(True)
     try:
-        return bool(test(spec))
-    except Exception as e:  # noqa: BLE001 - an extra of ours never breaks the user's import
-        print(f"traincheck: warning: while importing {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
-        return False
+        execute(module)
+    finally:
+        set_recording_off(was_off)
 
 
 _finder = _PostImportFinder()
