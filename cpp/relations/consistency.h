@@ -87,6 +87,9 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   OnlineInterest interest() const override;
   // Step ends held now (running and kept ended ones, over all instances), for tests and memory reports.
   size_t tracked_states() const;
+  // Step indexes built now (over kept steps, sides and shared indexes): an index is built only once its
+  // step has ends it could pair (StepEnds), for tests and memory reports.
+  size_t built_indexes() const;
   // How many ended steps are kept for instances still to finish them (lagging ranks).
   static constexpr int64_t kKeptSteps = 16;
   // Violating pairs written per step and member (failed.log lines); the rest of the step's are counted
@@ -142,13 +145,17 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::unique_ptr<PairCondition> relaxed;  // shared by shape: the constants as keys
     const PairCondition* condition = nullptr;
     std::vector<uint32_t> members;
+    std::vector<uint32_t> guards;  // its unequal properties, as positions in guards_
   };
   // The compared ends of one step on one side, kept once, and per shared index their index
-  // (consistency_pairs.h): position i of each index is ends[i] (a deque: the indexes point into it).
+  // (consistency_pairs.h): position i of each index is ends[i] (a deque: the indexes point into it). An
+  // index is built when the step first has ends that its condition could pair (asleep()), from the ends
+  // so far, and kept up from then on.
   struct StepEnds {
     std::deque<End> ends;
-    std::vector<StepEndIndex> index;  // per SharedIndex
-    std::vector<uint64_t> written;    // side 0 only, per member: violations of this step written so far
+    std::vector<std::optional<StepEndIndex>> index;  // per SharedIndex; empty while asleep
+    std::vector<uint64_t> written;  // side 0 only, per member: violations of this step written so far
+    UniformValues uniform;          // side 0 only, per guard: over both sides' ends of the step
   };
 
   Instance& instance_of(const Record& r);
@@ -162,6 +169,11 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
                     uint64_t violating, uint32_t member, uint64_t& written,
                     std::vector<OnlineViolation>& violations) const;
   StepEnds& ended_at(int side, int64_t step);
+  // Whether a shared index admits no pair of the step yet: some property its pairs must differ on has
+  // one value over all the step's ends so far (`uniform`: the step's, side 0's StepEnds).
+  bool asleep(const SharedIndex& shared, const UniformValues& uniform) const;
+  // The step's index `i` on one side, built from the step's ends there on first use.
+  StepEndIndex& index_of(int side, int64_t step, StepEnds& ends, size_t i);
   static PairEnd pair_end(const End& end);
   void prune();
 
@@ -172,6 +184,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   KeyId key_[2] = {kNoKey, kNoKey};
   std::vector<std::unique_ptr<Member>> members_;
   std::vector<SharedIndex> indexes_;
+  std::vector<const Clause*> guards_;  // the distinct unequal properties of the groupable indexes
   std::vector<const Value*> projection_;  // finish_step's: the finished end's under a shared index
   std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far

@@ -16,6 +16,12 @@
 // record, and one index insertion and tally per shape, not per invariant (bench/README.md,
 // consistency_scale).
 //
+// An index of a step is built only once the step has ends it could pair (StepEnds, UniformValues in
+// consistency_pairs.h): a precondition that requires a pair to differ on a property admits no pair while
+// every end holds one value of it. In-process on one rank, the DDP invariant's "unequal process_id" keeps
+// every index asleep until a peer's end arrives: then it is built from the step's ends so far, and the
+// verdicts are the same as if it had been kept up all along.
+//
 // State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
 // instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks),
 // each step's indexed per member by what its precondition compares (consistency_pairs.h), so a finishing
@@ -117,6 +123,34 @@ void ConsistencyOnlineCheck::share_indexes() {
     member.filters_constants = !shape.empty();
     indexes_[member.index].members.push_back(static_cast<uint32_t>(m));
   }
+  // The properties whose one value over a step's ends keeps indexes asleep, each followed once.
+  std::map<std::string, uint32_t> guard_of;
+  for (SharedIndex& shared : indexes_) {
+    if (!shared.condition->groupable()) continue;
+    for (const Clause* c : shared.condition->unequal_clauses()) {
+      const auto [it, added] = guard_of.try_emplace(c->prop_name + '\0' + to_json(c->additional_path),
+                                                    static_cast<uint32_t>(guards_.size()));
+      if (added) guards_.push_back(c);
+      shared.guards.push_back(it->second);
+    }
+  }
+}
+
+bool ConsistencyOnlineCheck::asleep(const SharedIndex& shared, const UniformValues& uniform) const {
+  return std::any_of(shared.guards.begin(), shared.guards.end(), [&](uint32_t g) { return uniform.uniform(g); });
+}
+
+StepEndIndex& ConsistencyOnlineCheck::index_of(int side, int64_t step, StepEnds& ends, size_t i) {
+  std::optional<StepEndIndex>& index = ends.index[i];
+  if (index) return *index;
+  index.emplace(*indexes_[i].condition);
+  // Room for as many ends as the step before had (a model's step ends tens of thousands of instances):
+  // growing to that size costs more than filling it.
+  const auto it = ended_[side].find(step);
+  const size_t before = it == ended_[side].begin() ? 0 : std::prev(it)->second.ends.size();
+  index->reserve(std::max(before, ends.ends.size()));
+  for (const End& e : ends.ends) index->add(pair_end(e));
+  return *index;
 }
 
 bool ConsistencyOnlineCheck::triggered() const {
@@ -183,13 +217,10 @@ PairEnd ConsistencyOnlineCheck::pair_end(const End& e) {
 ConsistencyOnlineCheck::StepEnds& ConsistencyOnlineCheck::ended_at(int side, int64_t step) {
   auto [it, added] = ended_[side].try_emplace(step);
   if (added) {
-    // As many ends as the step before had, room made at once: a model's step ends tens of thousands of
-    // instances, and growing each member's index to that size costs more than filling it.
-    const size_t expected = it == ended_[side].begin() ? 0 : std::prev(it)->second.ends.size();
     StepEnds& ends = it->second;
-    ends.index.reserve(indexes_.size());
-    for (const SharedIndex& shared : indexes_) ends.index.emplace_back(*shared.condition).reserve(expected);
+    ends.index.resize(indexes_.size());
     ends.written.assign(members_.size(), 0);
+    ends.uniform = UniformValues(guards_.size());
   }
   return it->second;
 }
@@ -203,15 +234,17 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   // The other ends of this step that already ended: counted by group (consistency_pairs.h), and per
   // member the first kWrittenPerStep violating pairs of the step written, in the order those ends ended.
   const PairEnd mine = pair_end(done);
-  StepEnds& counted_in = ended_at(0, done.step);  // holds the written counts
+  StepEnds& step = ended_at(0, done.step);  // holds the written counts and the guards
+  for (size_t g = 0; g < guards_.size(); ++g) step.uniform.note(g, PairCondition::unequal_value(*guards_[g], done.record));
   if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end()) {
     StepEnds& others = it->second;
     for (size_t i = 0; i < indexes_.size(); ++i) {
       const SharedIndex& shared = indexes_[i];
-      StepEndIndex& index = others.index[i];
+      if (asleep(shared, step.uniform)) continue;  // no pair of this step admitted yet, mine's included
       // A shared index's group of `mine` holds only ends with mine's constants' values, so a member that
       // admits mine's values admits every pair of it: one tally for all of them.
       if (shared.relaxed && !shared.condition->admits(*mine.record, projection_)) continue;
+      StepEndIndex& index = index_of(other_side, done.step, others, i);
       std::optional<PairTally> tally;
       for (const uint32_t member : shared.members) {
         Member& m = *members_[member];
@@ -219,14 +252,17 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
         if (!tally) tally = index.tally(mine);
         if (tally->triggered > 0) m.triggered = true;
         if (tally->violations == 0) continue;
-        report_pairs(inst, side, done, index, others, tally->violations, member, counted_in.written[member], violations);
+        report_pairs(inst, side, done, index, others, tally->violations, member, step.written[member], violations);
       }
     }
   }
   StepEnds& mine_ended = ended_at(side, done.step);
+  std::vector<StepEndIndex*> awake;  // built before `done` is kept, which each then adds
+  for (size_t i = 0; i < indexes_.size(); ++i)
+    if (!asleep(indexes_[i], step.uniform)) awake.push_back(&index_of(side, done.step, mine_ended, i));
   mine_ended.ends.push_back(std::move(done));
   const PairEnd kept = pair_end(mine_ended.ends.back());
-  for (StepEndIndex& index : mine_ended.index) index.add(kept);
+  for (StepEndIndex* index : awake) index->add(kept);
 }
 
 void ConsistencyOnlineCheck::report_pairs(const Instance& inst, int side, const End& done, StepEndIndex& index,
@@ -276,6 +312,14 @@ size_t ConsistencyOnlineCheck::tracked_states() const {
     for (int s = 0; s < 2; ++s) n += inst.current[s] ? 1 : 0;
   for (const auto& per_side : ended_)
     for (const auto& [step, ends] : per_side) n += ends.ends.size();
+  return n;
+}
+
+size_t ConsistencyOnlineCheck::built_indexes() const {
+  size_t n = 0;
+  for (const auto& per_side : ended_)
+    for (const auto& [step, ends] : per_side)
+      n += static_cast<size_t>(std::count_if(ends.index.begin(), ends.index.end(), [](const auto& i) { return i.has_value(); }));
   return n;
 }
 

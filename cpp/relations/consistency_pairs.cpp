@@ -59,6 +59,20 @@ PairCondition::PairCondition(const PreconditionGroup* group, Exact exact, bool e
   groupable_ = unequal_.size() <= 6;
 }
 
+const Value* PairCondition::unequal_value(const Clause& clause, const Record& record) {
+  return admitted_value(clause, record, false);
+}
+
+void UniformValues::note(size_t p, const Value* value) {
+  if (value == nullptr || !uniform_[p]) return;
+  if (!first_[p]) {
+    first_[p] = *value;
+  } else if (!(*value == *first_[p])) {
+    uniform_[p] = false;
+    first_[p].reset();
+  }
+}
+
 bool PairCondition::admits(const Record& r, std::vector<const Value*>& out) const {
   out.clear();
   if (never_) return false;

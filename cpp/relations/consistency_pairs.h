@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -62,6 +63,11 @@ class PairCondition {
   bool admits(const Record& record, std::vector<const Value*>& out) const;
   size_t key_size() const { return key_.size(); }
   size_t unequal_size() const { return unequal_.size(); }
+  // Groupable only: the clauses a pair must differ on (UniformValues).
+  const std::vector<const Clause*>& unequal_clauses() const { return unequal_; }
+  // A record's value of an `unequal` clause's property as a pair reads it: nullptr when the record can be
+  // in no pair (absent, NaN, unhashable).
+  static const Value* unequal_value(const Clause& clause, const Record& record);
   bool holds_exactly(const PairEnd& a, const PairEnd& b) const { return exact_(a, b); }
 
  private:
@@ -70,6 +76,22 @@ class PairCondition {
   bool constants_as_keys_ = false;
   std::vector<const Clause*> filter_, key_, unequal_;
   Exact exact_;
+};
+
+// Whether two of a step's ends can differ on some properties (`unequal` clauses' ones). While every end
+// that has a property holds one value, a condition that requires a pair to differ on it admits no pair
+// of the step, so its index need not be built: one process's own ends under "unequal process_id" (the
+// DDP invariant checked in-process on one rank) cost no index at all, whatever the number of invariants.
+class UniformValues {
+ public:
+  explicit UniformValues(size_t properties = 0) : first_(properties), uniform_(properties, true) {}
+  // An end's value of property `p` (nullptr: it has none, and so pairs with nothing on it).
+  void note(size_t p, const Value* value);
+  bool uniform(size_t p) const { return uniform_[p]; }
+
+ private:
+  std::vector<std::optional<Value>> first_;
+  std::vector<bool> uniform_;
 };
 
 struct PairTally {
