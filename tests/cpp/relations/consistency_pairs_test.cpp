@@ -294,3 +294,40 @@ TEST(ConsistencyPairs, MembersSharingAnIndexKeepTheirPairwiseCounts) {
   EXPECT_FALSE(checks[0].check->member_triggered(3));
   EXPECT_TRUE(checks[0].check->member_triggered(0));
 }
+
+// In-process on one rank, the DDP invariant's pairs must differ in process: while a step has only this
+// process's ends, no index of it is built (what made 100 invariants of distinct preconditions cost a
+// training step at 50k parameters). A peer's end wakes the step's index, built from the ends so far,
+// and the counts are the pairwise ones.
+TEST(ConsistencyPairs, AStepIsIndexedOnlyOnceItHasEndsThatCouldPair) {
+  const Invariant inv = invariant_from_json(test_data::kDdpConsistencyInvariant);
+  const int params = 40;
+  auto line = [](int rank, int step, int p, int data) {
+    return "{\"var_name\":\"w" + std::to_string(p) + "\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":" +
+           std::to_string(rank) + ",\"thread_id\":1,\"meta_vars\":{\"step\":" + std::to_string(step) +
+           ",\"_DATA_PARALLEL_RANK\":" + std::to_string(rank) + "},\"type\":\"state_change\",\"attributes\":{" +
+           "\"_ML_DAIKON_data_ID\":" + std::to_string(100 * rank + p) + ",\"data\":" + std::to_string(data) +
+           ",\"ndim\":2,\"nbytes\":" + std::to_string(8 * (1 + p % 4)) + "},\"time\":" + std::to_string(1 + step * 1000 + p) + "}\n";
+  };
+  std::string own;
+  for (int step = 0; step < 4; ++step)
+    for (int p = 0; p < params; ++p) own += line(0, step, p, 1000 * step + p);
+  ConsistencyOnlineCheck check(inv);
+  std::vector<OnlineViolation> found;
+  for (const Record& r : read_trace_text("own", own).records) check.on_record(r, found);
+  EXPECT_GT(check.tracked_states(), static_cast<size_t>(2 * params));  // steps 1 and 2 ended and kept
+  EXPECT_EQ(check.built_indexes(), 0u);
+  EXPECT_TRUE(found.empty());
+  EXPECT_FALSE(check.triggered());
+  // A peer's ends of parameter 3 (nbytes 32) at steps 1 (its initial state: never compared) and 2: the
+  // second pairs with this process's 10 ends of nbytes 32 of step 2, which all hold other values but
+  // parameter 3's own.
+  for (const Record& r : read_trace_text("peer", line(1, 1, 3, 1003)).records) check.on_peer_step_end(r, found);
+  EXPECT_EQ(check.built_indexes(), 0u);
+  for (const Record& r : read_trace_text("peer", line(1, 2, 3, 2003)).records) check.on_peer_step_end(r, found);
+  EXPECT_GE(check.built_indexes(), 1u);
+  EXPECT_TRUE(check.triggered());
+  uint64_t violations = 0;
+  for (const OnlineViolation& v : found) violations += v.records.empty() ? v.unwritten : 1;
+  EXPECT_EQ(violations, static_cast<uint64_t>(params / 4 - 1));
+}
