@@ -115,6 +115,13 @@ class OnlineCheck {
   // through the job's store): only for checks whose interest asks for peer_step_ends. A peer's record is
   // compared with this process's instances, never with another peer's (that rank compares its own).
   virtual void on_peer_step_end(const Record& record, std::vector<OnlineViolation>& violations) {}
+  // The driver's promise that every record it feeds stays valid, at its address, as long as the check
+  // lives (replay_check feeds the stored trace's records): the check may keep pointers where it would
+  // keep copies (HeldRecord). Call before the first record.
+  virtual void feed_lasting_records() { lasting_records_ = true; }
+
+ protected:
+  bool lasting_records_ = false;  // feed_lasting_records was called
 };
 
 // What checking an invariant needs the collector to record about the APIs it names, beyond their calls

@@ -16,7 +16,7 @@
 namespace traincheck {
 
 CallOnlineCheck::CallOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition, CallVerdict verdict)
-    : function_(std::move(function)), precondition_(std::move(precondition)), verdict_(std::move(verdict)) {}
+    : function_(std::move(function)), name_(function_), precondition_(std::move(precondition)), verdict_(std::move(verdict)) {}
 
 OnlineInterest CallOnlineCheck::interest() const {
   OnlineInterest i;
@@ -26,19 +26,19 @@ OnlineInterest CallOnlineCheck::interest() const {
 }
 
 void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
-  if (function_.empty() || !r.is_api() || r.function != function_) return;
+  if (function_.empty() || !r.is_api() || r.function != name_) return;
   if (r.type == RecordType::FunctionPre) {
     if (precondition_ && !precondition_->holds_on(r)) return;
-    open_.insert_or_assign(call_key(r), r);
+    open_[call_key(r)].hold(r, lasting_records_);
     return;
   }
   auto it = open_.find(call_key(r));
-  if (it == open_.end() || it->second.func_call_id() != r.func_call_id()) return;
-  Record pre = std::move(it->second);
+  if (it == open_.end() || it->second->func_call_id() != r.func_call_id()) return;
+  const HeldRecord pre = std::move(it->second);
   open_.erase(it);
   if (r.type != RecordType::FunctionPost) return;  // an exception: not checked, as offline
   triggered_ = true;
-  if (!verdict_(pre, r).value_or(true)) violations.push_back(OnlineViolation{{std::move(pre), r}});
+  if (!verdict_(*pre, r).value_or(true)) violations.push_back(OnlineViolation{{*pre, r}});
 }
 
 std::optional<PreconditionGroup> pre_event_group(const Invariant& inv) {

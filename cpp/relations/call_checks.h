@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "invariant/held_record.h"
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
 
@@ -30,9 +31,10 @@ class CallOnlineCheck final : public OnlineCheck {
  private:
   bool triggered_ = false;
   std::string function_;
+  Name name_;  // function_, interned: records are matched by id
   std::optional<PreconditionGroup> precondition_;
   CallVerdict verdict_;
-  std::unordered_map<uint64_t, Record> open_;  // call_key -> pre-record
+  std::unordered_map<uint64_t, HeldRecord> open_;  // call_key -> pre-record
 };
 
 // The "pre_event" group of an invariant's precondition, if it has one.

@@ -5,13 +5,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string_view>
 
+#include "common/short_text_hash.h"
 #include "trace/record.h"
 
 namespace traincheck {
 
-inline uint64_t call_key(const Record& r) { return std::hash<std::string_view>{}(r.func_call_id()); }
+inline uint64_t call_key(const Record& r) { return short_text_hash(r.func_call_id()); }
 
 }  // namespace traincheck

@@ -197,7 +197,7 @@ DistinctArgumentOnlineCheck DistinctArgumentRelation::make_check(const Invariant
 
 DistinctArgumentOnlineCheck::DistinctArgumentOnlineCheck(std::string function, std::optional<PreconditionGroup> precondition,
                                                          std::optional<int64_t> steps_kept)
-    : function_(std::move(function)), precondition_(std::move(precondition)), steps_kept_(steps_kept) {}
+    : function_(std::move(function)), name_(function_), precondition_(std::move(precondition)), steps_kept_(steps_kept) {}
 
 OnlineInterest DistinctArgumentOnlineCheck::interest() const {
   OnlineInterest i;
@@ -213,18 +213,19 @@ size_t DistinctArgumentOnlineCheck::kept_calls() const {
 }
 
 void DistinctArgumentOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
-  if (function_.empty() || r.type != RecordType::FunctionPre || r.function != function_) return;
+  if (function_.empty() || r.type != RecordType::FunctionPre || r.function != name_) return;
   const Value* args = r.get(keys().args);
   if (args == nullptr) return;
   const int64_t step = DistinctArgumentRelation::step_of(r);
-  std::vector<Record>& earlier_calls = calls_by_step_[step];
-  for (const Record& earlier : earlier_calls) {
+  std::vector<HeldRecord>& earlier_calls = calls_by_step_[step];
+  for (const HeldRecord& held : earlier_calls) {
+    const Record& earlier = *held;
     if (precondition_ && !precondition_->holds_on(earlier, r)) continue;
     triggered_ = true;
     if (DistinctArgumentRelation::same_arguments(*earlier.get(keys().args), *args, earlier.process_id == r.process_id))
       violations.push_back(OnlineViolation{{r, earlier}});
   }
-  earlier_calls.push_back(r);
+  earlier_calls.emplace_back(r, lasting_records_);
   if (step > newest_step_) {
     newest_step_ = step;
     if (!steps_kept_) return;

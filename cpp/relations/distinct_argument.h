@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "invariant/held_record.h"
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
 
@@ -58,11 +59,12 @@ class DistinctArgumentOnlineCheck final : public OnlineCheck {
 
  private:
   std::string function_;
+  Name name_;  // function_, interned: records are matched by id
   std::optional<PreconditionGroup> precondition_;
   std::optional<int64_t> steps_kept_;
   bool triggered_ = false;
   int64_t newest_step_ = -1;
-  std::map<int64_t, std::vector<Record>> calls_by_step_;
+  std::map<int64_t, std::vector<HeldRecord>> calls_by_step_;
 };
 
 }  // namespace traincheck

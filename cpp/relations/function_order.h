@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "invariant/precondition.h"
+#include "invariant/held_record.h"
 #include "invariant/relation.h"
 
 namespace traincheck {
@@ -60,7 +61,7 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
   struct Thread {
     // The latest call of the opener function (Cover: B, Lead: A): the window it opens is judged at the
     // next call of the opener.
-    std::optional<Record> opener;   // its pre-record: a violation's second record
+    HeldRecord opener;       // its pre-record: a violation's second record
     uint64_t opener_id = 0;  // call_key of its func_call_id
     bool opener_closed = false;
     bool opener_precondition = true;  // Lead: the precondition on the opener's pre-record
@@ -83,9 +84,14 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
 
   FunctionOrder order_;
   std::string opener_fn_, inner_fn_;  // Cover: B, A; Lead: A, B
+  Name opener_name_, inner_name_;     // the same, interned: a record's function is matched by id
   std::optional<PreconditionGroup> precondition_;
   bool triggered_ = false;
   std::map<std::pair<int64_t, int64_t>, Thread> threads_;
+  // The thread of the last record: a thread's calls come in runs (nodes of threads_ never move).
+  std::pair<int64_t, int64_t> last_thread_key_{};
+  Thread* last_thread_ = nullptr;
+  Thread& thread_of(const Record& r);
 };
 
 // An OnlineCheck that runs several (a chain's pairs) and reports all their violations.
@@ -96,6 +102,7 @@ class OnlineCheckChain final : public OnlineCheck {
   bool triggered() const override;
   OnlineInterest interest() const override;
   void on_trace_end(std::vector<OnlineViolation>& violations) override;
+  void feed_lasting_records() override;
 
  private:
   std::vector<std::unique_ptr<OnlineCheck>> checks_;

@@ -26,6 +26,8 @@ FunctionOrderOnlineCheck::FunctionOrderOnlineCheck(FunctionOrder order, std::str
     : order_(order),
       opener_fn_(order == FunctionOrder::Cover ? std::move(second) : std::move(first)),
       inner_fn_(order == FunctionOrder::Cover ? std::move(first) : std::move(second)),
+      opener_name_(opener_fn_),
+      inner_name_(inner_fn_),
       precondition_(std::move(precondition)) {}
 
 OnlineInterest FunctionOrderOnlineCheck::interest() const {
@@ -46,9 +48,9 @@ bool FunctionOrderOnlineCheck::precondition_holds(const Record& pre) const {
 }
 
 void FunctionOrderOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
-  if (!r.is_api() || (r.function != opener_fn_ && r.function != inner_fn_)) return;
-  Thread& thread = threads_[{r.process_id, r.thread_id}];
-  const bool opener = r.function == opener_fn_;
+  if (!r.is_api() || (r.function != opener_name_ && r.function != inner_name_)) return;
+  Thread& thread = thread_of(r);
+  const bool opener = r.function == opener_name_;
   if (r.type == RecordType::FunctionPre) {
     if (opener) on_opener_pre(thread, r, violations);
     else thread.open_inner.insert_or_assign(call_key(r), r.time);
@@ -56,6 +58,15 @@ void FunctionOrderOnlineCheck::on_record(const Record& r, std::vector<OnlineViol
   }
   if (opener) on_opener_return(thread, r);
   else on_inner_return(thread, r);
+}
+
+FunctionOrderOnlineCheck::Thread& FunctionOrderOnlineCheck::thread_of(const Record& r) {
+  const std::pair<int64_t, int64_t> key{r.process_id, r.thread_id};
+  if (last_thread_ == nullptr || key != last_thread_key_) {
+    last_thread_ = &threads_[key];
+    last_thread_key_ = key;
+  }
+  return *last_thread_;
 }
 
 void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::vector<OnlineViolation>& violations) {
@@ -71,7 +82,7 @@ void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::
       violations.push_back(std::move(v));
     }
   }
-  t.opener = pre;
+  t.opener.hold(pre, lasting_records_);
   t.opener_id = call_key(pre);
   t.opener_closed = false;
   if (order_ == FunctionOrder::Lead) t.opener_precondition = precondition_holds(pre);
@@ -119,6 +130,11 @@ void FunctionOrderOnlineCheck::on_trace_end(std::vector<OnlineViolation>& violat
 
 void OnlineCheckChain::on_record(const Record& record, std::vector<OnlineViolation>& violations) {
   for (const std::unique_ptr<OnlineCheck>& c : checks_) c->on_record(record, violations);
+}
+
+void OnlineCheckChain::feed_lasting_records() {
+  OnlineCheck::feed_lasting_records();
+  for (const std::unique_ptr<OnlineCheck>& c : checks_) c->feed_lasting_records();
 }
 
 bool OnlineCheckChain::triggered() const {

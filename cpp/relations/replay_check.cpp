@@ -79,6 +79,9 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
   };
 
   const bool enrich = !context_managers_named(invariant).empty();
+  // The store's records last as long as the check; records given context managers are copies, one
+  // buffer reused.
+  if (!enrich) check.feed_lasting_records();
   Record enriched;
   std::vector<OnlineViolation> found;
   auto take = [&] {

@@ -9,13 +9,24 @@
 // their thread at their time (TraceStore::context_managers_at) when the invariant's precondition names
 // one, as the online checker adds them (check/online/online_context_managers.h).
 //
+// The store's records outlive the check, so it is told so (OnlineCheck::feed_lasting_records) and keeps
+// pointers to the records it holds instead of copies (invariant/held_record.h); records given context
+// managers are copies in one reused buffer, and are copied as online.
+//
 // Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation, and
 // the per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode: call_checks.h).
-// APIContainRelation was tried and kept its own offline check: its online check must see every state
-// record of the child's var type to notice changes, and replaying them once per invariant took 5x the
-// check time and 1.39x the peak RSS on bench/memory_bench's 1M-line trace (55 APIContain invariants);
-// offline it reads the store's per-process var changes inside each parent call and stops at the first
-// match. ConsistencyRelation is not tried yet (cpp/relations/README.md, "Online checks").
+// Two keep an offline driver of their own, over the verdict they share with their online check:
+//   - APIContainRelation was replayed and reverted: its online check must see every state record of the
+//     child's var type to notice changes, and replaying them once per invariant took 5x the check time
+//     and 1.39x the peak RSS on bench/memory_bench's 1M-line trace (55 APIContain invariants); offline it
+//     reads the store's per-process var changes inside each parent call and stops at the first match.
+//   - ConsistencyRelation: the pair verdict (step ends, grouping and counting by precondition, value
+//     comparison) is one, consistency_pairs.h, and both drivers are small. A replay would change the
+//     offline results in two ways the goldens pin: the violations kept are the first 1000 per invariant
+//     in step order, then in the order of the instances in the trace (online: per step, in the order the
+//     second end finished, which a replay could only restore by holding every step's pairs); and a pair's
+//     context-manager fields come from its earlier record offline (the original's enrichment of the
+//     pair), from each record's own live managers online.
 #pragma once
 
 #include "invariant/relation.h"

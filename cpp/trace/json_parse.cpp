@@ -11,6 +11,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/short_text_hash.h"
+
 namespace traincheck {
 
 static_assert(kJsonPadding >= simdjson::SIMDJSON_PADDING, "kJsonPadding must cover simdjson's padding");
@@ -61,22 +63,7 @@ struct JsonParser::Impl {
   simdjson::dom::parser parser;
   struct StringHash {
     using is_transparent = void;
-    // Keys and cached strings are short: 8 bytes at a time, multiply-xorshift (std::hash's murmur was
-    // a tenth of the reader's time).
-    size_t operator()(std::string_view s) const noexcept {
-      uint64_t h = 0x9E3779B97F4A7C15ULL ^ s.size();
-      size_t i = 0;
-      for (; i + 8 <= s.size(); i += 8) {
-        uint64_t w;
-        std::memcpy(&w, s.data() + i, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 29;
-      }
-      uint64_t tail = 0;
-      std::memcpy(&tail, s.data() + i, s.size() - i);
-      h = (h ^ tail) * 0x94D049BB133111EBULL;
-      return static_cast<size_t>(h ^ (h >> 31));
-    }
+    size_t operator()(std::string_view s) const noexcept { return static_cast<size_t>(short_text_hash(s)); }
   };
   // A direct-mapped cache in front of a map: a trace repeats the same few hundred keys and strings, and
   // an array slot compared once costs far less than the map's bucket walk (a third of the reader's time
