@@ -1,7 +1,5 @@
 #include "trace/name.h"
 
-#include <array>
-
 #include "trace/interned_strings.h"
 
 namespace traincheck {
@@ -27,20 +25,16 @@ const std::string& Name::str() const { return names().str(id_); }
 
 Name Name::of(const Value* v) {
   if (v == nullptr || !v->is_string()) return Name();
-  // Per thread, the payloads last named: the reader shares a file's repeated strings, so most records'
-  // names are found here without hashing their text or taking the table's lock. A slot is trusted only
-  // if its text still matches (a freed payload's address may come back holding another string).
-  struct Slot {
-    const void* payload = nullptr;
-    Name name;
-  };
-  thread_local std::array<Slot, 256> recent;
-  const void* payload = v->payload_id();
-  Slot& slot = recent[(reinterpret_cast<uintptr_t>(payload) * 0x9E3779B97F4A7C15ULL) >> 56];
-  const std::string& text = v->as_string();
-  if (slot.payload == payload && slot.name.view() == text) return slot.name;
-  slot = {payload, Name(text)};
-  return slot.name;
+  // The payload keeps its id once any record sharing it was named (the reader shares a file's repeated
+  // strings: a model's 50k parameter names, repeated every step, are hashed and looked up once each, not
+  // once per record).
+  Name name;
+  name.id_ = v->cached_name_id();
+  if (name.id_ == 0) {
+    name = Name(v->as_string());
+    v->cache_name_id(name.id_);
+  }
+  return name;
 }
 
 }  // namespace traincheck

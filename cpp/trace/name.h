@@ -22,7 +22,8 @@ class Name {
   Name() = default;  // the empty name
   explicit Name(std::string_view text);
   // The name a string value holds (the empty name for anything else). Cheap for a value whose payload
-  // was seen recently on this thread, as a file's repeated names are (the reader shares their payloads).
+  // was named before (it keeps its id: Value::cached_name_id), as a file's repeated names are (the
+  // reader shares their payloads).
   static Name of(const Value* v);
 
   std::string_view view() const;

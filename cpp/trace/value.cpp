@@ -28,6 +28,8 @@ Value Value::real(double d) {
 }
 struct Value::StringNode : Node {
   explicit StringNode(std::string s) : text(std::move(s)) {}
+  // Set once, racing writers store the same id (a text's id never changes); in Node's padding.
+  mutable std::atomic<uint32_t> name_id{0};
   const std::string text;
 };
 struct Value::ArrayNode : Node {
@@ -71,6 +73,12 @@ Value Value::object(Object members) {
 }
 
 const std::string& Value::as_string() const { return static_cast<const StringNode*>(node())->text; }
+uint32_t Value::cached_name_id() const {
+  return static_cast<const StringNode*>(node())->name_id.load(std::memory_order_relaxed);
+}
+void Value::cache_name_id(uint32_t id) const {
+  static_cast<const StringNode*>(node())->name_id.store(id, std::memory_order_relaxed);
+}
 const Array& Value::as_array() const { return static_cast<const ArrayNode*>(node())->items; }
 const Object& Value::as_object() const { return static_cast<const ObjectNode*>(node())->members; }
 

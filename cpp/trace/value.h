@@ -98,6 +98,11 @@ class Value {
   bool same_payload(const Value& o) const { return has_node() && o.has_node() && node() == o.node(); }
   // The shared payload's address (strings, arrays, objects), or null for a scalar: equal ids, equal values.
   const void* payload_id() const { return has_node() ? static_cast<const void*>(node()) : nullptr; }
+  // A string's id in the name table (trace/name.h), kept in its shared payload by Name::of so that the
+  // records sharing the payload are named without hashing the text again: 0 until then (and for "").
+  // Strings only.
+  uint32_t cached_name_id() const;
+  void cache_name_id(uint32_t id) const;
 
   // Object member lookup (linear: objects in traces have few keys). nullptr if absent or not an object.
   const Value* find(KeyId key) const;
