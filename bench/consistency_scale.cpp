@@ -10,6 +10,7 @@
 // build's libraries (consistency_scale.py --baseline-libs).
 //
 //   consistency_scale --params N --invariants I [--ranks R] [--steps S] [--shapes K] [--distinct-shapes 1]
+//                     [--by-name 1]
 #include <time.h>
 
 #include <cstdio>
@@ -45,8 +46,11 @@ constexpr const char* kPresent[] = {"thread_id", "attributes.dtype", "attributes
 // identity and cost the same. They differ only in the constant's values, so the checker indexes their
 // step ends once (PairCondition::shape). `distinct_shapes`: each also gets `exist` clauses on the
 // properties of its index's bits (all present, so the verdicts are the same), which gives every
-// invariant a precondition shape of its own: the case where nothing is shared.
-std::vector<Invariant> invariants(int count, bool distinct_shapes) {
+// invariant a precondition shape of its own: the case where nothing is shared. `by_name`: each also
+// pairs only parameters of one name ("consistent var_name"), as the invariant our inference learns from
+// DDP runs does (tests/cpp/data/relation_cases/consistency/ranks_learned): replicas of one parameter,
+// not every same-shaped pair, so a run in sync has no violation.
+std::vector<Invariant> invariants(int count, bool distinct_shapes, bool by_name) {
   const std::string real = test_data::kDdpConsistencyInvariant;
   const std::string before = R"({"type": "consistent", "prop_name": "attributes.ndim")";
   std::vector<Invariant> out;
@@ -57,6 +61,7 @@ std::vector<Invariant> invariants(int count, bool distinct_shapes) {
       if (i & (1 << bit))
         clauses += std::string(R"({"type": "exist", "prop_name": ")") + kPresent[bit] +
                    R"(", "additional_path": "None", "prop_dtype": "int"}, )";
+    if (by_name) clauses += R"({"type": "consistent", "prop_name": "var_name", "additional_path": "None", "prop_dtype": "str"}, )";
     std::string text = real;
     text.insert(text.find(before), clauses);
     out.push_back(invariant_from_json(text));
@@ -107,12 +112,13 @@ int main(int argc, char** argv) {
   const int steps = arg(argc, argv, "--steps", 4);
   const int shapes = arg(argc, argv, "--shapes", 8);
   const bool distinct_shapes = arg(argc, argv, "--distinct-shapes", 0) != 0;
+  const bool by_name = arg(argc, argv, "--by-name", 0) != 0;
   const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
   uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
   {
     OnlineCheckerOptions options;
     options.output_dir = dir;
-    OnlineChecker checker(invariants(count, distinct_shapes), ApiSignatures{}, options);
+    OnlineChecker checker(invariants(count, distinct_shapes, by_name), ApiSignatures{}, options);
     for (int step = 0; step < steps; ++step) {
       const std::string own = step_lines(0, step, params, shapes);
       std::vector<std::string> peers;

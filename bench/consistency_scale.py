@@ -5,7 +5,9 @@ each with a stage clause of its own so that they differ; a model whose layers re
 precondition's groups are large). Those invariants differ only in a constant's values, so the candidate
 indexes their step ends once (PairCondition::shape); one more in-process row gives the most of them
 `exist` clauses that make every precondition's shape distinct (the same verdicts, nothing shared; a
-baseline binary without --distinct-shapes ignores it and runs the plain set):
+baseline binary without --distinct-shapes ignores it and runs the plain set), and two more pair
+parameters by name, as the invariant our inference learns does (--by-name; a baseline binary without it
+runs the plain set, so compare those rows' candidate column only):
 
 - in-process: the recorder's writer-thread CPU per step spent checking (consistency_scale, a C++ driver of
   OnlineChecker as the record sink drives it), in one process ("1 rank": the invariant compares nothing
@@ -153,23 +155,27 @@ def main() -> int:
     for n in sizes:
         step_ms = plain_step_ms(n)
         # The invariants differ only in a constant's values (the candidate indexes their step ends once);
-        # the last row gives the most of them preconditions of distinct shapes, where nothing is shared.
-        for count, distinct in [(c, False) for c in counts] + [(counts[-1], True)]:
-            for ranks in (1, 2, 4) if not distinct else (1,):
+        # then the most of them with preconditions of distinct shapes, where nothing is shared; then the
+        # invariant as our inference learns it (pairs by name: replicas, no violation in sync).
+        variants = [(c, "") for c in counts] + [(counts[-1], "distinct shapes"), (1, "by name"), (counts[-1], "by name")]
+        for count, variant in variants:
+            for ranks in (1,) if variant == "distinct shapes" else (1, 2, 4):
                 row = []
                 for side, binary in (("base", base / "consistency_scale_base"), ("cand", cand / "consistency_scale")):
-                    key = ("inprocess", side, count, ranks, distinct)
+                    key = ("inprocess", side, count, ranks, variant)
                     wall, out = None, ""
                     if key not in timed_out:
                         wall, _, out = run_limited([str(binary), "--params", str(n), "--invariants", str(count), "--ranks",
-                                                    str(ranks), "--steps", "3", "--distinct-shapes", str(int(distinct))],
+                                                    str(ranks), "--steps", "3",
+                                                    "--distinct-shapes", str(int(variant == "distinct shapes")),
+                                                    "--by-name", str(int(variant == "by name"))],
                                                    limit)
                     if wall is None:
                         timed_out.add(key)
                     row.append(None if wall is None else (lambda r: r["own_ms_per_step"] + r["peer_ms_per_step"])(
                         json.loads(out.strip().splitlines()[-1])))
                 share = "n/a" if row[1] is None else f"{100 * row[1] / step_ms:.1f}%"
-                label = f"{count}, distinct shapes" if distinct else str(count)
+                label = f"{count}, {variant}" if variant else str(count)
                 print(f"| {n} | {label} | {ranks} | {step_ms:.0f} | {fmt(row[0], limit)} | {fmt(row[1], limit)} | "
                       f"{ratio(row[0], row[1], limit * 1000)} | {share} |", flush=True)
 
