@@ -15,6 +15,13 @@ uint64_t mix(uint64_t h, uint64_t x) {
   return h ^ (h >> 29);
 }
 
+// splitmix64's finalizer: a bijection, so a 64-bit key's mix is as exact a key as the key itself.
+uint64_t mix_key(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 bool listed(const Clause& c, const Value& v) {
   return std::any_of(c.values.begin(), c.values.end(), [&](const Value& x) { return x == v; });
 }
@@ -101,6 +108,36 @@ bool PairCondition::constants_hold(const std::vector<const Value*>& projection) 
   return true;
 }
 
+void PositionTable::reserve(size_t entries) {
+  size_t slots = 64;
+  while (slots < 2 * entries) slots *= 2;
+  if (slots > slots_.size()) grow(slots);
+}
+
+void PositionTable::grow(size_t slots) {
+  std::vector<Slot> old(slots);
+  old.swap(slots_);
+  const size_t wrap = slots_.size() - 1;
+  for (const Slot& s : old)
+    if (s.value != kNone)
+      for (size_t i = s.hash & wrap;; i = (i + 1) & wrap)
+        if (slots_[i].value == kNone) {
+          slots_[i] = s;
+          break;
+        }
+}
+
+void PositionTable::insert(uint64_t hash, uint32_t value) {
+  if (2 * (used_ + 1) > slots_.size()) grow(std::max<size_t>(64, 2 * slots_.size()));
+  const size_t wrap = slots_.size() - 1;
+  for (size_t i = hash & wrap;; i = (i + 1) & wrap)
+    if (slots_[i].value == kNone) {
+      slots_[i] = Slot{hash, value};
+      ++used_;
+      return;
+    }
+}
+
 bool StepEndIndex::project(const PairEnd& x, std::vector<const Value*>& out) const {
   if (!condition_->groupable()) {
     out.clear();
@@ -129,12 +166,16 @@ bool StepEndIndex::same_projection(uint32_t pos, const std::vector<const Value*>
   return value == nullptr || *ends_[pos].value == *value;
 }
 
-uint32_t StepEndIndex::find_group(const std::vector<const Value*>& p) const {
+uint32_t StepEndIndex::find_group(const std::vector<const Value*>& p) {
   if (!condition_->groupable()) return groups_.empty() ? kNone : 0;
-  auto [lo, hi] = groups_by_key_.equal_range(projection_hash(p, nullptr, 0));
-  for (auto it = lo; it != hi; ++it)
-    if (same_projection(groups_[it->second].members.front(), p, nullptr, 0)) return it->second;
-  return kNone;
+  const uint32_t* g = groups_by_key_.find(projection_hash(p, nullptr, 0),
+                                          [&](uint32_t group) { return same_projection(groups_[group].first, p, nullptr, 0); });
+  return g ? *g : kNone;
+}
+
+const Value* StepEndIndex::unequal_of(uint32_t pos, size_t j) const {
+  const size_t nk = condition_->key_size(), width = nk + condition_->unequal_size();
+  return projections_[static_cast<size_t>(pos) * width + nk + j];
 }
 
 size_t StepEndIndex::slot_of(uint64_t hash, const std::vector<const Value*>& p, const Value* value, uint32_t mask) const {
@@ -184,6 +225,7 @@ void StepEndIndex::reserve(size_t ends) {
   present_.reserve(ends);
   previous_of_instance_.reserve(ends);
   group_of_.reserve(ends);
+  next_in_group_.reserve(ends);
   projections_.reserve(ends * (condition_->key_size() + condition_->unequal_size()));
   last_of_instance_.reserve(ends);
 }
@@ -192,9 +234,14 @@ uint32_t StepEndIndex::add(const PairEnd& end) {
   const auto pos = static_cast<uint32_t>(ends_.size());
   ends_.push_back(end);
   present_.push_back(true);
-  auto [last, first_end] = last_of_instance_.try_emplace(end.instance, pos);
-  previous_of_instance_.push_back(first_end ? kNone : last->second);
-  last->second = pos;
+  const uint64_t instance = mix_key(end.instance);
+  if (uint32_t* last = last_of_instance_.find(instance, [](uint32_t) { return true; })) {
+    previous_of_instance_.push_back(*last);
+    *last = pos;
+  } else {
+    previous_of_instance_.push_back(kNone);
+    last_of_instance_.insert(instance, pos);
+  }
   std::vector<const Value*>& p = add_scratch_;
   uint32_t g = kNone;
   if (project(end, p)) {
@@ -202,25 +249,26 @@ uint32_t StepEndIndex::add(const PairEnd& end) {
     if (g == kNone) {
       g = static_cast<uint32_t>(groups_.size());
       groups_.emplace_back();
-      if (condition_->groupable()) groups_by_key_.emplace(projection_hash(p, nullptr, 0), g);
+      if (condition_->groupable()) groups_by_key_.insert(projection_hash(p, nullptr, 0), g);
     }
   }
   const size_t width = condition_->key_size() + condition_->unequal_size();
-  if (g == kNone) p.assign(width, nullptr);
+  // Projections are read for groupable conditions only; the others keep the layout (one per end).
+  if (g == kNone || !condition_->groupable()) p.assign(width, nullptr);
   projections_.insert(projections_.end(), p.begin(), p.end());
   group_of_.push_back(g);
+  next_in_group_.push_back(kNone);
   if (g == kNone) return pos;
   Group& group = groups_[g];
-  const size_t nk = condition_->key_size();
-  for (size_t j = 0; j < condition_->unequal_size(); ++j) {
-    if (group.members.empty()) {
-      group.first_unequal.push_back(p[nk + j]);
-      group.uniform.push_back(true);
-    } else if (group.uniform[j] && !(*p[nk + j] == *group.first_unequal[j])) {
-      group.uniform[j] = false;
-    }
+  if (group.first == kNone) {
+    group.first = pos;
+  } else {
+    const size_t nk = condition_->key_size();
+    for (size_t j = 0; condition_->groupable() && j < condition_->unequal_size(); ++j)
+      if ((group.uniform >> j & 1u) && !(*p[nk + j] == *unequal_of(group.first, j))) group.uniform &= ~(1u << j);
+    next_in_group_[group.last] = pos;
   }
-  group.members.push_back(pos);
+  group.last = pos;
   ++group.present;
   group.has_double = group.has_double || end.value->is_double();
   if (group.counted) count(pos, +1);
@@ -256,8 +304,9 @@ uint32_t StepEndIndex::candidate_group(const PairEnd& x) {
   if (g == kNone) return kNone;
   const Group& group = groups_[g];
   const size_t nk = condition_->key_size();
-  for (size_t j = 0; j < group.uniform.size(); ++j)
-    if (group.uniform[j] && *scratch_[nk + j] == *group.first_unequal[j]) return kNone;
+  if (condition_->groupable())
+    for (size_t j = 0; j < condition_->unequal_size(); ++j)
+      if ((group.uniform >> j & 1u) && *scratch_[nk + j] == *unequal_of(group.first, j)) return kNone;
   return g;
 }
 
@@ -270,11 +319,11 @@ PairTally StepEndIndex::tally(const PairEnd& x) {
                         (group.counted || group.present >= kCountedGroupSize);
   if (by_count && !group.counted) {  // first needed now: built once, then kept up by add and remove
     group.counted = true;
-    for (uint32_t m : group.members)
+    for (uint32_t m = group.first; m != kNone; m = next_in_group_[m])
       if (present_[m]) count(m, +1);
   }
   if (!by_count) {
-    for (uint32_t pos : group.members)
+    for (uint32_t pos = group.first; pos != kNone; pos = next_in_group_[pos])
       if (pairs_with(x, pos)) {
         ++t.triggered;
         if (!ConsistencyRelation::close_values(*x.value, *ends_[pos].value)) ++t.violations;
@@ -290,8 +339,8 @@ PairTally StepEndIndex::tally(const PairEnd& x) {
     equal_pairs += sign * static_cast<int64_t>(counted(scratch_, x.value, mask, !x.peer));
   }
   // The counts include x's own instance's ends, which never pair with x.
-  if (auto own = last_of_instance_.find(x.instance); own != last_of_instance_.end())
-    for (uint32_t pos = own->second; pos != kNone; pos = previous_of_instance_[pos])
+  if (const uint32_t* own = last_of_instance_.find(mix_key(x.instance), [](uint32_t) { return true; }))
+    for (uint32_t pos = *own; pos != kNone; pos = previous_of_instance_[pos])
       if (present_[pos] && group_of_[pos] == g && !(x.peer && ends_[pos].peer) && admitted(x, scratch_, pos)) {
         --admitted_pairs;
         if (*ends_[pos].value == *x.value) --equal_pairs;
@@ -306,7 +355,7 @@ size_t StepEndIndex::violations(const PairEnd& x, size_t limit, const std::funct
   if (limit == 0) return 0;
   const uint32_t g = candidate_group(x);
   if (g == kNone) return 0;
-  for (uint32_t pos : groups_[g].members) {
+  for (uint32_t pos = groups_[g].first; pos != kNone; pos = next_in_group_[pos]) {
     if (!pairs_with(x, pos) || ConsistencyRelation::close_values(*x.value, *ends_[pos].value)) continue;
     f(pos);
     if (++n == limit) break;

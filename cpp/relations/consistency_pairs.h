@@ -99,6 +99,39 @@ struct PairTally {
   uint64_t violations = 0;  // ... whose values differ
 };
 
+// Positions (uint32) found by a 64-bit hash: open addressing, linear probing, never erased, at most half
+// full. A step's index creates a group per key and follows an instance per end; with pairs by name (the
+// DDP invariant as inference learns it) groups hold two ends, and a node-based map per group and per
+// instance cost more than the judging (bench/README.md, consistency_scale).
+class PositionTable {
+ public:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  void reserve(size_t entries);
+  // The value stored under `hash` that `same(value)` accepts (a key that is the hash itself: any), or
+  // nullptr.
+  template <class Same>
+  uint32_t* find(uint64_t hash, Same&& same) {
+    if (slots_.empty()) return nullptr;
+    const size_t wrap = slots_.size() - 1;
+    for (size_t i = hash & wrap;; i = (i + 1) & wrap) {
+      Slot& s = slots_[i];
+      if (s.value == kNone) return nullptr;
+      if (s.hash == hash && same(s.value)) return &s.value;
+    }
+  }
+  // Stores `value` under `hash` (the caller found none for its key).
+  void insert(uint64_t hash, uint32_t value);
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t value = kNone;  // kNone: free
+  };
+  void grow(size_t slots);
+  std::vector<Slot> slots_;  // size 0 or a power of two
+  size_t used_ = 0;
+};
+
 // The ends of one side at one step, in the order added (positions 0, 1, ...).
 class StepEndIndex {
  public:
@@ -125,17 +158,16 @@ class StepEndIndex {
   size_t violations(const PairEnd& x, size_t limit, const std::function<void(uint32_t)>& f);
 
  private:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  static constexpr uint32_t kNone = PositionTable::kNone;
+  // The ends of one key, as a list through next_in_group_ (positions ascending): no allocation per group.
   struct Group {
-    std::vector<uint32_t> members;  // positions, ascending
+    uint32_t first = kNone, last = kNone;
     uint32_t present = 0;
+    // Per unequal property (bit j): whether every member added has the first member's value. An end
+    // with that value pairs with none of them (one process's own ends under "unequal process_id").
+    uint32_t uniform = ~0u;
     bool has_double = false;
     bool counted = false;
-    // Per unequal property: the first member's value, and whether every member added since has it too.
-    // An end with that value pairs with none of them (one process's own ends under "unequal
-    // process_id": in-process checking of one rank costs no counting at all).
-    std::vector<const Value*> first_unequal;
-    std::vector<bool> uniform;
   };
   // The group of x (whose projection is in scratch_), or kNone when x pairs with nothing in it for sure.
   uint32_t candidate_group(const PairEnd& x);
@@ -152,9 +184,11 @@ class StepEndIndex {
   size_t slot_of(uint64_t hash, const std::vector<const Value*>& projection, const Value* value, uint32_t mask) const;
   // x's key and unequal values (scratch), or false when no pair with x holds.
   bool project(const PairEnd& x, std::vector<const Value*>& out) const;
-  uint32_t find_group(const std::vector<const Value*>& projection) const;
+  uint32_t find_group(const std::vector<const Value*>& projection);
   uint64_t projection_hash(const std::vector<const Value*>& projection, const Value* value, uint32_t mask) const;
   bool same_projection(uint32_t position, const std::vector<const Value*>& projection, const Value* value, uint32_t mask) const;
+  // The unequal property j's value of the end at `position`.
+  const Value* unequal_of(uint32_t position, size_t j) const;
   void count(uint32_t position, int delta);
   uint64_t counted(const std::vector<const Value*>& projection, const Value* value, uint32_t mask, bool peers_too) const;
   // Whether the pair (x, the end at `position`) is admitted, given both are in one group.
@@ -165,14 +199,15 @@ class StepEndIndex {
   std::vector<PairEnd> ends_;
   std::vector<const Value*> projections_;  // per end: key_size() + unequal_size() values (groupable)
   std::vector<uint32_t> group_of_;         // per end: its group, kNone when not admitted
+  std::vector<uint32_t> next_in_group_;    // per end: the next member of its group, kNone for the last
   std::vector<bool> present_;
   std::vector<Group> groups_;
-  std::unordered_multimap<uint64_t, uint32_t> groups_by_key_;
-  std::vector<Count> counts_;  // projections of counted groups' ends; size 0 or a power of two
+  PositionTable groups_by_key_;  // key projection hash -> group
+  std::vector<Count> counts_;    // projections of counted groups' ends; size 0 or a power of two
   size_t counts_used_ = 0;
   // Per instance its last end, and per end the previous one of its instance (usually none: one end per
   // instance and step), so that the ends an end never pairs with are found without a list per instance.
-  std::unordered_map<uint64_t, uint32_t> last_of_instance_;
+  PositionTable last_of_instance_;  // instance (its own hash) -> position
   std::vector<uint32_t> previous_of_instance_;
   std::vector<const Value*> scratch_;        // the projection of the end being judged
   std::vector<const Value*> count_scratch_;  // count()'s
