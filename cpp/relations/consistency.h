@@ -156,6 +156,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::vector<std::optional<StepEndIndex>> index;  // per SharedIndex; empty while asleep
     std::vector<uint64_t> written;  // side 0 only, per member: violations of this step written so far
     UniformValues uniform;          // side 0 only, per guard: over both sides' ends of the step
+    uint64_t local_ends = 0;        // side 0 only: this process's ends of the step, both sides
   };
 
   Instance& instance_of(const Record& r);
@@ -169,9 +170,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
                     uint64_t violating, uint32_t member, uint64_t& written,
                     std::vector<OnlineViolation>& violations) const;
   StepEnds& ended_at(int side, int64_t step);
-  // Whether a shared index admits no pair of the step yet: some property its pairs must differ on has
-  // one value over all the step's ends so far (`uniform`: the step's, side 0's StepEnds).
-  bool asleep(const SharedIndex& shared, const UniformValues& uniform) const;
+  // Whether a shared index admits no pair of the step yet (`step`: side 0's StepEnds of the step): the
+  // step has no end of this process (two peers' ends never pair), or some property its pairs must
+  // differ on has one value over all the step's ends so far.
+  bool asleep(const SharedIndex& shared, const StepEnds& step) const;
   // The step's index `i` on one side, built from the step's ends there on first use.
   StepEndIndex& index_of(int side, int64_t step, StepEnds& ends, size_t i);
   static PairEnd pair_end(const End& end);

@@ -18,9 +18,11 @@
 //
 // An index of a step is built only once the step has ends it could pair (StepEnds, UniformValues in
 // consistency_pairs.h): a precondition that requires a pair to differ on a property admits no pair while
-// every end holds one value of it. In-process on one rank, the DDP invariant's "unequal process_id" keeps
-// every index asleep until a peer's end arrives: then it is built from the step's ends so far, and the
-// verdicts are the same as if it had been kept up all along.
+// every end holds one value of it, and two peers' ends never pair. In-process on one rank, the DDP
+// invariant's "unequal process_id" keeps every index asleep until a peer's end arrives; peers' ends that
+// arrive before this process's own (they are final at once, ours at the next step's first record) are
+// kept without an index until then. The index is built from the step's ends so far, and the verdicts
+// are the same as if it had been kept up all along.
 //
 // State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
 // instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks),
@@ -136,8 +138,9 @@ void ConsistencyOnlineCheck::share_indexes() {
   }
 }
 
-bool ConsistencyOnlineCheck::asleep(const SharedIndex& shared, const UniformValues& uniform) const {
-  return std::any_of(shared.guards.begin(), shared.guards.end(), [&](uint32_t g) { return uniform.uniform(g); });
+bool ConsistencyOnlineCheck::asleep(const SharedIndex& shared, const StepEnds& step) const {
+  return step.local_ends == 0 ||
+         std::any_of(shared.guards.begin(), shared.guards.end(), [&](uint32_t g) { return step.uniform.uniform(g); });
 }
 
 StepEndIndex& ConsistencyOnlineCheck::index_of(int side, int64_t step, StepEnds& ends, size_t i) {
@@ -236,11 +239,12 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   const PairEnd mine = pair_end(done);
   StepEnds& step = ended_at(0, done.step);  // holds the written counts and the guards
   for (size_t g = 0; g < guards_.size(); ++g) step.uniform.note(g, PairCondition::unequal_value(*guards_[g], done.record));
+  if (!inst.peer) ++step.local_ends;
   if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end()) {
     StepEnds& others = it->second;
     for (size_t i = 0; i < indexes_.size(); ++i) {
       const SharedIndex& shared = indexes_[i];
-      if (asleep(shared, step.uniform)) continue;  // no pair of this step admitted yet, mine's included
+      if (asleep(shared, step)) continue;  // no pair of this step admitted yet, mine's included
       // A shared index's group of `mine` holds only ends with mine's constants' values, so a member that
       // admits mine's values admits every pair of it: one tally for all of them.
       if (shared.relaxed && !shared.condition->admits(*mine.record, projection_)) continue;
@@ -259,7 +263,7 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   StepEnds& mine_ended = ended_at(side, done.step);
   std::vector<StepEndIndex*> awake;  // built before `done` is kept, which each then adds
   for (size_t i = 0; i < indexes_.size(); ++i)
-    if (!asleep(indexes_[i], step.uniform)) awake.push_back(&index_of(side, done.step, mine_ended, i));
+    if (!asleep(indexes_[i], step)) awake.push_back(&index_of(side, done.step, mine_ended, i));
   mine_ended.ends.push_back(std::move(done));
   const PairEnd kept = pair_end(mine_ended.ends.back());
   for (StepEndIndex* index : awake) index->add(kept);

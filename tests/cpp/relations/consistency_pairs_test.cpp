@@ -333,4 +333,23 @@ TEST(ConsistencyPairs, AStepIsIndexedOnlyOnceItHasEndsThatCouldPair) {
   uint64_t violations = 0;
   for (const OnlineViolation& v : found) violations += v.records.empty() ? v.unwritten : 1;
   EXPECT_EQ(violations, static_cast<uint64_t>(params / 4 - 1));
+
+  // Two peers' ends of step 3 arrive before this process's own step 3 has ended (a peer's end is final
+  // at once, ours at our next step's first record): two peers never pair, so they are kept without an
+  // index, which this process's ends then build. Parameter 5 (nbytes 16) of each peer pairs with this
+  // process's 10 ends of nbytes 16 at step 3.
+  const size_t built = check.built_indexes();
+  found.clear();
+  for (int rank : {1, 2})
+    for (int step : {2, 3})
+      for (const Record& r : read_trace_text("peer", line(rank, step, 5, 1000 * step + 5)).records) check.on_peer_step_end(r, found);
+  EXPECT_EQ(check.built_indexes(), built);
+  EXPECT_TRUE(found.empty());
+  std::string next;
+  for (int p = 0; p < params; ++p) next += line(0, 4, p, 4000 + p);
+  for (const Record& r : read_trace_text("own", next).records) check.on_record(r, found);
+  EXPECT_GT(check.built_indexes(), built);
+  violations = 0;
+  for (const OnlineViolation& v : found) violations += v.records.empty() ? v.unwritten : 1;
+  EXPECT_EQ(violations, static_cast<uint64_t>(2 * (params / 4 - 1)));
 }
