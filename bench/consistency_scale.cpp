@@ -2,9 +2,9 @@
 //
 // One process's writer-thread work per training step, as the record sink does it: the step's parameter
 // state lines go through OnlineChecker::add_lines and end_batch (one writer pass per step), and, with
-// --ranks R > 1, the other ranks' step ends through check_peer_step_end (parsed here, as the cross-rank
-// exchange parses them on the writer thread). Prints one JSON line: thread CPU per step (the first step,
-// which only starts the parameters' histories, left out).
+// --ranks R > 1, the other ranks' step ends through check_peer_step_end (parsed here with one parser
+// kept for the run, as the cross-rank exchange parses them on the writer thread). Prints one JSON line:
+// thread CPU per step (the first step, which only starts the parameters' histories, left out).
 //
 // Only APIs the code before the grouping change already had, so the same file links against a baseline
 // build's libraries (consistency_scale.py --baseline-libs).
@@ -25,6 +25,7 @@
 #include "check/online/online_checker.h"
 #include "invariant/invariant.h"
 #include "relations/ddp_invariant.h"
+#include "trace/json_parse.h"
 #include "trace/trace_reader.h"
 
 using namespace traincheck;
@@ -119,6 +120,10 @@ int main(int argc, char** argv) {
     OnlineCheckerOptions options;
     options.output_dir = dir;
     OnlineChecker checker(invariants(count, distinct_shapes, by_name), ApiSignatures{}, options);
+    // Peers' summaries are parsed line by line with one parser kept for the run, as the cross-rank
+    // exchange does (its string caches then hold the model's names from the second step on).
+    JsonParser peer_parser;
+    std::string padded, error;
     for (int step = 0; step < steps; ++step) {
       const std::string own = step_lines(0, step, params, shapes);
       std::vector<std::string> peers;
@@ -127,8 +132,24 @@ int main(int argc, char** argv) {
       checker.add_lines("trace_VAR_100_7.log", own);
       checker.end_batch();
       const uint64_t t1 = thread_cpu_ns();
-      for (const std::string& text : peers)
-        for (const Record& r : read_trace_text("peer", text).records) checker.check_peer_step_end(r);
+      for (const std::string& text : peers) {
+        std::vector<Record> records;
+        size_t pos = 0;
+        while (pos < text.size()) {
+          const size_t eol = text.find('\n', pos);
+          padded.assign(text, pos, eol - pos);
+          pos = eol + 1;
+          const size_t len = padded.size();
+          padded.append(kJsonPadding, '\0');
+          Record r;
+          if (!parse_trace_line(peer_parser, padded.data(), len, r, error)) {
+            std::fprintf(stderr, "bad peer line: %s\n", error.c_str());
+            return 1;
+          }
+          records.push_back(std::move(r));
+        }
+        for (const Record& r : records) checker.check_peer_step_end(r);
+      }
       const uint64_t t2 = thread_cpu_ns();
       if (step > 0) {
         checked_ns += t1 - t0;
