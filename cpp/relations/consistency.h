@@ -188,6 +188,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::vector<SharedIndex> indexes_;
   std::vector<const Clause*> guards_;  // the distinct unequal properties of the groupable indexes
   std::vector<const Value*> projection_;  // finish_step's: the finished end's under a shared index
+  std::vector<StepEndIndex*> awake_;      // finish_step's: the indexes the finished end joins
   std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();

@@ -261,12 +261,12 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
     }
   }
   StepEnds& mine_ended = ended_at(side, done.step);
-  std::vector<StepEndIndex*> awake;  // built before `done` is kept, which each then adds
+  awake_.clear();  // built before `done` is kept, which each then adds
   for (size_t i = 0; i < indexes_.size(); ++i)
-    if (!asleep(indexes_[i], step)) awake.push_back(&index_of(side, done.step, mine_ended, i));
+    if (!asleep(indexes_[i], step)) awake_.push_back(&index_of(side, done.step, mine_ended, i));
   mine_ended.ends.push_back(std::move(done));
   const PairEnd kept = pair_end(mine_ended.ends.back());
-  for (StepEndIndex* index : awake) index->add(kept);
+  for (StepEndIndex* index : awake_) index->add(kept);
 }
 
 void ConsistencyOnlineCheck::report_pairs(const Instance& inst, int side, const End& done, StepEndIndex& index,
