@@ -32,9 +32,9 @@
 // finished; the rest are counted.
 //
 // Differs from the offline check: the last step of each instance never ends while training runs, so its
-// pairs are compared offline only (tests/cpp/relations/consistency_test.cpp checks exactly this
-// difference, and that lagging ranks get the same verdicts). Context managers come with the records
-// (OnlineChecker: check/online/online_context_managers.h).
+// pairs are compared offline only (the relation cases consistency/three_ranks_online_as_offline and
+// lagging_ranks show exactly this difference, and that lagging ranks get the same verdicts). Context
+// managers come with the records (OnlineChecker: check/online/online_context_managers.h).
 //
 // Cross-rank, in-process: the checker of one DDP rank sees its own records, plus the step ends other
 // ranks publish through the job's store (check/online/cross_rank_exchange.h), given to on_peer_step_end. A
