@@ -27,6 +27,8 @@ not. Sharded (DTensor) parameters are digested on this rank's shard, and named a
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from traincheck.meta_vars import get_meta_vars
@@ -37,7 +39,7 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 
 class _Entry:
-    __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest")
+    __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest", "grad_ref")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None):
         self.name_id = name_id
@@ -47,6 +49,18 @@ class _Entry:
         self.signature = None  # (data signal, grad signal) when last written
         self.data_digest = None
         self.grad_digest = None
+        # The gradient tensor last digested, weakly: a new gradient (zero_grad(set_to_none=True), then
+        # backward) can get the freed one's id, data address and version, so only the object itself tells
+        # them apart; a weak reference neither keeps the old gradient's memory nor lets its id be reused
+        # while it is alive.
+        self.grad_ref = None
+
+    def same_grad(self) -> bool:
+        """Whether the parameter's gradient is the tensor last digested (both None included)."""
+        g = self.param.grad
+        if self.grad_ref is None:
+            return g is None
+        return g is not None and self.grad_ref() is g  # a dead reference is no tensor, not None's twin
 
 
 def mutates_parameters(api_name: str) -> bool:
@@ -168,7 +182,7 @@ class ModelTracker:
             changed = []
             for e in entries:
                 sig = _signature(e.param)
-                if sig != e.signature:
+                if sig != e.signature or not e.same_grad():
                     changed.append((e, sig))
             self._refresh_digests(changed)
             written = [e for e, _ in changed] if only_changed else entries
@@ -196,8 +210,10 @@ class ModelTracker:
             g = e.param.grad
             if g is None:
                 e.grad_digest = None
-            elif sig[1] != old[1]:
+                e.grad_ref = None
+            elif sig[1] != old[1] or not e.same_grad():
                 tensors.append(shards.local(g))
                 slots.append((e, "grad_digest"))
+                e.grad_ref = weakref.ref(g)
         for (e, attr), value in zip(slots, self.digester.digests(tensors)):
             setattr(e, attr, value)

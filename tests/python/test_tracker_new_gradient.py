@@ -1,0 +1,59 @@
+"""A new gradient tensor is always seen as a change, even when it gets the freed one's id, data address and
+version (the tracker's cheap signature): Lightning's optimizer closure sets the gradient to None and backward
+makes a new one inside Adam.step; when the allocator and Python handed the new one the old one's address and
+id, the tracker kept the old digest, and "Adam.step changes the gradient" failed on a correct run (seen once
+in CI, under load)."""
+
+import torch
+
+from traincheck.tracking import tracker as tracker_module
+from traincheck.tracking.tracker import ModelTracker
+
+
+class RecordingCore:
+    """The recorder calls ModelTracker makes, kept: the digests written per variable name."""
+
+    def __init__(self):
+        self.names: dict[str, int] = {}
+        self.grad_digests: list[tuple[int, object]] = []
+
+    def intern(self, text):
+        return self.names.setdefault(text, len(self.names) + 1)
+
+    def is_recording(self):
+        return True
+
+    def set_inside_recorder(self, value):
+        return False
+
+    def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc):
+        self.grad_digests.extend(zip(name_ids, grad_digests))
+
+
+def test_a_new_gradient_with_the_old_ones_signature_is_digested_again(monkeypatch):
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    w = torch.nn.Parameter(torch.ones(4))
+    w.grad = torch.full((4,), 1.0)
+    tracker.track(w, "w")
+    first = core.grad_digests[-1][1]
+    assert first is not None
+
+    # The cheap signature cannot tell the new gradient from the old one (same id, address and version,
+    # as when the allocator and Python reuse them): it is pinned to the old one's here.
+    pinned = tracker_module._signature(w)
+    monkeypatch.setattr(tracker_module, "_signature", lambda p: pinned)
+    w.grad = torch.full((4,), 2.0)
+    core.grad_digests.clear()
+    tracker.around_api("torch.optim.adam.Adam.step", "post")
+    assert [d for _, d in core.grad_digests] and core.grad_digests[-1][1] not in (None, first)
+
+    # The same gradient again: nothing changed, nothing written.
+    core.grad_digests.clear()
+    tracker.around_api("torch.optim.adam.Adam.step", "post")
+    assert core.grad_digests == []
+
+    # Set to None: written as None.
+    w.grad = None
+    tracker.around_api("torch.optim.optimizer.Optimizer.zero_grad", "post")
+    assert core.grad_digests[-1][1] is None
