@@ -77,16 +77,66 @@ struct JsonParser::Impl {
       bool used = false;
     };
     std::vector<Slot> slots = std::vector<Slot>(kSlots);
-    Slot& slot(std::string_view text) { return slots[StringHash{}(text) & (kSlots - 1)]; }
-    const V* find(std::string_view text) {
-      Slot& s = slot(text);
+    Slot& slot(uint64_t hash) { return slots[hash & (kSlots - 1)]; }
+    const V* find(std::string_view text, uint64_t hash) {
+      Slot& s = slot(hash);
       return s.used && s.text == text ? &s.value : nullptr;
     }
-    void put(std::string_view text, const V& value) {
-      Slot& s = slot(text);
+    const V* find(std::string_view text) { return find(text, short_text_hash(text)); }
+    void put(std::string_view text, uint64_t hash, const V& value) {
+      Slot& s = slot(hash);
       s.text.assign(text);
       s.value = value;
       s.used = true;
+    }
+    void put(std::string_view text, const V& value) { put(text, short_text_hash(text), value); }
+  };
+  // Every string value seen (up to kMaxStrings, then forgotten all at once), one shared payload each,
+  // found by hash: open addressing over (hash, value), the text read from the payload. A model's tens
+  // of thousands of parameter names miss the recent cache in turn; a node-based map cost a bucket walk
+  // and a node per name on each of them.
+  struct StringTable {
+    static constexpr size_t kMaxStrings = 200000;
+    struct Slot {
+      uint64_t hash = 0;
+      Value value;  // not a string: the slot is free
+    };
+    std::vector<Slot> slots;  // size 0 or a power of two, at most half full
+    size_t used = 0;
+    const Value* find(std::string_view text, uint64_t hash) const {
+      if (slots.empty()) return nullptr;
+      const size_t wrap = slots.size() - 1;
+      for (size_t i = hash & wrap;; i = (i + 1) & wrap) {
+        const Slot& s = slots[i];
+        if (!s.value.is_string()) return nullptr;
+        if (s.hash == hash && s.value.as_string() == text) return &s.value;
+      }
+    }
+    const Value& insert(std::string_view text, uint64_t hash) {
+      if (used >= kMaxStrings) {  // bound memory on traces with many unique strings
+        slots.clear();
+        used = 0;
+      }
+      if (2 * (used + 1) > slots.size()) grow(std::max<size_t>(1024, 2 * slots.size()));
+      const size_t wrap = slots.size() - 1;
+      for (size_t i = hash & wrap;; i = (i + 1) & wrap)
+        if (!slots[i].value.is_string()) {
+          slots[i] = Slot{hash, Value::string(std::string(text))};
+          ++used;
+          return slots[i].value;
+        }
+    }
+    void grow(size_t size) {
+      std::vector<Slot> old(size);
+      old.swap(slots);
+      const size_t wrap = slots.size() - 1;
+      for (Slot& s : old)
+        if (s.value.is_string())
+          for (size_t i = s.hash & wrap;; i = (i + 1) & wrap)
+            if (!slots[i].value.is_string()) {
+              slots[i] = std::move(s);
+              break;
+            }
     }
   };
   RecentTexts<KeyId> recent_keys;
@@ -95,7 +145,7 @@ struct JsonParser::Impl {
   const WellKnownKeys& known_keys = keys();
   std::unordered_map<std::string, KeyId, StringHash, std::equal_to<>> raw_keys;
   std::unordered_map<uint64_t, KeyId> flat_keys;         // (prefix id, raw id) -> flattened id
-  std::unordered_map<std::string, Value, StringHash, std::equal_to<>> strings;
+  StringTable strings;
   std::string rewritten;
   bool sentinels = false;  // the current line had non-finite literals rewritten
 
@@ -148,14 +198,12 @@ struct JsonParser::Impl {
       if (s == kNegInfToken) return Value::real(-std::numeric_limits<double>::infinity());
     }
     if (!cache || s.size() > 96) return Value::string(std::string(s));
-    if (const Value* recent = recent_strings.find(s)) return *recent;
-    auto it = strings.find(s);
-    if (it == strings.end()) {
-      if (strings.size() > 200000) strings.clear();  // bound memory on traces with many unique strings
-      it = strings.emplace(std::string(s), Value::string(std::string(s))).first;
-    }
-    recent_strings.put(s, it->second);
-    return it->second;
+    const uint64_t hash = short_text_hash(s);
+    if (const Value* recent = recent_strings.find(s, hash)) return *recent;
+    const Value* known = strings.find(s, hash);
+    const Value& value = known ? *known : strings.insert(s, hash);
+    recent_strings.put(s, hash, value);
+    return value;
   }
 
   // Small arrays and objects repeat across records ({"0": {"torch.optim.adam.Adam": {}}}, [16, 16],
