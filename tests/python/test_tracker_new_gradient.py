@@ -1,8 +1,8 @@
 """A new gradient tensor is always seen as a change, even when it gets the freed one's id, data address and
-version (the tracker's cheap signature): Lightning's optimizer closure sets the gradient to None and backward
-makes a new one inside Adam.step; when the allocator and Python handed the new one the old one's address and
-id, the tracker kept the old digest, and "Adam.step changes the gradient" failed on a correct run (seen once
-in CI, under load)."""
+version (what the tracker's signature once held): Lightning's optimizer closure sets the gradient to None
+and backward makes a new one inside Adam.step; when the allocator and Python handed the new one the old
+one's address and id, the tracker kept the old digest, and "Adam.step changes the gradient" failed on a
+correct run (seen once in CI, under load)."""
 
 import torch
 
@@ -41,8 +41,8 @@ def test_a_new_gradient_with_the_old_ones_signature_is_digested_again(monkeypatc
 
     # The cheap signature cannot tell the new gradient from the old one (same id, address and version,
     # as when the allocator and Python reuse them): it is pinned to the old one's here.
-    pinned = tracker_module._signature(w)
-    monkeypatch.setattr(tracker_module, "_signature", lambda p: pinned)
+    pinned = tracker_module._signature(w, w.grad)
+    monkeypatch.setattr(tracker_module, "_signature", lambda p, g: pinned)
     w.grad = torch.full((4,), 2.0)
     core.grad_digests.clear()
     tracker.around_api("torch.optim.adam.Adam.step", "post")

@@ -55,9 +55,8 @@ class _Entry:
         # while it is alive.
         self.grad_ref = None
 
-    def same_grad(self) -> bool:
-        """Whether the parameter's gradient is the tensor last digested (both None included)."""
-        g = self.param.grad
+    def holds_grad(self, g) -> bool:
+        """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
         if self.grad_ref is None:
             return g is None
         return g is not None and self.grad_ref() is g  # a dead reference is no tensor, not None's twin
@@ -80,12 +79,13 @@ def _data_address(t: torch.Tensor) -> int:
     return t.data_ptr()
 
 
-def _signature(p: torch.Tensor) -> tuple:
+def _signature(p: torch.Tensor, g: torch.Tensor | None) -> tuple:
+    """What changes when `p` or its gradient `g` is written in place. Which gradient tensor it is, the
+    entry tells (_Entry.holds_grad): an id can come back for a new tensor."""
     # A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
     # on the tensor itself, storage pointers on the shard.
-    g = p.grad
     data = (p._version, _data_address(shards.local(p)))
-    return (data, None if g is None else (id(g), g._version, _data_address(shards.local(g))))
+    return (data, None if g is None else (g._version, _data_address(shards.local(g))))
 
 
 def _parameters(obj, name: str):
@@ -181,11 +181,13 @@ class ModelTracker:
         try:
             changed = []
             for e in entries:
-                sig = _signature(e.param)
-                if sig != e.signature or not e.same_grad():
-                    changed.append((e, sig))
+                g = e.param.grad
+                sig = _signature(e.param, g)
+                new_grad = not e.holds_grad(g)
+                if new_grad or sig != e.signature:
+                    changed.append((e, sig, g, new_grad))
             self._refresh_digests(changed)
-            written = [e for e, _ in changed] if only_changed else entries
+            written = [c[0] for c in changed] if only_changed else entries
             if written:
                 self.core.record_var_states(
                     [e.name_id for e in written],
@@ -201,17 +203,16 @@ class ModelTracker:
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []
-        for e, sig in changed:
+        for e, sig, g, new_grad in changed:
             old = e.signature or (None, None)
             e.signature = sig
             if sig[0] != old[0]:
                 tensors.append(shards.local(e.param))
                 slots.append((e, "data_digest"))
-            g = e.param.grad
             if g is None:
                 e.grad_digest = None
                 e.grad_ref = None
-            elif sig[1] != old[1] or not e.same_grad():
+            elif new_grad or sig[1] != old[1]:
                 tensors.append(shards.local(g))
                 slots.append((e, "grad_digest"))
                 e.grad_ref = weakref.ref(g)
