@@ -10,7 +10,7 @@
 // build's libraries (consistency_scale.py --baseline-libs).
 //
 //   consistency_scale --params N --invariants I [--ranks R] [--steps S] [--shapes K] [--distinct-shapes 1]
-//                     [--by-name 1]
+//                     [--by-name 1] [--alone 0]
 #include <time.h>
 
 #include <cstdio>
@@ -98,6 +98,18 @@ std::string step_lines(int rank, int step, int params, int shapes) {
   return out;
 }
 
+// A process alone (no peers: one rank, no cross-rank exchange) idles the checks that only pair records
+// of two processes, as the in-process session does at its first lines. A baseline build without
+// OnlineChecker::assume_one_process checks as if peers could come.
+template <typename Checker>
+bool idle_if_alone(Checker& checker, bool alone) {
+  if constexpr (requires { checker.assume_one_process(); }) {
+    if (alone) checker.assume_one_process();
+    return alone;
+  }
+  return false;
+}
+
 int arg(int argc, char** argv, const char* name, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
@@ -114,12 +126,16 @@ int main(int argc, char** argv) {
   const int shapes = arg(argc, argv, "--shapes", 8);
   const bool distinct_shapes = arg(argc, argv, "--distinct-shapes", 0) != 0;
   const bool by_name = arg(argc, argv, "--by-name", 0) != 0;
+  // --alone 0 on one rank: the own records' cost a rank of a multi-rank job pays, without its peers'.
+  const bool alone = ranks == 1 && arg(argc, argv, "--alone", 1) != 0;
   const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
   uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
+  bool idled = false;
   {
     OnlineCheckerOptions options;
     options.output_dir = dir;
     OnlineChecker checker(invariants(count, distinct_shapes, by_name), ApiSignatures{}, options);
+    idled = idle_if_alone(checker, alone);
     // Peers' summaries are parsed line by line with one parser kept for the run, as the cross-rank
     // exchange does (its string caches then hold the model's names from the second step on).
     JsonParser peer_parser;
@@ -161,7 +177,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   const double per_step = 1e-6 / std::max(1, steps - 1);
   std::printf("{\"params\": %d, \"invariants\": %d, \"ranks\": %d, \"own_ms_per_step\": %.3f, \"peer_ms_per_step\": %.3f, "
-              "\"violations\": %llu}\n",
-              params, count, ranks, checked_ns * per_step, peer_ns * per_step, static_cast<unsigned long long>(violations));
+              "\"violations\": %llu, \"alone\": %s}\n",
+              params, count, ranks, checked_ns * per_step, peer_ns * per_step, static_cast<unsigned long long>(violations),
+              idled ? "true" : "false");
   return 0;
 }

@@ -11,7 +11,9 @@ runs the plain set, so compare those rows' candidate column only):
 
 - in-process: the recorder's writer-thread CPU per step spent checking (consistency_scale, a C++ driver of
   OnlineChecker as the record sink drives it), in one process ("1 rank": the invariant compares nothing
-  within a process, the issue's probe) and with one peer's step ends (2 ranks, cross-rank in-process);
+  within a process, the issue's probe; with no cross-rank exchange the candidate's session idles such
+  checks, OnlineChecker::assume_one_process), in one rank that peers could join ("1, own": what a rank
+  pays for its own records) and with one or three peers' step ends (2 and 4 ranks, cross-rank in-process);
   and that CPU as a share of a plain training step of a model with as many parameter tensors (torch,
   forward + backward + SGD, no tool), which is what the writer thread has to keep up with;
 - offline: traincheck-check and traincheck-onlinecheck on a 2-rank trace of 3 steps: CPU time (user +
@@ -159,14 +161,17 @@ def main() -> int:
         # invariant as our inference learns it (pairs by name: replicas, no violation in sync).
         variants = [(c, "") for c in counts] + [(counts[-1], "distinct shapes"), (1, "by name"), (counts[-1], "by name")]
         for count, variant in variants:
-            for ranks in (1,) if variant == "distinct shapes" else (1, 2, 4):
+            # "1, own": one rank that a peer could join (--alone 0): its own records' cost, which a rank of
+            # a multi-rank job pays besides its peers'. A process alone idles the checks (the "1" row).
+            setups = [("1", 1, True), ("1, own", 1, False), ("2", 2, False), ("4", 4, False)]
+            for ranks, world, alone in setups[:2] if variant == "distinct shapes" else setups:
                 row = []
                 for side, binary in (("base", base / "consistency_scale_base"), ("cand", cand / "consistency_scale")):
                     key = ("inprocess", side, count, ranks, variant)
                     wall, out = None, ""
                     if key not in timed_out:
                         wall, _, out = run_limited([str(binary), "--params", str(n), "--invariants", str(count), "--ranks",
-                                                    str(ranks), "--steps", "3",
+                                                    str(world), "--alone", str(int(alone)), "--steps", "3",
                                                     "--distinct-shapes", str(int(variant == "distinct shapes")),
                                                     "--by-name", str(int(variant == "by name"))],
                                                    limit)

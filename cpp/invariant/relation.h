@@ -119,6 +119,11 @@ class OnlineCheck {
   // lives (replay_check feeds the stored trace's records): the check may keep pointers where it would
   // keep copies (HeldRecord). Call before the first record.
   virtual void feed_lasting_records() { lasting_records_ = true; }
+  // Whether every verdict this check can reach pairs records of two different processes. Where all
+  // records come from one process and no peer step end will come (in-process, with no cross-rank
+  // exchange), such a check can find nothing, and the online checker does not feed it
+  // (OnlineChecker::assume_one_process): its records are then skipped unparsed.
+  virtual bool needs_other_processes() const { return false; }
 
  protected:
   bool lasting_records_ = false;  // feed_lasting_records was called

@@ -82,6 +82,9 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   size_t members() const override { return members_.size(); }
   bool triggered() const override;  // any member's
   bool member_triggered(size_t member) const override { return members_.at(member)->triggered; }
+  // Every member's precondition requires, in each of its disjuncts, the two records' process_id to differ
+  // (as the invariants learned from data-parallel runs do): one process's records never pair.
+  bool needs_other_processes() const override;
   // The state records of the params' var types, this process's and other ranks' step ends (the params'
   // attributes and the preconditions' fields).
   OnlineInterest interest() const override;

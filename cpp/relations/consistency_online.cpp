@@ -213,6 +213,18 @@ void ConsistencyOnlineCheck::on_peer_step_end(const Record& r, std::vector<Onlin
   }
 }
 
+bool ConsistencyOnlineCheck::needs_other_processes() const {
+  auto separates_processes = [](const Conjunction& c) {
+    return !c.unconditional && std::any_of(c.clauses.begin(), c.clauses.end(), [](const Clause& clause) {
+             return clause.type == ClauseType::Unequal && clause.prop_name == "process_id" && clause.additional_path.is_null();
+           });
+  };
+  return valid_ && std::all_of(members_.begin(), members_.end(), [&](const auto& m) {
+           return m->precondition && !m->precondition->inverted &&
+                  std::all_of(m->precondition->disjuncts.begin(), m->precondition->disjuncts.end(), separates_processes);
+         });
+}
+
 PairEnd ConsistencyOnlineCheck::pair_end(const End& e) {
   return PairEnd{&e.record, &e.value, reinterpret_cast<uintptr_t>(e.instance), 0, e.instance->peer};
 }

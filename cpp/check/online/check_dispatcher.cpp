@@ -13,11 +13,8 @@ CheckDispatcher::CheckDispatcher(const std::vector<Invariant>& invariants, const
     : states_(states), log_(log), context_managers_(OnlineContextManagers::named_by(invariants), signatures) {
   TC_ASSERT(states_.size() == invariants.size(), "one state per invariant");
   make_checks(invariants, signatures);
+  idle_.assign(checks_.size(), false);
   index_checks();
-  for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
-  std::sort(peer_var_types_.begin(), peer_var_types_.end());
-  // The context managers' records are wanted too (with no check of their own unless one names them).
-  for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
 }
 
 void CheckDispatcher::make_checks(const std::vector<Invariant>& invariants, const ApiSignatures* signatures) {
@@ -48,12 +45,19 @@ void CheckDispatcher::make_checks(const std::vector<Invariant>& invariants, cons
 }
 
 void CheckDispatcher::index_checks() {
+  by_function_.clear();
+  by_var_type_.clear();
+  all_records_.clear();
+  by_peer_var_type_.clear();
+  peer_var_types_.clear();
+  peer_fields_.clear();
   for (size_t c = 0; c < checks_.size(); ++c) {
     const CheckEntry& entry = checks_[c];
     for (size_t m = 0; m < entry.members.size(); ++m) {
       states_[entry.members[m]].check = entry.check.get();
       states_[entry.members[m]].member = static_cast<uint32_t>(m);
     }
+    if (idle_[c]) continue;
     const OnlineInterest interest = entry.check->interest();
     const auto id = static_cast<uint32_t>(c);
     if (interest.all_records) all_records_.push_back(id);
@@ -64,6 +68,21 @@ void CheckDispatcher::index_checks() {
       peer_fields_.insert(interest.peer_fields.begin(), interest.peer_fields.end());
     }
   }
+  for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
+  std::sort(peer_var_types_.begin(), peer_var_types_.end());
+  // The context managers' records are wanted too (with no check of their own unless one names them).
+  for (const std::string& f : context_managers_.functions()) by_function_.try_emplace(f);
+}
+
+size_t CheckDispatcher::assume_one_process() {
+  TC_ASSERT(dispatched_ == 0, "a check is idled before its first record, never in the middle of a trace");
+  for (size_t c = 0; c < checks_.size(); ++c) {
+    if (idle_[c] || !checks_[c].check->needs_other_processes()) continue;
+    idle_[c] = true;
+    idle_invariants_ += checks_[c].members.size();
+  }
+  index_checks();
+  return idle_invariants_;
 }
 
 bool CheckDispatcher::wants(const Record& r) const {

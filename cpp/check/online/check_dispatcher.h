@@ -57,6 +57,13 @@ class CheckDispatcher {
 
   uint64_t dispatched() const { return dispatched_; }
 
+  // Every record to come is one process's, and no peer step end will come (in-process, no cross-rank
+  // exchange): the checks that can only pair records of two processes (OnlineCheck::needs_other_processes)
+  // are fed nothing from now on, so their records are skipped unparsed. Their invariants stay checked and
+  // untriggered, as they would end anyway. Call before the first record. Returns how many invariants idle.
+  size_t assume_one_process();
+  size_t idle_invariants() const { return idle_invariants_; }
+
  private:
   // A check and the invariants it judges (states indices, in member order).
   struct CheckEntry {
@@ -80,6 +87,8 @@ class CheckDispatcher {
   OnlineContextManagers context_managers_;  // those the invariants' preconditions name
   Record enriched_;                         // scratch: a record with its live context managers
   std::vector<CheckEntry> checks_;
+  std::vector<bool> idle_;  // per check: fed nothing (assume_one_process)
+  size_t idle_invariants_ = 0;
   Table by_function_, by_var_type_;
   std::vector<uint32_t> all_records_;  // checks that want every record
   Table by_peer_var_type_;             // checks that take other ranks' step ends, by var type

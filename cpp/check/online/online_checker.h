@@ -101,6 +101,10 @@ class OnlineChecker {
   }
   // Another rank's step end (a record of a peer var type): offered to the checks that asked for them.
   void check_peer_step_end(const Record& record);
+  // Every record to come is one process's and no peer step end will come: the checks that only pair
+  // records of two processes are fed nothing (CheckDispatcher::assume_one_process). Before the first
+  // record; returns how many invariants idle.
+  size_t assume_one_process() { return dispatcher_->assume_one_process(); }
   // The highest meta_vars.step of this process's records seen so far.
   std::optional<int64_t> current_step() const { return current_step_; }
 

@@ -157,6 +157,11 @@ uint64_t OnlineSession::on_lines(void* context, int kind, uint64_t pid, uint64_t
       return;
     }
     const uint64_t cpu0 = thread_cpu_ns();
+    if (!self.feeding_) {
+      self.feeding_ = true;
+      // The sink sees this process's lines only, and with no exchange no peer's step end comes.
+      if (!self.cross_rank_) self.checker_->assume_one_process();
+    }
     // Named as the file the lines go to, so a bad line's message points at it.
     const std::string source = std::string(kind == TC_SINK_VAR ? "trace_VAR_" : "trace_API_") + std::to_string(pid) + "_" +
                                std::to_string(tid) + ".log";

@@ -68,7 +68,8 @@ class OnlineSession {
   // Cross-rank checking in-process (check/online/cross_rank_exchange.h): this process's step ends of the
   // variables its invariants compare across ranks go to `store`, and its peers' come back to its checker.
   // False (and the store unused) when no loaded invariant compares across ranks. Call before the sink
-  // is installed. A fork child's session never exchanges (it is not a rank).
+  // is installed (without it, the first lines idle the checks that only pair records of two processes).
+  // A fork child's session never exchanges (it is not a rank).
   bool enable_cross_rank(std::unique_ptr<PeerStore> store, CrossRankOptions options);
   std::optional<CrossRankStats> cross_rank_stats() const;
 
@@ -127,6 +128,9 @@ class OnlineSession {
   uint64_t errors_ = 0;
   std::string last_error_;
   std::unique_ptr<CrossRankExchange> cross_rank_;
+  // Whether lines have come: the first decide, with no cross-rank exchange enabled before them, that
+  // this process's records are all there will be (OnlineChecker::assume_one_process).
+  bool feeding_ = false;
   // Shedding: the newest record time of this pass, the lag at the first pass (the records' clock may
   // not be this process's: a lag is measured from it).
   void note_lag_locked();

@@ -339,3 +339,25 @@ TEST(CrossRankExchange, APeersLatestKeyAtInt64MinIsALaggingPeerNotAnOverflow) {
   EXPECT_LE(job.ranks[0].stats().steps_skipped, 6u);
   job.ranks[0].sink.on_close(job.ranks[0].sink.context);
 }
+
+// Issue 24: with no exchange (one process, no peers), the DDP invariant can pair nothing, so a session
+// skips its records unparsed from the first lines on (OnlineChecker::assume_one_process); with the
+// exchange enabled before the sink is installed, the same lines are parsed and kept for the peers.
+TEST(CrossRankExchange, WithoutAnExchangeTheRecordsOnlyPeersWouldPairAreNotEvenParsed) {
+  std::string text;
+  for (int step = 0; step < 4; ++step) text += step_lines(0, step);
+  Job job("idle", 1);
+  const fs::path dir = job.dir;
+  OnlineSessionOptions o;
+  o.invariant_files = {(dir / "inv.json").string()};
+  o.output_dir = (dir / "alone").string();
+  OnlineSession alone(o);
+  const TcRecordSink sink = alone.sink();
+  ASSERT_EQ(sink.on_lines(sink.context, TC_SINK_VAR, 100, 7, text.data(), text.size()), 0u);
+  ASSERT_EQ(sink.on_pass_end(sink.context), 0u);
+  EXPECT_EQ(alone.counts().records, 0u);
+  EXPECT_EQ(alone.counts().checked, 1u);
+  job.ranks[0].feed(text);
+  EXPECT_EQ(job.ranks[0].session->counts().records, 4u * kParams);
+  fs::remove_all(dir);
+}

@@ -11,6 +11,7 @@
 #include "check/checker.h"
 #include "check/online/online_command.h"
 #include "check/online/trace_tailer.h"
+#include "relations/ddp_invariant.h"
 #include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -328,4 +329,65 @@ TEST(OnlineChecker, ABacklogReadInSmallChunksGivesTheVerdictsOfOneWholeRead) {
   EXPECT_EQ(chunked_counts.dispatched, whole_counts.dispatched);
   EXPECT_EQ(whole[0].first, 1u);
   EXPECT_EQ(whole[0].second, std::set<int64_t>{7});
+}
+
+namespace {
+
+// Parameters' states of one process: `params` parameters of one shape, each holding its own data, over
+// `steps` steps (the data changes every step, so every state after the first is compared).
+std::string one_process_states(int params, int steps) {
+  std::string out;
+  for (int step = 0; step < steps; ++step)
+    for (int p = 0; p < params; ++p)
+      out += "{\"var_name\": \"model." + std::to_string(p) + ".weight\", \"var_type\": \"torch.nn.Parameter\", "
+             "\"process_id\": 100, \"thread_id\": 7, \"meta_vars\": {\"step\": " + std::to_string(step) +
+             ", \"_DATA_PARALLEL_RANK\": 0}, \"type\": \"state_change\", \"attributes\": {\"_ML_DAIKON_data_ID\": " +
+             std::to_string(p) + ", \"data\": " + std::to_string(1000 * p + step) +
+             ", \"ndim\": 2, \"nbytes\": 64}, \"time\": " + std::to_string(1000 * step + p) + "}\n";
+  return out;
+}
+
+// The DDP invariant without its process and rank clauses: it pairs different parameters of one process.
+Invariant within_one_process() {
+  std::string text = test_data::kDdpConsistencyInvariant;
+  for (const std::string clause :
+       {R"({"type": "unequal", "prop_name": "process_id", "additional_path": "None", "prop_dtype": "int"},)",
+        R"({"type": "unequal", "prop_name": "meta_vars._DATA_PARALLEL_RANK", "additional_path": "None", "prop_dtype": "float"},)"})
+    text.erase(text.find(clause), clause.size());
+  return invariant_from_json(text);
+}
+
+}  // namespace
+
+// Issue 24: a single process's in-process checker (no cross-rank exchange) never pairs two processes'
+// records, so the checks that pair nothing else are fed nothing and their records skipped unparsed; a
+// check that can pair one process's records is still fed and still finds its violations.
+TEST(OnlineChecker, AssumingOneProcessIdlesOnlyTheChecksThatPairRecordsOfTwoProcesses) {
+  const std::string text = one_process_states(3, 4);
+  {
+    const fs::path dir = fresh_dir("one_process_ddp");
+    OnlineChecker checker({invariant_from_json(test_data::kDdpConsistencyInvariant)}, ApiSignatures{}, options_in(dir));
+    EXPECT_EQ(checker.assume_one_process(), 1u);
+    checker.add_lines("trace_VAR_100_7.log", text);
+    checker.end_trace();
+    EXPECT_EQ(checker.counts().records, 0u);  // not one line parsed
+    EXPECT_EQ(checker.counts().violations, 0u);
+    EXPECT_EQ(checker.counts().checked, 1u);
+    EXPECT_FALSE(checker.states()[0].check->triggered());
+    fs::remove_all(dir);
+  }
+  {
+    const fs::path dir = fresh_dir("one_process_both");
+    OnlineChecker checker({invariant_from_json(test_data::kDdpConsistencyInvariant), within_one_process()}, ApiSignatures{},
+                          options_in(dir));
+    // One check follows both (they compare the same variables): the work is shared, so none idles.
+    EXPECT_EQ(checker.assume_one_process(), 0u);
+    checker.add_lines("trace_VAR_100_7.log", text);
+    checker.end_trace();
+    EXPECT_EQ(checker.counts().records, 12u);
+    EXPECT_GT(checker.counts().violations, 0u);  // different data in parameters the second pairs
+    EXPECT_FALSE(checker.states()[0].check->member_triggered(checker.states()[0].member));
+    EXPECT_TRUE(checker.states()[1].check->member_triggered(checker.states()[1].member));
+    fs::remove_all(dir);
+  }
 }
