@@ -2,8 +2,9 @@
 //
 // One process's writer-thread work per training step, as the record sink does it: the step's parameter
 // state lines go through OnlineChecker::add_lines and end_batch (one writer pass per step), and, with
-// --ranks R > 1, the other ranks' step ends through check_peer_step_end (parsed here with one parser
-// kept for the run, as the cross-rank exchange parses them on the writer thread). Prints one JSON line:
+// --ranks R > 1, this rank's side of the cross-rank exchange (each variable's last record kept, the ended
+// step's summary formatted) and the other ranks' step ends through check_peer_step_end (parsed here with
+// one parser kept for the run, as the cross-rank exchange parses them on the writer thread). Prints one JSON line:
 // thread CPU per step (the first step, which only starts the parameters' histories, left out).
 //
 // Only APIs the code before the grouping change already had, so the same file links against a baseline
@@ -22,9 +23,11 @@
 #include <unistd.h>
 #include <vector>
 
+#include "check/online/cross_rank_exchange.h"
 #include "check/online/online_checker.h"
 #include "invariant/invariant.h"
 #include "relations/ddp_invariant.h"
+#include "testing/memory_peer_store.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
 
@@ -136,6 +139,17 @@ int main(int argc, char** argv) {
     options.output_dir = dir;
     OnlineChecker checker(invariants(count, distinct_shapes, by_name), ApiSignatures{}, options);
     idled = idle_if_alone(checker, alone);
+    // With peers, this rank's side of the cross-rank exchange runs as in the session: it keeps each
+    // variable's last record of the step (the checker's peer state observer) and, once the step has
+    // ended, turns them into the step's summary for the store (an in-memory one here; its I/O thread's
+    // CPU is not counted, as it is not the writer's).
+    std::unique_ptr<CrossRankExchange> exchange;
+    if (ranks > 1) {
+      exchange = std::make_unique<CrossRankExchange>(
+          std::make_unique<testing::MemoryPeerStore>(std::make_shared<testing::MemoryStoreData>(), PeerGroup{0, ranks}),
+          CrossRankOptions{}, checker.peer_fields());
+      checker.set_peer_state_observer([&exchange](const Record& r) { exchange->observe(r); });
+    }
     // Peers' summaries are parsed line by line with one parser kept for the run, as the cross-rank
     // exchange does (its string caches then hold the model's names from the second step on).
     JsonParser peer_parser;
@@ -147,6 +161,7 @@ int main(int argc, char** argv) {
       const uint64_t t0 = thread_cpu_ns();
       checker.add_lines("trace_VAR_100_7.log", own);
       checker.end_batch();
+      if (exchange) exchange->exchange(checker.current_step());
       const uint64_t t1 = thread_cpu_ns();
       for (const std::string& text : peers) {
         std::vector<Record> records;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "common/json_writer.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
 #include "trace/value.h"
@@ -60,8 +61,15 @@ std::string latest_key(int rank) { return "latest/r" + std::to_string(rank); }
 
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
     : options_(options), store_(std::move(store)), parser_(std::make_unique<JsonParser>()) {
-  for (const char* f : kIdentityFields) kept_keys_.insert(intern_key(f));
-  for (const std::string& f : fields) kept_keys_.insert(intern_key(f));
+  auto keep = [this](KeyId key) {
+    if (key >= kept_key_prefix_.size()) kept_key_prefix_.resize(key + 1);
+    std::string& prefix = kept_key_prefix_[key];
+    prefix.clear();
+    append_json_string(prefix, key_name(key));
+    prefix += ':';
+  };
+  for (const char* f : kIdentityFields) keep(intern_key(f));
+  for (const std::string& f : fields) keep(intern_key(f));
   io_ = std::thread([this] { io_loop(); });
 }
 
@@ -80,18 +88,34 @@ CrossRankExchange::~CrossRankExchange() {
 void CrossRankExchange::observe(const Record& r) {
   if (!r.has_step) return;
   if (next_to_publish_ && r.step < *next_to_publish_) return;  // a step already published
-  steps_[r.step][{std::string(r.var_type), std::string(r.var_name)}] = r;
+  StepStates& step = steps_[r.step];
+  const uint64_t id = static_cast<uint64_t>(r.var_type.id()) << 32 | r.var_name.id();
+  const auto [it, added] = step.position.try_emplace(id, static_cast<uint32_t>(step.last.size()));
+  if (added) {
+    step.last.push_back(r);
+  } else {
+    step.last[it->second] = r;
+  }
+}
+
+// Written field by field, in the record's key order (the receiver's parser sorts them again), with no
+// object built in between: a rank formats one line per parameter every step.
+void CrossRankExchange::append_summary_line(std::string& out, const Record& r) const {
+  out += '{';
+  bool first = true;
+  r.for_each_field([&](const Field& f) {
+    if (f.key >= kept_key_prefix_.size() || kept_key_prefix_[f.key].empty()) return;
+    if (!first) out += ',';
+    first = false;
+    out += kept_key_prefix_[f.key];
+    append_value_json(out, f.value);
+  });
+  out += "}\n";
 }
 
 std::string CrossRankExchange::summary_line(const Record& r) const {
-  Object kept;
-  r.for_each_field([&](const Field& f) {
-    if (kept_keys_.count(f.key)) kept.push_back(f);
-  });
-  std::sort(kept.begin(), kept.end(), [](const Member& a, const Member& b) { return key_name(a.key) < key_name(b.key); });
   std::string line;
-  append_value_json(line, Value::object(std::move(kept)));
-  line += '\n';
+  append_summary_line(line, r);
   return line;
 }
 
@@ -103,8 +127,10 @@ void CrossRankExchange::hand_over_ended(int64_t last_ended) {
   std::vector<std::pair<int64_t, std::string>> ended;
   for (int64_t s = first; s <= last_ended; ++s) {
     std::string text;
+    text.reserve(last_summary_bytes_ + last_summary_bytes_ / 8);
     if (auto it = steps_.find(s); it != steps_.end())
-      for (const auto& [name, record] : it->second) text += summary_line(record);
+      for (const Record& record : it->second.last) append_summary_line(text, record);
+    last_summary_bytes_ = text.size();
     ended.emplace_back(s, std::move(text));
   }
   steps_.erase(steps_.begin(), steps_.upper_bound(last_ended));

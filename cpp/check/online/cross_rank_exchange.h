@@ -35,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -110,6 +111,7 @@ class CrossRankExchange {
     std::string text;
   };
   void hand_over_ended(int64_t last_ended);
+  void append_summary_line(std::string& out, const Record& record) const;
   std::vector<Record> take_received();
   void io_loop();
   bool connect(std::unique_lock<std::mutex>& lock);
@@ -120,10 +122,18 @@ class CrossRankExchange {
 
   const CrossRankOptions options_;
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
-  std::set<KeyId> kept_keys_;
+  // By KeyId: the `"key":` a summary line writes for a field it keeps (escaped once), empty for the rest.
+  std::vector<std::string> kept_key_prefix_;
+  size_t last_summary_bytes_ = 0;  // the last step's summary: room for the next one's
 
   // Writer side (the session's lock).
-  std::map<int64_t, std::map<std::pair<std::string, std::string>, Record>> steps_;  // step -> (type, name) -> last
+  // A step's last record of each local variable, in the order the variables first appeared in it (the
+  // summary's line order). Found by their names' ids: a model's 50k parameters are observed every step.
+  struct StepStates {
+    std::vector<Record> last;
+    std::unordered_map<uint64_t, uint32_t> position;  // (var type id, var name id) -> index in `last`
+  };
+  std::map<int64_t, StepStates> steps_;
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
   std::unique_ptr<JsonParser> parser_;
 
