@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "invariant/example_groups.h"
@@ -137,6 +138,9 @@ struct RecordNeeds {
   // Variable types whose changes inside the calls of the invariant's first API are recorded
   // (APIContain's var-change children).
   std::vector<std::string> var_types_in_first_api;
+  // (API, variable type): APIs the invariant does not name whose calls are recorded with the changes of
+  // that variable type inside them (GradientReset: the zero_grad calls that reset gradients in place).
+  std::vector<std::pair<std::string, std::string>> var_types_in_apis;
 };
 
 class Relation {

@@ -99,6 +99,10 @@ enum VarStateFlags : uint32_t {
   kVarHasDataDigest = 1 << 0,
   kVarHasGradDigest = 1 << 1,
   kVarHasUserAttributes = 1 << 2,  // a kDict value follows the dims
+  // Written at an optimizer's step for the parameters it holds that had a gradient at its previous step
+  // too: whether that gradient was reset since (kVarGradReset), as "_TRAINCHECK_grad_reset".
+  kVarHasGradReset = 1 << 3,
+  kVarGradReset = 1 << 4,
 };
 
 // A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse

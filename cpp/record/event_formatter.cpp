@@ -327,6 +327,10 @@ void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in,
                            (v.flags & kVarHasGradDigest) ? &v.grad_digest : nullptr);
   // User attributes set on the parameter object (Megatron's tensor_model_parallel, ...), merged in.
   if (v.flags & kVarHasUserAttributes) append_dict_members(out, in, ctx);
+  if (v.flags & kVarHasGradReset) {
+    out += ",\"_TRAINCHECK_grad_reset\":";
+    append_json_bool(out, v.flags & kVarGradReset);
+  }
   out += "},\"time\":";
   append_json_uint(out, h.time_ns);
   out += "}\n";

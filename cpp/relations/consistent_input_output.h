@@ -24,7 +24,7 @@ class ConsistentInputOutputRelation final : public Relation {
   static std::optional<std::pair<IoPath, IoPath>> paths_of(const Invariant& invariant);
 
   std::string_view name() const override { return "ConsistentInputOutputRelation"; }
-  RecordNeeds record_needs(const Invariant&) const override { return {.arguments = true, .return_values = true, .var_types_in_first_api = {}}; }
+  RecordNeeds record_needs(const Invariant&) const override { return {.arguments = true, .return_values = true, .var_types_in_first_api = {}, .var_types_in_apis = {}}; }
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;

@@ -13,7 +13,7 @@ namespace traincheck {
 class ConsistentOutputRelation final : public Relation {
  public:
   std::string_view name() const override { return "ConsistentOutputRelation"; }
-  RecordNeeds record_needs(const Invariant&) const override { return {.return_values = true, .var_types_in_first_api = {}}; }
+  RecordNeeds record_needs(const Invariant&) const override { return {.return_values = true, .var_types_in_first_api = {}, .var_types_in_apis = {}}; }
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;

@@ -19,7 +19,7 @@ class DistinctArgumentOnlineCheck;
 class DistinctArgumentRelation final : public Relation {
  public:
   std::string_view name() const override { return "DistinctArgumentRelation"; }
-  RecordNeeds record_needs(const Invariant&) const override { return {.arguments = true, .var_types_in_first_api = {}}; }
+  RecordNeeds record_needs(const Invariant&) const override { return {.arguments = true, .var_types_in_first_api = {}, .var_types_in_apis = {}}; }
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
   CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;

@@ -8,6 +8,7 @@
 #include "relations/consistent_output.h"
 #include "relations/distinct_argument.h"
 #include "relations/function_order.h"
+#include "relations/gradient_reset.h"
 #include "relations/module_mode_relation.h"
 #include "relations/threshold.h"
 
@@ -23,9 +24,10 @@ const std::vector<const Relation*>& implemented_relations() {
   static const DistinctArgumentRelation distinct_argument;
   static const ThresholdRelation threshold;
   static const ModuleModeRelation module_mode;  // ours: after the original's pool
+  static const GradientResetRelation gradient_reset;  // ours
   static const std::vector<const Relation*> all = {&api_contain,   &consistency,       &consistent_output,
                                                    &consistent_input_output, &function_cover, &function_lead,
-                                                   &distinct_argument, &threshold, &module_mode};
+                                                   &distinct_argument, &threshold, &module_mode, &gradient_reset};
   return all;
 }
 

@@ -33,7 +33,15 @@ std::vector<uint32_t> wanted_records(const TraceStore& trace, const OnlineIntere
     for (uint32_t i = 0; i < out.size(); ++i) out[i] = i;
     return out;
   }
-  TC_ASSERT(interest.var_types.empty(), "replay_check feeds API records only so far");
+  if (!interest.var_types.empty()) {
+    // State records of the var types, and the calls below merged in.
+    for (uint32_t i = 0; i < trace.records().size(); ++i) {
+      const Record& r = trace.record(i);
+      if (r.type == RecordType::StateChange &&
+          std::find(interest.var_types.begin(), interest.var_types.end(), r.var_type.view()) != interest.var_types.end())
+        out.push_back(i);
+    }
+  }
   std::vector<std::string_view> functions(interest.functions.begin(), interest.functions.end());
   std::sort(functions.begin(), functions.end());
   functions.erase(std::unique(functions.begin(), functions.end()), functions.end());

@@ -47,6 +47,7 @@ void plan_invariant(const Invariant& inv, const std::string& file, size_t line, 
   }
   if (!planned.apis.empty())
     for (const std::string& var_type : needs.var_types_in_first_api) add_unique(plan.funcs[planned.apis[0]].var_types, var_type);
+  for (const auto& [api, var_type] : needs.var_types_in_apis) add_unique(plan.funcs[api].var_types, var_type);
   for (const std::string& manager : context_managers_named(inv)) {
     // Their spans and __init__ arguments are what such clauses read, offline and online.
     for (const char* method : {".__init__", ".__enter__", ".__exit__"}) plan.funcs[manager + method];

@@ -16,6 +16,7 @@ class RecordingCore:
     def __init__(self):
         self.names: dict[str, int] = {}
         self.grad_digests: list[tuple[int, object]] = []
+        self.grad_resets: list[dict | None] = []  # per dump: name id -> claim, or None (no claims)
 
     def intern(self, text):
         return self.names.setdefault(text, len(self.names) + 1)
@@ -26,8 +27,9 @@ class RecordingCore:
     def set_inside_recorder(self, value):
         return False
 
-    def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc):
+    def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc, grad_resets=None):
         self.grad_digests.extend(zip(name_ids, grad_digests))
+        self.grad_resets.append(None if grad_resets is None else dict(zip(name_ids, grad_resets)))
 
 
 def test_a_new_gradient_with_the_old_ones_signature_is_digested_again(monkeypatch):

@@ -6,14 +6,19 @@
 namespace traincheck {
 
 bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
-                       const VarBatchLabels& labels) {
+                       PyObject* grad_resets, const VarBatchLabels& labels) {
   if (!PyList_Check(name_ids) || !PyList_Check(tensors) || !PyList_Check(data_digests) ||
       !PyList_Check(grad_digests)) {
     PyErr_SetString(PyExc_TypeError, "record_var_states expects four lists");
     return false;
   }
   const Py_ssize_t n = PyList_GET_SIZE(name_ids);
-  if (PyList_GET_SIZE(tensors) != n || PyList_GET_SIZE(data_digests) != n || PyList_GET_SIZE(grad_digests) != n) {
+  if (grad_resets != Py_None && !PyList_Check(grad_resets)) {
+    PyErr_SetString(PyExc_TypeError, "record_var_states: grad_resets is None or a list");
+    return false;
+  }
+  if (PyList_GET_SIZE(tensors) != n || PyList_GET_SIZE(data_digests) != n || PyList_GET_SIZE(grad_digests) != n ||
+      (grad_resets != Py_None && PyList_GET_SIZE(grad_resets) != n)) {
     PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
     return false;
   }
@@ -38,6 +43,10 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     if (grad != Py_None) {
       v.grad_digest = PyLong_AsLongLong(grad);
       v.flags |= kVarHasGradDigest;
+    }
+    if (grad_resets != Py_None) {
+      PyObject* reset = PyList_GET_ITEM(grad_resets, i);
+      if (reset != Py_None) v.flags |= kVarHasGradReset | (PyObject_IsTrue(reset) == 1 ? kVarGradReset : 0);
     }
     if (PyErr_Occurred()) return false;
     payload.clear();

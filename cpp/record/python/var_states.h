@@ -17,8 +17,10 @@ struct VarBatchLabels {
 };
 
 // `name_ids`, `tensors`, `data_digests`, `grad_digests` are equally long lists; a grad digest is None
-// when the tensor has no grad. Returns false with a Python error set when the lists are malformed.
+// when the tensor has no grad. `grad_resets` is None or another such list: per tensor None (no claim), or
+// whether its gradient was reset since its optimizer's previous step (the tracker's judgement, written
+// as "_TRAINCHECK_grad_reset"). Returns false with a Python error set when the lists are malformed.
 bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
-                       const VarBatchLabels& labels);
+                       PyObject* grad_resets, const VarBatchLabels& labels);
 
 }  // namespace traincheck

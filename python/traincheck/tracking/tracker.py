@@ -15,6 +15,12 @@ When states are written:
   or that an invariant over variables names (selective mode), for the parameters that changed since they
   were last written (mode "selective-sample"): what the call changes is written inside its window (after
   its pre-record, before its post-record), so inference can tie a change to the API that made it.
+At an optimizer's step, each parameter it holds that has a gradient, and had one at that optimizer's
+previous step, also gets whether its gradient was reset in between (`_TRAINCHECK_grad_reset`, what
+GradientResetRelation checks): reset when the gradient is another tensor than at that step (set to None,
+then made anew by backward), or when a recorded `zero_grad` call changed it (zeroed in place,
+`set_to_none=False`, or set to None and given back the same tensor, as DDP's bucket views are). Without
+a reset, backward accumulated into the last step's gradient: a missing `zero_grad`.
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
 cost no tensor work.
@@ -39,7 +45,8 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 
 class _Entry:
-    __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest", "grad_ref")
+    __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest", "grad_ref",
+                 "resets", "at_steps")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None):
         self.name_id = name_id
@@ -54,6 +61,19 @@ class _Entry:
         # them apart; a weak reference neither keeps the old gradient's memory nor lets its id be reused
         # while it is alive.
         self.grad_ref = None
+        self.resets = 0  # recorded zero_grad calls that changed the gradient
+        # Per optimizer holding the parameter (by id): (its gradient at that optimizer's last step,
+        # weakly; `resets` then), or None when it had no gradient then.
+        self.at_steps: dict[int, tuple | None] = {}
+
+    def grad_reset_at_step(self, optimizer_key: int, g) -> bool | None:
+        """At a step of the optimizer `optimizer_key`, with gradient `g`: whether the gradient was reset
+        since that optimizer's previous step (None: no claim, it had no gradient at one of the two)."""
+        last = self.at_steps.get(optimizer_key)
+        self.at_steps[optimizer_key] = None if g is None else (weakref.ref(g), self.resets)
+        if g is None or last is None:
+            return None
+        return last[0]() is not g or last[1] != self.resets
 
     def holds_grad(self, g) -> bool:
         """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
@@ -149,7 +169,7 @@ class ModelTracker:
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
-        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False)
+        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer)
 
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
@@ -165,7 +185,10 @@ class ModelTracker:
         """The recorder's variable hook, before and after calls of the APIs it wraps: write what changed.
         Sampler records carry no mode/dump_loc, as the original's never do."""
         mode, loc = (None, None) if self.style == "sampler" else ("selective-sample", api_name)
-        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=True)
+        grad_changed = self._write(self._all(), mode=mode, dump_loc=loc, only_changed=True)
+        if phase == "post" and api_name.endswith(".zero_grad"):
+            for e in grad_changed:
+                e.resets += 1
 
     # -- internals ------------------------------------------------------------------------------------
     def _all(self) -> list[_Entry]:
@@ -174,18 +197,23 @@ class ModelTracker:
                 self.track(self.objects[name], name)  # a parameter was replaced: follow the module
         return [e for entries in self.entries.values() for e in entries]
 
-    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool) -> None:
+    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool, stepped=None) -> list[_Entry]:
+        """Write the states of `entries` (only those that changed, with `only_changed`); `stepped`: the
+        optimizer whose step this is, for the gradient resets of the parameters it holds. Returns the
+        entries whose gradient changed since they were last written."""
         if not entries or not self.core.is_recording():
-            return
+            return []
         previous = self.core.set_inside_recorder(True)  # the digests' torch calls are not traced
         try:
-            changed = []
+            changed, grad_changed = [], []
             for e in entries:
                 g = e.param.grad
                 sig = _signature(e.param, g)
                 new_grad = not e.holds_grad(g)
                 if new_grad or sig != e.signature:
                     changed.append((e, sig, g, new_grad))
+                    if new_grad or e.signature is None or sig[1] != e.signature[1]:
+                        grad_changed.append(e)
             self._refresh_digests(changed)
             written = [c[0] for c in changed] if only_changed else entries
             if written:
@@ -197,9 +225,19 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
+                    None if stepped is None else self._grad_resets(written, stepped),
                 )
+            return grad_changed
         finally:
             self.core.set_inside_recorder(previous)
+
+    @staticmethod
+    def _grad_resets(written: list[_Entry], optimizer) -> list:
+        """Per written entry: whether its gradient was reset since `optimizer`'s previous step, for the
+        parameters it holds (None for the others, and where there is no claim: _Entry.grad_reset_at_step)."""
+        held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
+        key = id(optimizer)
+        return [e.grad_reset_at_step(key, e.param.grad) if id(e.param) in held else None for e in written]
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []
