@@ -46,7 +46,7 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 class _Entry:
     __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest", "grad_ref",
-                 "resets", "at_steps")
+                 "resets", "step_key", "step_ref", "step_resets", "other_steps")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None):
         self.name_id = name_id
@@ -62,18 +62,39 @@ class _Entry:
         # while it is alive.
         self.grad_ref = None
         self.resets = 0  # recorded zero_grad calls that changed the gradient
-        # Per optimizer holding the parameter (by id): (its gradient at that optimizer's last step,
-        # weakly; `resets` then), or None when it had no gradient then.
-        self.at_steps: dict[int, tuple | None] = {}
+        # At the last step of the optimizer holding the parameter (`step_key`, its id; the first seen):
+        # `grad_ref` then (None: it had no gradient, or no step yet) and `resets` then. A parameter that
+        # several optimizers hold keeps the others' in `other_steps`, {key: (grad_ref, resets)}.
+        self.step_key = None
+        self.step_ref = None
+        self.step_resets = 0
+        self.other_steps = None
 
-    def grad_reset_at_step(self, optimizer_key: int, g) -> bool | None:
-        """At a step of the optimizer `optimizer_key`, with gradient `g`: whether the gradient was reset
-        since that optimizer's previous step (None: no claim, it had no gradient at one of the two)."""
-        last = self.at_steps.get(optimizer_key)
-        self.at_steps[optimizer_key] = None if g is None else (weakref.ref(g), self.resets)
-        if g is None or last is None:
+    def grad_reset_at_step(self, optimizer_key: int) -> bool | None:
+        """At a step of the optimizer `optimizer_key`, once `grad_ref` is the gradient now: whether the
+        gradient was reset since that optimizer's previous step (None: no claim, it had no gradient at
+        one of the two). A weak reference is one object per live tensor (weakref.ref returns the
+        existing one), so comparing references compares tensors, and no reference is made here: this
+        runs per parameter and optimizer step."""
+        if self.step_key is None:
+            self.step_key = optimizer_key
+        elif optimizer_key != self.step_key:
+            return self._grad_reset_at_other_step(optimizer_key)
+        ref, last, last_resets = self.grad_ref, self.step_ref, self.step_resets
+        self.step_ref, self.step_resets = ref, self.resets
+        if ref is None or last is None:
             return None
-        return last[0]() is not g or last[1] != self.resets
+        return ref is not last or last_resets != self.resets
+
+    def _grad_reset_at_other_step(self, optimizer_key: int) -> bool | None:
+        if self.other_steps is None:
+            self.other_steps = {}
+        last = self.other_steps.get(optimizer_key)
+        ref = self.grad_ref
+        self.other_steps[optimizer_key] = None if ref is None else (ref, self.resets)
+        if ref is None or last is None:
+            return None
+        return ref is not last[0] or last[1] != self.resets
 
     def holds_grad(self, g) -> bool:
         """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
@@ -233,11 +254,12 @@ class ModelTracker:
 
     @staticmethod
     def _grad_resets(written: list[_Entry], optimizer) -> list:
-        """Per written entry: whether its gradient was reset since `optimizer`'s previous step, for the
-        parameters it holds (None for the others, and where there is no claim: _Entry.grad_reset_at_step)."""
+        """Per written entry, its digests refreshed: whether its gradient was reset since `optimizer`'s
+        previous step, for the parameters it holds (None for the others, and where there is no claim:
+        _Entry.grad_reset_at_step)."""
         held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
         key = id(optimizer)
-        return [e.grad_reset_at_step(key, e.param.grad) if id(e.param) in held else None for e in written]
+        return [e.grad_reset_at_step(key) if id(e.param) in held else None for e in written]
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []
