@@ -103,6 +103,10 @@ enum VarStateFlags : uint32_t {
   // too: whether that gradient was reset since (kVarGradReset), as "_TRAINCHECK_grad_reset".
   kVarHasGradReset = 1 << 3,
   kVarGradReset = 1 << 4,
+  // Written with the same claims, for the parameters with a gradient: whether the model they were
+  // tracked under is in training mode (kVarModelTraining), as "_TRAINCHECK_model_training".
+  kVarHasModelTraining = 1 << 5,
+  kVarModelTraining = 1 << 6,
 };
 
 // A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse

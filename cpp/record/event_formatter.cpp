@@ -331,6 +331,10 @@ void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in,
     out += ",\"_TRAINCHECK_grad_reset\":";
     append_json_bool(out, v.flags & kVarGradReset);
   }
+  if (v.flags & kVarHasModelTraining) {
+    out += ",\"_TRAINCHECK_model_training\":";
+    append_json_bool(out, v.flags & kVarModelTraining);
+  }
   out += "},\"time\":";
   append_json_uint(out, h.time_ns);
   out += "}\n";

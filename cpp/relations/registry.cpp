@@ -11,6 +11,7 @@
 #include "relations/gradient_reset.h"
 #include "relations/module_mode_relation.h"
 #include "relations/threshold.h"
+#include "relations/training_mode.h"
 
 namespace traincheck {
 
@@ -25,9 +26,11 @@ const std::vector<const Relation*>& implemented_relations() {
   static const ThresholdRelation threshold;
   static const ModuleModeRelation module_mode;  // ours: after the original's pool
   static const GradientResetRelation gradient_reset;  // ours
-  static const std::vector<const Relation*> all = {&api_contain,   &consistency,       &consistent_output,
+  static const TrainingModeRelation training_mode;    // ours
+  static const std::vector<const Relation*> all = {&api_contain,      &consistency,    &consistent_output,
                                                    &consistent_input_output, &function_cover, &function_lead,
-                                                   &distinct_argument, &threshold, &module_mode, &gradient_reset};
+                                                   &distinct_argument, &threshold,     &module_mode,
+                                                   &gradient_reset,    &training_mode};
   return all;
 }
 

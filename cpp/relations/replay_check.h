@@ -4,17 +4,20 @@
 // store's time order), then the end of the trace. The offline results are the online check's violations,
 // their records named by their index in the store.
 //
-// Only the records the check's OnlineInterest names are fed (found through the store's indexes, so a
-// check costs what its records cost, not the trace's size). Records get the context managers live on
-// their thread at their time (TraceStore::context_managers_at) when the invariant's precondition names
-// one, as the online checker adds them (check/online/online_context_managers.h).
+// Only the records the check's OnlineInterest names are fed (calls found through the store's indexes, so a
+// check costs what its records cost, not the trace's size; state records of its var types by one scan).
+// Records get the context managers live on their thread at their time (TraceStore::context_managers_at)
+// when the invariant's precondition names one, as the online checker adds them
+// (check/online/online_context_managers.h).
 //
 // The store's records outlive the check, so it is told so (OnlineCheck::feed_lasting_records) and keeps
 // pointers to the records it holds instead of copies (invariant/held_record.h); records given context
 // managers are copies in one reused buffer, and are copied as online.
 //
-// Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation, and
-// the per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode: call_checks.h).
+// Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation, the
+// per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode: call_checks.h) and the
+// claims at optimizer steps (GradientReset, TrainingMode: step_claims.h), which are fed the state records
+// of their var type.
 // Two keep an offline driver of their own, over the verdict they share with their online check:
 //   - APIContainRelation was replayed and reverted: its online check must see every state record of the
 //     child's var type to notice changes, and replaying them once per invariant took 5x the check time

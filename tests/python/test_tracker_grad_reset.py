@@ -88,3 +88,47 @@ def test_a_parameter_without_a_gradient_at_either_step_claims_nothing():
     _step(core, tracker, opt)  # no gradient yet (a frozen layer, later unfrozen)
     _backward(model)
     assert set(_step(core, tracker, opt).values()) == {None}
+
+
+def test_the_model_mode_is_claimed_for_the_parameters_the_optimizer_steps_with_a_gradient():
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2), torch.nn.Linear(2, 1))
+    tracker.track(model, "model")
+    frozen = model[2].weight
+    frozen.requires_grad_(False)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    ids = {n: tracker._ids[f"model.{n}"] for n in ("0.weight", "1.weight", "2.weight")}
+
+    def step():
+        model(torch.ones(4, 3)).sum().backward()
+        opt.step()
+        tracker.after_optimizer_step(opt, (), {})
+        opt.zero_grad()
+        return core.model_training[-1]
+
+    claims = step()
+    assert claims[ids["0.weight"]] is True
+    assert claims[ids["2.weight"]] is None  # no gradient, and not the optimizer's
+    model[1].eval()  # a layer frozen on purpose: only the model's own flag counts
+    assert step()[ids["1.weight"]] is True
+    model.eval()  # the model left in eval mode
+    claims = step()
+    assert claims[ids["0.weight"]] is False and claims[ids["1.weight"]] is False
+
+
+def test_a_ddp_like_wrapper_or_a_trainer_claims_the_mode_of_the_model_it_holds():
+    class Trainer:  # holds its model in .model, as transformers' Trainer does
+        def __init__(self, model):
+            self.model = model
+
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    model = torch.nn.Linear(3, 1)
+    tracker.track(Trainer(model), "trainer")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.eval()
+    model(torch.ones(2, 3)).sum().backward()
+    opt.step()
+    tracker.after_optimizer_step(opt, (), {})
+    assert set(core.model_training[-1].values()) == {False}

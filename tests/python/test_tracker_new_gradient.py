@@ -17,6 +17,7 @@ class RecordingCore:
         self.names: dict[str, int] = {}
         self.grad_digests: list[tuple[int, object]] = []
         self.grad_resets: list[dict | None] = []  # per dump: name id -> claim, or None (no claims)
+        self.model_training: list[dict | None] = []
 
     def intern(self, text):
         return self.names.setdefault(text, len(self.names) + 1)
@@ -27,9 +28,11 @@ class RecordingCore:
     def set_inside_recorder(self, value):
         return False
 
-    def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc, grad_resets=None):
+    def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc,
+                          grad_resets=None, model_training=None):
         self.grad_digests.extend(zip(name_ids, grad_digests))
         self.grad_resets.append(None if grad_resets is None else dict(zip(name_ids, grad_resets)))
+        self.model_training.append(None if model_training is None else dict(zip(name_ids, model_training)))
 
 
 def test_a_new_gradient_with_the_old_ones_signature_is_digested_again(monkeypatch):

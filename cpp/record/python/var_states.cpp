@@ -5,23 +5,44 @@
 
 namespace traincheck {
 
+namespace {
+
+// A claims list is None or a list of n items.
+bool valid_claims(PyObject* claims, Py_ssize_t n) {
+  if (claims == Py_None) return true;
+  if (!PyList_Check(claims)) {
+    PyErr_SetString(PyExc_TypeError, "record_var_states: a claims argument is None or a list");
+    return false;
+  }
+  if (PyList_GET_SIZE(claims) != n) {
+    PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
+    return false;
+  }
+  return true;
+}
+
+// Adds item i's claim of `claims` (None or a list) to `flags`: `has` when it makes one, `holds` when true.
+void add_claim(PyObject* claims, Py_ssize_t i, uint32_t has, uint32_t holds, uint32_t& flags) {
+  if (claims == Py_None) return;
+  PyObject* claim = PyList_GET_ITEM(claims, i);
+  if (claim != Py_None) flags |= has | (PyObject_IsTrue(claim) == 1 ? holds : 0);
+}
+
+}  // namespace
+
 bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
-                       PyObject* grad_resets, const VarBatchLabels& labels) {
+                       const VarStepClaims& claims, const VarBatchLabels& labels) {
   if (!PyList_Check(name_ids) || !PyList_Check(tensors) || !PyList_Check(data_digests) ||
       !PyList_Check(grad_digests)) {
     PyErr_SetString(PyExc_TypeError, "record_var_states expects four lists");
     return false;
   }
   const Py_ssize_t n = PyList_GET_SIZE(name_ids);
-  if (grad_resets != Py_None && !PyList_Check(grad_resets)) {
-    PyErr_SetString(PyExc_TypeError, "record_var_states: grad_resets is None or a list");
-    return false;
-  }
-  if (PyList_GET_SIZE(tensors) != n || PyList_GET_SIZE(data_digests) != n || PyList_GET_SIZE(grad_digests) != n ||
-      (grad_resets != Py_None && PyList_GET_SIZE(grad_resets) != n)) {
+  if (PyList_GET_SIZE(tensors) != n || PyList_GET_SIZE(data_digests) != n || PyList_GET_SIZE(grad_digests) != n) {
     PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
     return false;
   }
+  if (!valid_claims(claims.grad_resets, n) || !valid_claims(claims.model_training, n)) return false;
   Recorder& recorder = Recorder::instance();
   const uint64_t now = monotonic_ns();  // one dump, one time: as the original's sampler writes it
   thread_local PayloadEncoder payload;
@@ -44,10 +65,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
       v.grad_digest = PyLong_AsLongLong(grad);
       v.flags |= kVarHasGradDigest;
     }
-    if (grad_resets != Py_None) {
-      PyObject* reset = PyList_GET_ITEM(grad_resets, i);
-      if (reset != Py_None) v.flags |= kVarHasGradReset | (PyObject_IsTrue(reset) == 1 ? kVarGradReset : 0);
-    }
+    add_claim(claims.grad_resets, i, kVarHasGradReset, kVarGradReset, v.flags);
+    add_claim(claims.model_training, i, kVarHasModelTraining, kVarModelTraining, v.flags);
     if (PyErr_Occurred()) return false;
     payload.clear();
     payload.section(SectionTag::kVarState);

@@ -16,11 +16,16 @@ struct VarBatchLabels {
   uint32_t dump_loc_id;  // 0: none
 };
 
+// The tracker's claims at an optimizer's step (docs/formats.md §Variable state records): each None, or a
+// list as long as the tensors holding per tensor None (no claim) or a bool.
+struct VarStepClaims {
+  PyObject* grad_resets;     // its gradient was reset since its optimizer's previous step ("_TRAINCHECK_grad_reset")
+  PyObject* model_training;  // the model it was tracked under is in training mode ("_TRAINCHECK_model_training")
+};
+
 // `name_ids`, `tensors`, `data_digests`, `grad_digests` are equally long lists; a grad digest is None
-// when the tensor has no grad. `grad_resets` is None or another such list: per tensor None (no claim), or
-// whether its gradient was reset since its optimizer's previous step (the tracker's judgement, written
-// as "_TRAINCHECK_grad_reset"). Returns false with a Python error set when the lists are malformed.
+// when the tensor has no grad. Returns false with a Python error set when the lists are malformed.
 bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
-                       PyObject* grad_resets, const VarBatchLabels& labels);
+                       const VarStepClaims& claims, const VarBatchLabels& labels);
 
 }  // namespace traincheck

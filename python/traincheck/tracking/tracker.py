@@ -25,6 +25,10 @@ Cheap signals decide what changed (version counter, storage pointer, grad identi
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
 cost no tensor work.
 
+With it, for those parameters that have a gradient, whether the model they were tracked under is in
+training mode (`_TRAINCHECK_model_training`, what TrainingModeRelation checks): a model left in eval mode
+after validation is trained in eval mode.
+
 A parameter replaced in its module after tracking began (FSDP2's fully_shard registers sharded
 parameters in place of the originals) is followed: each write first checks, with one dict lookup per
 parameter, that every tracked parameter is still the one its module holds, and tracks the module again if
@@ -45,14 +49,15 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 
 class _Entry:
-    __slots__ = ("name_id", "param", "owner", "attr", "signature", "data_digest", "grad_digest", "grad_ref",
+    __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
                  "resets", "step_key", "step_ref", "step_resets", "other_steps")
 
-    def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None):
+    def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
         self.param = param
         self.owner = owner  # the module whose _parameters[attr] is `param` (None: a tensor tracked itself)
         self.attr = attr
+        self.model = model  # the model it was tracked under (_model_of; None: a tensor tracked itself)
         self.signature = None  # (data signal, grad signal) when last written
         self.data_digest = None
         self.grad_digest = None
@@ -129,19 +134,28 @@ def _signature(p: torch.Tensor, g: torch.Tensor | None) -> tuple:
     return (data, None if g is None else (g._version, _data_address(shards.local(g))))
 
 
-def _parameters(obj, name: str):
-    """(dotted name, tensor, owner module, attribute) of each parameter of a module (or of the module
-    inside a DDP wrapper), in named_parameters' order and names; or of a tensor. An object that holds its
-    model in `.model` (transformers' Trainer) stands for that model."""
-    if isinstance(obj, torch.Tensor):
-        return [(name + shards.shard_suffix(obj), obj, None, None)]
+def _model_of(obj):
+    """The module whose parameters tracking `obj` follows: the module itself, the module inside a DDP
+    wrapper (same parameters, same names as before the wrap), or the model an object holds in `.model`
+    (transformers' Trainer); None for anything else."""
     if not isinstance(obj, torch.nn.Module) and isinstance(getattr(obj, "model", None), torch.nn.Module):
         obj = obj.model
     if not isinstance(obj, torch.nn.Module):
-        return []
+        return None
     inner = getattr(obj, "module", None)
     if isinstance(obj, torch.nn.parallel.DistributedDataParallel) and isinstance(inner, torch.nn.Module):
-        obj = inner  # same parameters, same names as before the wrap
+        obj = inner
+    return obj
+
+
+def _parameters(obj, name: str):
+    """(dotted name, tensor, owner module, attribute) of each parameter of a module (_model_of), in
+    named_parameters' order and names; or of a tensor."""
+    if isinstance(obj, torch.Tensor):
+        return [(name + shards.shard_suffix(obj), obj, None, None)]
+    obj = _model_of(obj)
+    if obj is None:
+        return []
     out, seen = [], set()
     for module_name, module in obj.named_modules():
         for attr, p in module._parameters.items():
@@ -176,9 +190,10 @@ class ModelTracker:
     def track(self, obj, name: str) -> None:
         """Start tracking `obj` (a module or tensor) under `name`; re-tracking a name replaces it."""
         known = {id(e.param): e for e in self.entries.get(name, [])}
+        model = None if isinstance(obj, torch.Tensor) else _model_of(obj)
         entries = []
         for pname, p, owner, attr in _parameters(obj, name):
-            entries.append(known.get(id(p)) or _Entry(self._id(pname), p, owner, attr))
+            entries.append(known.get(id(p)) or _Entry(self._id(pname), p, owner, attr, model))
         self.entries[name] = entries
         self.objects[name] = obj
         fresh = [e for e in entries if e.signature is None]
@@ -246,20 +261,29 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
-                    None if stepped is None else self._grad_resets(written, stepped),
+                    *((None, None) if stepped is None else self._step_claims(written, stepped)),
                 )
             return grad_changed
         finally:
             self.core.set_inside_recorder(previous)
 
     @staticmethod
-    def _grad_resets(written: list[_Entry], optimizer) -> list:
-        """Per written entry, its digests refreshed: whether its gradient was reset since `optimizer`'s
-        previous step, for the parameters it holds (None for the others, and where there is no claim:
-        _Entry.grad_reset_at_step)."""
+    def _step_claims(written: list[_Entry], optimizer) -> tuple[list, list]:
+        """The claims at `optimizer`'s step, per written entry (digests refreshed), for the parameters it
+        holds (None for the others, and where there is no claim): whether its gradient was reset since
+        that optimizer's previous step (_Entry.grad_reset_at_step), and, when it has a gradient, whether
+        the model it was tracked under is in training mode."""
         held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
         key = id(optimizer)
-        return [e.grad_reset_at_step(key) if id(e.param) in held else None for e in written]
+        resets, training = [], []
+        for e in written:
+            if id(e.param) not in held:
+                resets.append(None)
+                training.append(None)
+                continue
+            resets.append(e.grad_reset_at_step(key))
+            training.append(None if e.grad_ref is None or e.model is None else e.model.training)
+        return resets, training
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []

@@ -1,0 +1,76 @@
+// Relations over the collector's claims at optimizer steps (StepClaimRelation): the tracker judges
+// something per parameter when an optimizer steps (python/traincheck/tracking/tracker.py) and writes it
+// as a bool attribute of the parameter's state; the relation learns that the claim always holds and
+// checks it. Inference and both checks share one verdict (`claim_of`); the check runs online and is
+// replayed offline (relations/replay_check.h). Instances: GradientResetRelation (gradient_reset.h),
+// TrainingModeRelation (training_mode.h); what each claims and why it generalises is in its .cpp header.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "invariant/precondition.h"
+#include "invariant/relation.h"
+
+namespace traincheck {
+
+// One claim: its relation, its attribute, and how its invariants read.
+struct StepClaim {
+  std::string_view relation;   // e.g. "GradientResetRelation"
+  std::string_view attribute;  // e.g. "_TRAINCHECK_grad_reset"
+  std::string_view text;       // after the var type in text_description, e.g. ".grad is reset ..."
+  std::string_view display;    // after the short var type in the display name
+};
+
+class StepClaimRelation : public Relation {
+ public:
+  static constexpr std::string_view kGroup = "var";
+
+  explicit StepClaimRelation(const StepClaim& claim);
+  std::string_view name() const override { return claim_.relation; }
+  std::vector<Hypothesis> generate(const TraceStore& trace) const override;
+  void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
+  // No precondition: a correct program where the claim fails shows that the rule is no rule; no clause
+  // of its records should carve it out.
+  std::vector<std::string> precondition_keys_to_skip() const override { return {""}; }
+  CheckResult check(const TraceStore& trace, const Invariant& invariant, const CheckOptions& options) const override;
+  std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
+                                                 const ApiSignatures* signatures = nullptr) const override;
+  std::string display_name(const Invariant& invariant) const override;
+
+  // The verdict inference and both checks share: nullopt when the record makes no claim.
+  std::optional<bool> claim_of(const Record& state) const;
+
+ protected:
+  // The var type an invariant of this relation names; nullptr for a malformed one.
+  const std::string* var_type_of(const Invariant& invariant) const;
+
+ private:
+  StepClaim claim_;
+  KeyId key_;  // "attributes.<attribute>"
+};
+
+// A StepClaimRelation's check, online and replayed offline: one violation per optimizer step (per dump:
+// the parameters it writes share one time), naming the first parameter whose claim failed.
+class StepClaimOnlineCheck final : public OnlineCheck {
+ public:
+  StepClaimOnlineCheck(const StepClaimRelation& relation, std::string var_type,
+                       std::optional<PreconditionGroup> precondition);
+  void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
+  bool triggered() const override { return triggered_; }
+  OnlineInterest interest() const override;  // the var type's state records
+
+ private:
+  const StepClaimRelation& relation_;
+  std::string var_type_;
+  Name var_type_name_;
+  std::optional<PreconditionGroup> precondition_;
+  bool triggered_ = false;
+  // The dump of the last violation: its process and time (further parameters of it are the same step).
+  int64_t violated_process_ = 0, violated_time_ = -1;
+};
+
+}  // namespace traincheck
