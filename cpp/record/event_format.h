@@ -107,6 +107,10 @@ enum VarStateFlags : uint32_t {
   // tracked under is in training mode (kVarModelTraining), as "_TRAINCHECK_model_training".
   kVarHasModelTraining = 1 << 5,
   kVarModelTraining = 1 << 6,
+  // Written with the same claims, for every parameter the stepping optimizer holds: whether any parameter
+  // it holds has a gradient (kVarOptimizerHasGradients), as "_TRAINCHECK_optimizer_has_gradients".
+  kVarHasOptimizerGradients = 1 << 7,
+  kVarOptimizerHasGradients = 1 << 8,
 };
 
 // A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse

@@ -335,6 +335,10 @@ void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in,
     out += ",\"_TRAINCHECK_model_training\":";
     append_json_bool(out, v.flags & kVarModelTraining);
   }
+  if (v.flags & kVarHasOptimizerGradients) {
+    out += ",\"_TRAINCHECK_optimizer_has_gradients\":";
+    append_json_bool(out, v.flags & kVarOptimizerHasGradients);
+  }
   out += "},\"time\":";
   append_json_uint(out, h.time_ns);
   out += "}\n";

@@ -10,6 +10,7 @@
 #include "relations/function_order.h"
 #include "relations/gradient_reset.h"
 #include "relations/module_mode_relation.h"
+#include "relations/optimizer_has_gradients.h"
 #include "relations/threshold.h"
 #include "relations/training_mode.h"
 
@@ -27,10 +28,11 @@ const std::vector<const Relation*>& implemented_relations() {
   static const ModuleModeRelation module_mode;  // ours: after the original's pool
   static const GradientResetRelation gradient_reset;  // ours
   static const TrainingModeRelation training_mode;    // ours
+  static const OptimizerHasGradientsRelation optimizer_has_gradients;  // ours
   static const std::vector<const Relation*> all = {&api_contain,      &consistency,    &consistent_output,
                                                    &consistent_input_output, &function_cover, &function_lead,
                                                    &distinct_argument, &threshold,     &module_mode,
-                                                   &gradient_reset,    &training_mode};
+                                                   &gradient_reset,    &training_mode, &optimizer_has_gradients};
   return all;
 }
 

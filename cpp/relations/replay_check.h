@@ -16,7 +16,7 @@
 //
 // Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation, the
 // per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode: call_checks.h) and the
-// claims at optimizer steps (GradientReset, TrainingMode: step_claims.h), which are fed the state records
+// claims at optimizer steps (GradientReset, TrainingMode, OptimizerHasGradients: step_claims.h), which are fed the state records
 // of their var type.
 // Two keep an offline driver of their own, over the verdict they share with their online check:
 //   - APIContainRelation was replayed and reverted: its online check must see every state record of the

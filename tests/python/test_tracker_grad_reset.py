@@ -132,3 +132,27 @@ def test_a_ddp_like_wrapper_or_a_trainer_claims_the_mode_of_the_model_it_holds()
     opt.step()
     tracker.after_optimizer_step(opt, (), {})
     assert set(core.model_training[-1].values()) == {False}
+
+
+def test_an_optimizer_over_frozen_parameters_claims_it_has_no_gradient_to_apply():
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    tracker.track(model, "model")
+    backbone, head = model[0], model[1]
+    for p in backbone.parameters():
+        p.requires_grad_(False)
+    stale = torch.optim.SGD(backbone.parameters(), lr=0.1)  # built before the head: holds only frozen ones
+    working = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = {n: tracker._ids[f"model.{n}"] for n in ("0.weight", "1.weight")}
+    model(torch.ones(4, 3)).sum().backward()
+
+    stale.step()
+    tracker.after_optimizer_step(stale, (), {})
+    claims = core.optimizer_has_gradients[-1]
+    assert claims[ids["0.weight"]] is False and claims[ids["1.weight"]] is None  # the head is not its parameter
+
+    working.step()
+    tracker.after_optimizer_step(working, (), {})
+    claims = core.optimizer_has_gradients[-1]
+    assert claims[ids["0.weight"]] is True and claims[ids["1.weight"]] is True  # frozen ones included

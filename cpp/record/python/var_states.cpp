@@ -42,7 +42,9 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
     return false;
   }
-  if (!valid_claims(claims.grad_resets, n) || !valid_claims(claims.model_training, n)) return false;
+  if (!valid_claims(claims.grad_resets, n) || !valid_claims(claims.model_training, n) ||
+      !valid_claims(claims.optimizer_has_gradients, n))
+    return false;
   Recorder& recorder = Recorder::instance();
   const uint64_t now = monotonic_ns();  // one dump, one time: as the original's sampler writes it
   thread_local PayloadEncoder payload;
@@ -67,6 +69,7 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     }
     add_claim(claims.grad_resets, i, kVarHasGradReset, kVarGradReset, v.flags);
     add_claim(claims.model_training, i, kVarHasModelTraining, kVarModelTraining, v.flags);
+    add_claim(claims.optimizer_has_gradients, i, kVarHasOptimizerGradients, kVarOptimizerHasGradients, v.flags);
     if (PyErr_Occurred()) return false;
     payload.clear();
     payload.section(SectionTag::kVarState);

@@ -21,6 +21,8 @@ struct VarBatchLabels {
 struct VarStepClaims {
   PyObject* grad_resets;     // its gradient was reset since its optimizer's previous step ("_TRAINCHECK_grad_reset")
   PyObject* model_training;  // the model it was tracked under is in training mode ("_TRAINCHECK_model_training")
+  // some parameter the stepping optimizer holds has a gradient ("_TRAINCHECK_optimizer_has_gradients")
+  PyObject* optimizer_has_gradients;
 };
 
 // `name_ids`, `tensors`, `data_digests`, `grad_digests` are equally long lists; a grad digest is None

@@ -15,19 +15,23 @@ When states are written:
   or that an invariant over variables names (selective mode), for the parameters that changed since they
   were last written (mode "selective-sample"): what the call changes is written inside its window (after
   its pre-record, before its post-record), so inference can tie a change to the API that made it.
+
 At an optimizer's step, each parameter it holds that has a gradient, and had one at that optimizer's
 previous step, also gets whether its gradient was reset in between (`_TRAINCHECK_grad_reset`, what
 GradientResetRelation checks): reset when the gradient is another tensor than at that step (set to None,
 then made anew by backward), or when a recorded `zero_grad` call changed it (zeroed in place,
 `set_to_none=False`, or set to None and given back the same tensor, as DDP's bucket views are). Without
 a reset, backward accumulated into the last step's gradient: a missing `zero_grad`.
-Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
-digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
-cost no tensor work.
 
 With it, for those parameters that have a gradient, whether the model they were tracked under is in
 training mode (`_TRAINCHECK_model_training`, what TrainingModeRelation checks): a model left in eval mode
-after validation is trained in eval mode.
+after validation is trained in eval mode. And, for every parameter it holds, whether any parameter it
+holds, tracked or not, has a gradient (`_TRAINCHECK_optimizer_has_gradients`, what
+OptimizerHasGradientsRelation checks): an optimizer built over the frozen parameters steps on nothing.
+
+Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
+digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
+cost no tensor work.
 
 A parameter replaced in its module after tracking began (FSDP2's fully_shard registers sharded
 parameters in place of the originals) is followed: each write first checks, with one dict lookup per
@@ -261,29 +265,34 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
-                    *((None, None) if stepped is None else self._step_claims(written, stepped)),
+                    *((None, None, None) if stepped is None else self._step_claims(written, stepped)),
                 )
             return grad_changed
         finally:
             self.core.set_inside_recorder(previous)
 
     @staticmethod
-    def _step_claims(written: list[_Entry], optimizer) -> tuple[list, list]:
+    def _step_claims(written: list[_Entry], optimizer) -> tuple[list, list, list]:
         """The claims at `optimizer`'s step, per written entry (digests refreshed), for the parameters it
         holds (None for the others, and where there is no claim): whether its gradient was reset since
-        that optimizer's previous step (_Entry.grad_reset_at_step), and, when it has a gradient, whether
-        the model it was tracked under is in training mode."""
-        held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
+        that optimizer's previous step (_Entry.grad_reset_at_step); when it has a gradient, whether the
+        model it was tracked under is in training mode; and whether any parameter the optimizer holds,
+        tracked or not, has a gradient (a step with nothing to apply)."""
+        params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())]
+        held = {id(p) for p in params}
+        has_gradients = any(p.grad is not None for p in params)
         key = id(optimizer)
-        resets, training = [], []
+        resets, training, gradients = [], [], []
         for e in written:
             if id(e.param) not in held:
                 resets.append(None)
                 training.append(None)
+                gradients.append(None)
                 continue
             resets.append(e.grad_reset_at_step(key))
             training.append(None if e.grad_ref is None or e.model is None else e.model.training)
-        return resets, training
+            gradients.append(has_gradients)
+        return resets, training, gradients
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []
