@@ -238,6 +238,7 @@ def _start_tracking(config: dict, core) -> None:
     """Model tracking (--models-to-track): the tracker gets models from the annotated script."""
     if not config.get("models_to_track"):
         return
+    from torch.nn.modules.module import register_module_module_registration_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from traincheck.tracking.tracker import ModelTracker
@@ -245,6 +246,7 @@ def _start_tracking(config: dict, core) -> None:
     tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"))
     script_api.set_tracker(tracker)
     register_optimizer_step_post_hook(tracker.after_optimizer_step)
+    register_module_module_registration_hook(tracker.module_registered)
     meta_vars.add_step_end_hook(tracker.at_step_end)
     atexit.register(tracker.at_step_end)  # the last iteration's states (runs before the recorder's shutdown)
     core.set_var_hook(tracker.around_api)

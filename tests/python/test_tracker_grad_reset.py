@@ -156,3 +156,26 @@ def test_an_optimizer_over_frozen_parameters_claims_it_has_no_gradient_to_apply(
     tracker.after_optimizer_step(working, (), {})
     claims = core.optimizer_has_gradients[-1]
     assert claims[ids["0.weight"]] is True and claims[ids["1.weight"]] is True  # frozen ones included
+
+
+def test_a_head_put_on_after_tracking_began_is_followed():
+    from torch.nn.modules.module import register_module_module_registration_hook
+
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    handle = register_module_module_registration_hook(tracker.module_registered)
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+        tracker.track(model, "model")
+        model[1] = torch.nn.Linear(2, 1)  # a new head: its parameters are new tensors
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(4, 3)).sum().backward()
+        opt.step()
+        tracker.after_optimizer_step(opt, (), {})
+    finally:
+        handle.remove()
+    head = tracker._ids["model.1.weight"]
+    claims = core.optimizer_has_gradients[-1]
+    # The new head's weight is written, and as a parameter the optimizer holds (the old one is gone).
+    assert claims[head] is True
+    assert [e.param for e in tracker.entries["model"] if e.name_id == head] == [model[1].weight]

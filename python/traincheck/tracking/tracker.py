@@ -33,7 +33,9 @@ Cheap signals decide what changed (version counter, storage pointer, grad identi
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
 cost no tensor work.
 
-A parameter replaced in its module after tracking began (FSDP2's fully_shard registers sharded
+A submodule set after tracking began (`model.head = nn.Linear(...)` for fine-tuning) is followed: torch's
+global module registration hook marks the models to be walked again at the next write. A parameter
+replaced in its module after tracking began (FSDP2's fully_shard registers sharded
 parameters in place of the originals) is followed: each write first checks, with one dict lookup per
 parameter, that every tracked parameter is still the one its module holds, and tracks the module again if
 not. Sharded (DTensor) parameters are digested on this rank's shard, and named after it (shards.py).
@@ -181,6 +183,7 @@ class ModelTracker:
         self._var_type_id = core.intern(PARAMETER_TYPE)
         self._ids: dict[str, int] = {}
         self._stepped_since_boundary = False
+        self._modules_registered = False  # a submodule was set since the last write (module_registered)
 
     def _id(self, text: str | None) -> int:
         if text is None:
@@ -205,6 +208,11 @@ class ModelTracker:
             self._write(fresh, mode=None, dump_loc=None, only_changed=False)
         else:
             self._write(fresh, mode="update", dump_loc="initing", only_changed=False)
+
+    def module_registered(self, module, name, submodule) -> None:
+        """torch's global module registration hook (`module.name = submodule`, add_module): the tracked
+        models are walked again at the next write, so a part replaced after tracking began is followed."""
+        self._modules_registered = True
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
@@ -232,6 +240,12 @@ class ModelTracker:
 
     # -- internals ------------------------------------------------------------------------------------
     def _all(self) -> list[_Entry]:
+        if self._modules_registered:
+            # A submodule was set somewhere since the last write (torch's global hook): it may be a tracked
+            # model's new part (a head put on for fine-tuning), whose parameters the entries lack.
+            self._modules_registered = False
+            for name, obj in list(self.objects.items()):
+                self.track(obj, name)
         for name, entries in list(self.entries.items()):
             if any(e.owner is not None and e.owner._parameters.get(e.attr) is not e.param for e in entries):
                 self.track(self.objects[name], name)  # a parameter was replaced: follow the module
