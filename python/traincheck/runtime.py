@@ -245,8 +245,13 @@ def _start_tracking(config: dict, core) -> None:
 
     tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"))
     script_api.set_tracker(tracker)
-    register_optimizer_step_post_hook(tracker.after_optimizer_step)
-    register_module_module_registration_hook(tracker.module_registered)
+    # The tool's own calls into torch are not the program's: unrecorded (they were, in every trace).
+    previous = core.set_inside_recorder(True)
+    try:
+        register_optimizer_step_post_hook(tracker.after_optimizer_step)
+        register_module_module_registration_hook(tracker.module_registered)
+    finally:
+        core.set_inside_recorder(previous)
     meta_vars.add_step_end_hook(tracker.at_step_end)
     atexit.register(tracker.at_step_end)  # the last iteration's states (runs before the recorder's shutdown)
     core.set_var_hook(tracker.around_api)
