@@ -77,6 +77,7 @@ std::string report_json(const VetResult& result, const std::vector<VetProgram>& 
     append_json_string(out, relation);
     out += ": {\"candidates\": " + std::to_string(t.candidates) + ", \"kept\": " + std::to_string(t.kept) +
            ", \"device_bound\": " + std::to_string(t.device_bound) +
+           ", \"step_bound\": " + std::to_string(t.step_bound) +
            ", \"violated\": " + std::to_string(t.violated) + ", \"too_few_programs\": " +
            std::to_string(t.too_few_programs) + ", \"one_family\": " + std::to_string(t.one_family) +
            ", \"relation_excluded\": " + std::to_string(t.relation_excluded) +
@@ -206,7 +207,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     err << "[vet] " << candidates.size() << " candidates on " << programs.size() << " programs: " << kept.size()
         << " kept\n";
     for (const auto& [relation, t] : result.by_relation)
-      err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", violated " << t.violated
+      err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", step " << t.step_bound << ", violated " << t.violated
           << ", too few programs " << t.too_few_programs << ", one family " << t.one_family
           << "; left out, " << t.loo_programs_alarmed << " of " << programs.size() << " programs alarm"
           << (t.generalises ? "" : ": does not generalise") << ")\n";

@@ -8,6 +8,7 @@ const char* vet_verdict_name(VetVerdict v) {
   switch (v) {
     case VetVerdict::Kept: return "kept";
     case VetVerdict::DeviceBound: return "fixes the device";
+    case VetVerdict::StepBound: return "fixes the step number";
     case VetVerdict::Violated: return "violated on a correct program";
     case VetVerdict::TooFewPrograms: return "triggered on too few programs";
     case VetVerdict::OneFamily: return "triggered in too few families";
@@ -68,6 +69,15 @@ bool is_device_bound(const Invariant& invariant) {
   return false;
 }
 
+bool is_step_bound(const Invariant& invariant) {
+  if (!invariant.precondition) return false;
+  for (const auto& [name, group] : invariant.precondition->groups)
+    for (const Conjunction& conjunction : group.disjuncts)
+      for (const Clause& clause : conjunction.clauses)
+        if (clause.prop_name == "meta_vars.step") return true;
+  return false;
+}
+
 namespace {
 
 // Every candidate's outcome on every program, looked up once: judging a candidate without one program (rule
@@ -115,6 +125,7 @@ VetDecision judge(const Invariant& inv, size_t c, const OutcomeTable& table, con
     }
   }
   if (is_device_bound(inv)) d.verdict = VetVerdict::DeviceBound;
+  else if (is_step_bound(inv)) d.verdict = VetVerdict::StepBound;
   else if (missing) d.verdict = VetVerdict::NotChecked;
   else if (!d.violated_on.empty()) d.verdict = VetVerdict::Violated;
   else if (d.passed_on.size() < rule.min_programs) d.verdict = VetVerdict::TooFewPrograms;
@@ -143,6 +154,7 @@ void count(RelationTally& t, VetVerdict v) {
   switch (v) {
     case VetVerdict::Kept: ++t.kept; break;
     case VetVerdict::DeviceBound: ++t.device_bound; break;
+    case VetVerdict::StepBound: ++t.step_bound; break;
     case VetVerdict::Violated: ++t.violated; break;
     case VetVerdict::TooFewPrograms: ++t.too_few_programs; break;
     case VetVerdict::OneFamily: ++t.one_family; break;

@@ -6,6 +6,10 @@
 // and, before both, (d) it says nothing about the device tensors or calls are on (`is_cuda is false`,
 // `tensor(device="cpu")`): the corpus runs on the CPU only, so it cannot tell a device constant from a rule,
 // and such an invariant would alarm on every GPU program (`is_device_bound`);
+// and (f) its precondition does not fix the step counter (`meta_vars.step == 1`): the step number is the
+// program's own count, and a clause on it stands in for something else (the optimizer's first call, when
+// Adam creates its state), which a second optimizer step in step 1, a resumed run or a loop counting from
+// 0 breaks (`is_step_bound`);
 // rule (c), leaving one program out of the learning keeps that program clean, is measured rather than
 // enforced: for each program, the candidates the other programs learned, vetted on the other programs, that
 // it violates (`leave_one_out`). That is the pack's false-alarm estimate on a program it never saw, and
@@ -42,12 +46,15 @@ struct VetProgram {
   OutcomesByIdentity outcomes;     // every candidate checked on its trace
 };
 
-enum class VetVerdict { Kept, DeviceBound, Violated, TooFewPrograms, OneFamily, RelationDoesNotGeneralise, NotChecked };
+enum class VetVerdict { Kept, DeviceBound, StepBound, Violated, TooFewPrograms, OneFamily, RelationDoesNotGeneralise, NotChecked };
 const char* vet_verdict_name(VetVerdict v);
 
 // Whether the invariant fixes a device: a tensor attribute naming the device (is_cuda, is_cpu, device, ...)
 // held to a value, or an API argument that is a device (`device=...`, a torch.device value).
 bool is_device_bound(const Invariant& invariant);
+
+// Whether a clause of its precondition (any group, any disjunct) is on the step counter, meta_vars.step.
+bool is_step_bound(const Invariant& invariant);
 
 struct VetDecision {
   const Invariant* invariant = nullptr;
@@ -58,7 +65,7 @@ struct VetDecision {
 };
 
 struct RelationTally {
-  size_t candidates = 0, kept = 0, device_bound = 0, violated = 0, too_few_programs = 0, one_family = 0,
+  size_t candidates = 0, kept = 0, device_bound = 0, step_bound = 0, violated = 0, too_few_programs = 0, one_family = 0,
          relation_excluded = 0, not_checked = 0;
   size_t loo_programs_alarmed = 0;  // programs that, left out, violate one of its invariants (before (e))
   bool generalises = true;          // (e)

@@ -11,17 +11,17 @@ import json
 import sys
 from pathlib import Path
 
-COLUMNS = ("candidates", "kept", "device_bound", "violated", "too_few_programs", "one_family")
+COLUMNS = ("candidates", "kept", "device_bound", "step_bound", "violated", "too_few_programs", "one_family")
 
 
 def table(report: dict) -> str:
-    rows = ["| relation | candidates | kept | fixes the device | violated on a correct program | on too few programs | one family |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| relation | candidates | kept | fixes the device | fixes the step number | violated on a correct program | on too few programs | one family |",
+            "|---|---|---|---|---|---|---|---|"]
     total = dict.fromkeys(COLUMNS, 0)
     for relation, t in sorted(report["by_relation"].items()):
-        rows.append(f"| {relation} | " + " | ".join(str(t[c]) for c in COLUMNS) + " |")
+        rows.append(f"| {relation} | " + " | ".join(str(t.get(c, 0)) for c in COLUMNS) + " |")
         for c in COLUMNS:
-            total[c] += t[c]
+            total[c] += t.get(c, 0)
     rows.append("| all | " + " | ".join(str(total[c]) for c in COLUMNS) + " |")
     return "\n".join(rows)
 

@@ -153,6 +153,22 @@ TEST(Vetting, AnInvariantThatFixesTheDeviceIsNeverKept) {
   EXPECT_EQ(r.by_relation.at("ConsistentOutputRelation").device_bound, 1u);
 }
 
+TEST(Vetting, AnInvariantWhosePreconditionFixesTheStepNumberIsNeverKept) {
+  // Rule (f): "in step 1, Adam.step creates its state (zeros_like)" is true of a loop that steps once in
+  // step 1, and false of one that steps twice, or resumes: the step number stands in for the first call.
+  const Invariant first_step = invariant_from_json(
+      R"j({"text_description": "Adam.step contains zeros_like", "relation": "APIContainRelation", "params": [{"param_type": "APIParam", "api_full_name": "Adam.step"}, {"param_type": "APIParam", "api_full_name": "torch.zeros_like"}], "precondition": {"parent_func_call_pre": {"inverted": false, "preconditions": [{"clauses": [{"type": "constant", "prop_name": "meta_vars.step", "additional_path": "None", "prop_dtype": "int", "values": [1]}, {"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", "prop_dtype": "str", "values": ["training"]}]}]}}, "num_positive_examples": 2, "num_negative_examples": 58})j");
+  const Invariant in_training = invariant_from_json(
+      R"j({"text_description": "Adam.step contains _get_lr", "relation": "APIContainRelation", "params": [{"param_type": "APIParam", "api_full_name": "Adam.step"}, {"param_type": "APIParam", "api_full_name": "torch.optim._get_lr"}], "precondition": {"parent_func_call_pre": {"inverted": false, "preconditions": [{"clauses": [{"type": "constant", "prop_name": "meta_vars.stage", "additional_path": "None", "prop_dtype": "str", "values": ["training"]}]}]}}, "num_positive_examples": 3, "num_negative_examples": 0})j");
+  EXPECT_TRUE(is_step_bound(first_step));
+  EXPECT_FALSE(is_step_bound(in_training));
+  const std::vector<Invariant> c = {first_step, in_training};
+  const VetResult r = vet(c, {program("m1", "mlp", c, {P, P}), program("c1", "cnn", c, {P, P})}, VetRule{2, 2});
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::StepBound);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.by_relation.at("APIContainRelation").step_bound, 1u);
+}
+
 TEST(CheckOutcomes, ReadsTheThreeLogsOfACheckFolder) {
   const auto dir = std::filesystem::temp_directory_path() / "tc_vetting_test_outcomes";
   std::filesystem::remove_all(dir);
