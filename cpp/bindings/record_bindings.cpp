@@ -157,10 +157,11 @@ void bind_recorder(nb::module_& m) {
       "record_var_states",
       [](nb::list name_ids, nb::list tensors, nb::list data_digests, nb::list grad_digests, uint32_t var_type_id,
          uint32_t mode_id, uint32_t dump_loc_id, nb::handle grad_resets, nb::handle model_training,
-         nb::handle optimizer_has_gradients) {
+         nb::handle optimizer_has_gradients, nb::handle grad_reset_once, nb::handle grad_clipped) {
         if (!g_recording_enabled.load(std::memory_order_relaxed)) return;
         if (!record_var_states(name_ids.ptr(), tensors.ptr(), data_digests.ptr(), grad_digests.ptr(),
-                               {grad_resets.ptr(), model_training.ptr(), optimizer_has_gradients.ptr()},
+                               {grad_resets.ptr(), model_training.ptr(), optimizer_has_gradients.ptr(),
+                                grad_reset_once.ptr(), grad_clipped.ptr()},
                                {var_type_id, mode_id, dump_loc_id})) {
           throw nb::python_error();
         }
@@ -168,10 +169,13 @@ void bind_recorder(nb::module_& m) {
       nb::arg("name_ids"), nb::arg("tensors"), nb::arg("data_digests"), nb::arg("grad_digests"),
       nb::arg("var_type_id"), nb::arg("mode_id") = 0, nb::arg("dump_loc_id") = 0, nb::arg("grad_resets").none() = nb::none(),
       nb::arg("model_training").none() = nb::none(), nb::arg("optimizer_has_gradients").none() = nb::none(),
+      nb::arg("grad_reset_once").none() = nb::none(), nb::arg("grad_clipped").none() = nb::none(),
       "Write one state_change record per tensor (trace_VAR file), all with the same time. The claims at an "
       "optimizer's step, each None or per tensor None or a bool: grad_resets (its gradient was reset since its "
       "optimizer's previous step), model_training (the model it was tracked under is in training mode), "
-      "optimizer_has_gradients (some parameter the stepping optimizer holds has a gradient).");
+      "optimizer_has_gradients (some parameter the stepping optimizer holds has a gradient), grad_reset_once (at "
+      "most one reset threw away a computed gradient since), grad_clipped (the gradient stepped on is the one "
+      "its last clipping left).");
   m.def(
       "set_var_hook", [](nb::handle hook) { set_var_hook(hook.ptr()); },
       "hook(api_name, 'pre'|'post') runs around calls of wrappers made with track_vars=True.");

@@ -74,7 +74,7 @@ bool is_step_bound(const Invariant& invariant) {
   for (const auto& [name, group] : invariant.precondition->groups)
     for (const Conjunction& conjunction : group.disjuncts)
       for (const Clause& clause : conjunction.clauses)
-        if (clause.prop_name == "meta_vars.step") return true;
+        if (clause.type == ClauseType::Constant && clause.prop_name == "meta_vars.step") return true;
   return false;
 }
 

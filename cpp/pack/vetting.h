@@ -53,7 +53,8 @@ const char* vet_verdict_name(VetVerdict v);
 // held to a value, or an API argument that is a device (`device=...`, a torch.device value).
 bool is_device_bound(const Invariant& invariant);
 
-// Whether a clause of its precondition (any group, any disjunct) is on the step counter, meta_vars.step.
+// Whether a clause of its precondition (any group, any disjunct) holds the step counter, meta_vars.step, to
+// values. `consistent meta_vars.step` (two records of one step, as Consistency pairs them) fixes nothing.
 bool is_step_bound(const Invariant& invariant);
 
 struct VetDecision {

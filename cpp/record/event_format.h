@@ -111,6 +111,15 @@ enum VarStateFlags : uint32_t {
   // it holds has a gradient (kVarOptimizerHasGradients), as "_TRAINCHECK_optimizer_has_gradients".
   kVarHasOptimizerGradients = 1 << 7,
   kVarOptimizerHasGradients = 1 << 8,
+  // Written with the same claims, for the parameters with a gradient at both steps of their optimizer:
+  // whether at most one reset threw away a computed gradient in between (kVarGradResetOnce), as
+  // "_TRAINCHECK_grad_reset_once".
+  kVarHasGradResetOnce = 1 << 9,
+  kVarGradResetOnce = 1 << 10,
+  // Written with the same claims, for the parameters whose gradient was ever clipped: whether the gradient
+  // stepped on is the one the last clipping call left (kVarGradClipped), as "_TRAINCHECK_grad_clipped".
+  kVarHasGradClipped = 1 << 11,
+  kVarGradClipped = 1 << 12,
 };
 
 // A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse

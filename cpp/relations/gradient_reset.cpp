@@ -42,9 +42,11 @@ GradientResetRelation::GradientResetRelation()
                          .text = ".grad is reset (zero_grad) between two steps of the optimizer holding it",
                          .display = ".grad is reset (zero_grad) between optimizer steps"}) {}
 
-RecordNeeds GradientResetRelation::record_needs(const Invariant& inv) const {
+RecordNeeds GradientResetRelation::record_needs(const Invariant& inv) const { return zero_grad_needs(var_type_of(inv)); }
+
+RecordNeeds GradientResetRelation::zero_grad_needs(const std::string* var_type) {
   RecordNeeds needs;
-  if (const std::string* var_type = var_type_of(inv))
+  if (var_type != nullptr)
     for (const char* api : {"torch.optim.optimizer.Optimizer.zero_grad", "torch.nn.modules.module.Module.zero_grad"})
       needs.var_types_in_apis.emplace_back(api, *var_type);
   return needs;

@@ -15,6 +15,8 @@ class GradientResetRelation final : public StepClaimRelation {
   // (set_to_none=False), or set to None and given back the same tensor (DDP's bucket views), is seen as
   // reset only there.
   RecordNeeds record_needs(const Invariant& invariant) const override;
+  // Those calls for parameters of `var_type` (none for nullptr, a malformed invariant's).
+  static RecordNeeds zero_grad_needs(const std::string* var_type);
 };
 
 }  // namespace traincheck

@@ -8,7 +8,9 @@
 #include "relations/consistent_output.h"
 #include "relations/distinct_argument.h"
 #include "relations/function_order.h"
+#include "relations/gradient_clipped.h"
 #include "relations/gradient_reset.h"
+#include "relations/gradient_reset_once.h"
 #include "relations/module_mode_relation.h"
 #include "relations/optimizer_has_gradients.h"
 #include "relations/threshold.h"
@@ -29,10 +31,12 @@ const std::vector<const Relation*>& implemented_relations() {
   static const GradientResetRelation gradient_reset;  // ours
   static const TrainingModeRelation training_mode;    // ours
   static const OptimizerHasGradientsRelation optimizer_has_gradients;  // ours
-  static const std::vector<const Relation*> all = {&api_contain,      &consistency,    &consistent_output,
-                                                   &consistent_input_output, &function_cover, &function_lead,
-                                                   &distinct_argument, &threshold,     &module_mode,
-                                                   &gradient_reset,    &training_mode, &optimizer_has_gradients};
+  static const GradientResetOnceRelation gradient_reset_once;          // ours
+  static const GradientClippedRelation gradient_clipped;               // ours
+  static const std::vector<const Relation*> all = {
+      &api_contain,       &consistency, &consistent_output, &consistent_input_output, &function_cover,
+      &function_lead,     &distinct_argument, &threshold,   &module_mode,             &gradient_reset,
+      &training_mode,     &optimizer_has_gradients,         &gradient_reset_once,     &gradient_clipped};
   return all;
 }
 

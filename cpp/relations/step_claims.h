@@ -3,7 +3,8 @@
 // as a bool attribute of the parameter's state; the relation learns that the claim always holds and
 // checks it. Inference and both checks share one verdict (`claim_of`); the check runs online and is
 // replayed offline (relations/replay_check.h). Instances: GradientResetRelation (gradient_reset.h),
-// TrainingModeRelation (training_mode.h), OptimizerHasGradientsRelation (optimizer_has_gradients.h); what
+// TrainingModeRelation (training_mode.h), OptimizerHasGradientsRelation (optimizer_has_gradients.h),
+// GradientResetOnceRelation (gradient_reset_once.h), GradientClippedRelation (gradient_clipped.h); what
 // each claims and why it generalises is in its .cpp header.
 #pragma once
 

@@ -19,6 +19,8 @@ class RecordingCore:
         self.grad_resets: list[dict | None] = []  # per dump: name id -> claim, or None (no claims)
         self.model_training: list[dict | None] = []
         self.optimizer_has_gradients: list[dict | None] = []
+        self.grad_reset_once: list[dict | None] = []
+        self.grad_clipped: list[dict | None] = []
 
     def intern(self, text):
         return self.names.setdefault(text, len(self.names) + 1)
@@ -30,12 +32,12 @@ class RecordingCore:
         return False
 
     def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc,
-                          grad_resets=None, model_training=None, optimizer_has_gradients=None):
+                          *claims):
         self.grad_digests.extend(zip(name_ids, grad_digests))
-        self.grad_resets.append(None if grad_resets is None else dict(zip(name_ids, grad_resets)))
-        self.model_training.append(None if model_training is None else dict(zip(name_ids, model_training)))
-        self.optimizer_has_gradients.append(
-            None if optimizer_has_gradients is None else dict(zip(name_ids, optimizer_has_gradients)))
+        claims = claims or (None,) * 5  # as the binding's keywords default
+        for kept, made in zip((self.grad_resets, self.model_training, self.optimizer_has_gradients,
+                               self.grad_reset_once, self.grad_clipped), claims, strict=True):
+            kept.append(None if made is None else dict(zip(name_ids, made)))
 
 
 def test_a_new_gradient_with_the_old_ones_signature_is_digested_again(monkeypatch):

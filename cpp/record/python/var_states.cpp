@@ -43,7 +43,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     return false;
   }
   if (!valid_claims(claims.grad_resets, n) || !valid_claims(claims.model_training, n) ||
-      !valid_claims(claims.optimizer_has_gradients, n))
+      !valid_claims(claims.optimizer_has_gradients, n) || !valid_claims(claims.grad_reset_once, n) ||
+      !valid_claims(claims.grad_clipped, n))
     return false;
   Recorder& recorder = Recorder::instance();
   const uint64_t now = monotonic_ns();  // one dump, one time: as the original's sampler writes it
@@ -70,6 +71,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     add_claim(claims.grad_resets, i, kVarHasGradReset, kVarGradReset, v.flags);
     add_claim(claims.model_training, i, kVarHasModelTraining, kVarModelTraining, v.flags);
     add_claim(claims.optimizer_has_gradients, i, kVarHasOptimizerGradients, kVarOptimizerHasGradients, v.flags);
+    add_claim(claims.grad_reset_once, i, kVarHasGradResetOnce, kVarGradResetOnce, v.flags);
+    add_claim(claims.grad_clipped, i, kVarHasGradClipped, kVarGradClipped, v.flags);
     if (PyErr_Occurred()) return false;
     payload.clear();
     payload.section(SectionTag::kVarState);

@@ -23,6 +23,10 @@ struct VarStepClaims {
   PyObject* model_training;  // the model it was tracked under is in training mode ("_TRAINCHECK_model_training")
   // some parameter the stepping optimizer holds has a gradient ("_TRAINCHECK_optimizer_has_gradients")
   PyObject* optimizer_has_gradients;
+  // at most one reset threw away a computed gradient since its optimizer's previous step
+  // ("_TRAINCHECK_grad_reset_once")
+  PyObject* grad_reset_once;
+  PyObject* grad_clipped;  // the gradient stepped on is the one its last clipping left ("_TRAINCHECK_grad_clipped")
 };
 
 // `name_ids`, `tensors`, `data_digests`, `grad_digests` are equally long lists; a grad digest is None

@@ -28,6 +28,13 @@ training mode (`_TRAINCHECK_model_training`, what TrainingModeRelation checks): 
 after validation is trained in eval mode. And, for every parameter it holds, whether any parameter it
 holds, tracked or not, has a gradient (`_TRAINCHECK_optimizer_has_gradients`, what
 OptimizerHasGradientsRelation checks): an optimizer built over the frozen parameters steps on nothing.
+With the reset claim, whether at most one reset threw away a computed gradient since that step
+(`_TRAINCHECK_grad_reset_once`, what GradientResetOnceRelation checks): a write that sees the gradient
+change outside a zero_grad or clipping call marks it computed, and a recorded zero_grad that changes a
+computed gradient throws it away; a zero_grad inside the micro-batch loop throws one away per micro-batch.
+And, for a parameter whose gradient a recorded clipping call (clip_grad_norm_, clip_grad_value_) ever
+changed, whether the gradient stepped on is the one the last clipping left (`_TRAINCHECK_grad_clipped`,
+what GradientClippedRelation checks): clipping after the step clips a gradient no step uses.
 
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
@@ -56,7 +63,7 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 class _Entry:
     __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
-                 "resets", "step_key", "step_ref", "step_resets", "other_steps")
+                 "resets", "discards", "grad_since_reset", "clip_ref", "clip_version", "steps")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
@@ -73,39 +80,39 @@ class _Entry:
         # while it is alive.
         self.grad_ref = None
         self.resets = 0  # recorded zero_grad calls that changed the gradient
-        # At the last step of the optimizer holding the parameter (`step_key`, its id; the first seen):
-        # `grad_ref` then (None: it had no gradient, or no step yet) and `resets` then. A parameter that
-        # several optimizers hold keeps the others' in `other_steps`, {key: (grad_ref, resets)}.
-        self.step_key = None
-        self.step_ref = None
-        self.step_resets = 0
-        self.other_steps = None
+        # Of those, the ones that threw away a gradient computed since the previous reset (`grad_since_reset`:
+        # a write saw the gradient change outside a zero_grad or clipping call).
+        self.discards = 0
+        self.grad_since_reset = False
+        # The gradient as a recorded clipping call left it (clip_grad_norm_, clip_grad_value_): its tensor,
+        # weakly, and its version; None until the parameter's gradient is first clipped.
+        self.clip_ref = None
+        self.clip_version = 0
+        # Per optimizer holding the parameter (its id): (grad_ref, resets, discards) at its last step,
+        # grad_ref None when the parameter had no gradient then.
+        self.steps = {}
 
-    def grad_reset_at_step(self, optimizer_key: int) -> bool | None:
+    def claims_at_step(self, optimizer_key: int) -> tuple[bool | None, bool | None]:
         """At a step of the optimizer `optimizer_key`, once `grad_ref` is the gradient now: whether the
-        gradient was reset since that optimizer's previous step (None: no claim, it had no gradient at
-        one of the two). A weak reference is one object per live tensor (weakref.ref returns the
-        existing one), so comparing references compares tensors, and no reference is made here: this
-        runs per parameter and optimizer step."""
-        if self.step_key is None:
-            self.step_key = optimizer_key
-        elif optimizer_key != self.step_key:
-            return self._grad_reset_at_other_step(optimizer_key)
-        ref, last, last_resets = self.grad_ref, self.step_ref, self.step_resets
-        self.step_ref, self.step_resets = ref, self.resets
-        if ref is None or last is None:
-            return None
-        return ref is not last or last_resets != self.resets
-
-    def _grad_reset_at_other_step(self, optimizer_key: int) -> bool | None:
-        if self.other_steps is None:
-            self.other_steps = {}
-        last = self.other_steps.get(optimizer_key)
+        gradient was reset since that optimizer's previous step, and whether at most one reset threw away
+        a computed gradient in between (None, None: no claim, it had no gradient at one of the two). A
+        weak reference is one object per live tensor (weakref.ref returns the existing one), so comparing
+        references compares tensors, and no reference is made here: this runs per parameter and
+        optimizer step."""
         ref = self.grad_ref
-        self.other_steps[optimizer_key] = None if ref is None else (ref, self.resets)
-        if ref is None or last is None:
+        last = self.steps.get(optimizer_key)
+        self.steps[optimizer_key] = (ref, self.resets, self.discards)
+        if ref is None or last is None or last[0] is None:
+            return None, None
+        return ref is not last[0] or last[1] != self.resets, self.discards - last[2] <= 1
+
+    def clipped_at_step(self) -> bool | None:
+        """Whether the gradient now is the one a clipping call last left, unchanged since (None: no claim:
+        the gradient was never clipped, or there is none)."""
+        if self.clip_ref is None or self.grad_ref is None:
             return None
-        return ref is not last[0] or last[1] != self.resets
+        g = self.grad_ref()
+        return self.grad_ref is self.clip_ref and g is not None and g._version == self.clip_version
 
     def holds_grad(self, g) -> bool:
         """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
@@ -114,11 +121,23 @@ class _Entry:
         return g is not None and self.grad_ref() is g  # a dead reference is no tensor, not None's twin
 
 
+CLIPPING_APIS = ("clip_grad_norm_", "clip_grads_with_norm_", "clip_grad_value_")
+
+
+def clips_gradients(api_name: str) -> bool:
+    """torch's gradient clipping (torch.nn.utils.clip_grad; clip_grad_norm_ clips through
+    _clip_grads_with_norm_) and an FSDP module's clip_grad_norm_."""
+    return api_name.startswith("torch.") and api_name.endswith(CLIPPING_APIS)
+
+
 def mutates_parameters(api_name: str) -> bool:
-    """APIs whose calls change parameters: an optimizer's `step` (not an LR scheduler's) and `zero_grad`
-    of optimizers and modules. Full mode tracks variables around them (the recorder's variable hook)."""
+    """APIs whose calls change parameters or their gradients: an optimizer's `step` (not an LR
+    scheduler's), `zero_grad` of optimizers and modules, gradient clipping. Full mode tracks variables
+    around them (the recorder's variable hook)."""
     if api_name.endswith(".zero_grad"):
         return api_name.startswith(("torch.optim.", "torch.nn.modules.module.Module."))
+    if clips_gradients(api_name):
+        return True
     return (api_name.startswith("torch.optim.") and api_name.endswith(".step")
             and not api_name.startswith("torch.optim.lr_scheduler."))
 
@@ -173,6 +192,13 @@ def _parameters(obj, name: str):
     return out
 
 
+def _computed(grad_changed: list[_Entry]) -> None:
+    """Gradients a write saw changed outside a zero_grad or clipping call: computed (backward) since."""
+    for e in grad_changed:
+        if e.grad_ref is not None:
+            e.grad_since_reset = True
+
+
 class ModelTracker:
     def __init__(self, core, style: str = "sampler", tensor_hash: str = "full"):
         self.core = core
@@ -217,7 +243,7 @@ class ModelTracker:
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
-        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer)
+        _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
 
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
@@ -227,7 +253,7 @@ class ModelTracker:
         if not stepped and get_meta_vars().get("step", 0) == 0:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
-        self._write(self._all(), mode=mode, dump_loc=loc, only_changed=stepped)
+        _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=stepped))
 
     def around_api(self, api_name: str, phase: str) -> None:
         """The recorder's variable hook, before and after calls of the APIs it wraps: write what changed.
@@ -237,6 +263,14 @@ class ModelTracker:
         if phase == "post" and api_name.endswith(".zero_grad"):
             for e in grad_changed:
                 e.resets += 1
+                e.discards += e.grad_since_reset
+                e.grad_since_reset = False
+        elif phase == "post" and clips_gradients(api_name):
+            for e in grad_changed:
+                if e.grad_ref is not None:
+                    e.clip_ref, e.clip_version = e.grad_ref, e.grad_ref()._version
+        else:
+            _computed(grad_changed)
 
     # -- internals ------------------------------------------------------------------------------------
     def _all(self) -> list[_Entry]:
@@ -279,34 +313,37 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
-                    *((None, None, None) if stepped is None else self._step_claims(written, stepped)),
+                    *((None,) * 5 if stepped is None else self._step_claims(written, stepped)),
                 )
             return grad_changed
         finally:
             self.core.set_inside_recorder(previous)
 
     @staticmethod
-    def _step_claims(written: list[_Entry], optimizer) -> tuple[list, list, list]:
+    def _step_claims(written: list[_Entry], optimizer) -> tuple[list, ...]:
         """The claims at `optimizer`'s step, per written entry (digests refreshed), for the parameters it
         holds (None for the others, and where there is no claim): whether its gradient was reset since
-        that optimizer's previous step (_Entry.grad_reset_at_step); when it has a gradient, whether the
-        model it was tracked under is in training mode; and whether any parameter the optimizer holds,
-        tracked or not, has a gradient (a step with nothing to apply)."""
+        that optimizer's previous step, and at most once (_Entry.claims_at_step); when it has a gradient,
+        whether the model it was tracked under is in training mode; whether any parameter the optimizer
+        holds, tracked or not, has a gradient (a step with nothing to apply); and, once its gradient was
+        clipped, whether the gradient stepped on is the clipped one (_Entry.clipped_at_step)."""
         params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())]
         held = {id(p) for p in params}
         has_gradients = any(p.grad is not None for p in params)
         key = id(optimizer)
-        resets, training, gradients = [], [], []
+        resets, once, training, gradients, clipped = [], [], [], [], []
         for e in written:
             if id(e.param) not in held:
-                resets.append(None)
-                training.append(None)
-                gradients.append(None)
+                for claims in (resets, once, training, gradients, clipped):
+                    claims.append(None)
                 continue
-            resets.append(e.grad_reset_at_step(key))
+            reset, reset_once = e.claims_at_step(key)
+            resets.append(reset)
+            once.append(reset_once)
             training.append(None if e.grad_ref is None or e.model is None else e.model.training)
             gradients.append(has_gradients)
-        return resets, training, gradients
+            clipped.append(e.clipped_at_step())
+        return resets, training, gradients, once, clipped
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []

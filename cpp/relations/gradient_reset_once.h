@@ -1,0 +1,18 @@
+// GradientResetOnceRelation: see the header of gradient_reset_once.cpp; its inference and check are
+// StepClaimRelation's (step_claims.h).
+#pragma once
+
+#include "relations/step_claims.h"
+
+namespace traincheck {
+
+class GradientResetOnceRelation final : public StepClaimRelation {
+ public:
+  GradientResetOnceRelation();
+  // The attribute the collector writes at an optimizer's step (python/traincheck/tracking/tracker.py).
+  static constexpr std::string_view kAttribute = "_TRAINCHECK_grad_reset_once";
+  // As GradientResetRelation's: the zero_grad calls, recorded with the parameters' changes inside them.
+  RecordNeeds record_needs(const Invariant& invariant) const override;
+};
+
+}  // namespace traincheck
