@@ -159,7 +159,9 @@ class Learner {
         it->second.ids.push_back(i);
       }
     }
-    // Group non-bool constants by property; too many distinct values become one `consistent`.
+    // Group non-bool constants by property; too many distinct values become one `consistent`, and so do
+    // two or more of a field the relation keeps consistent (a Consistency invariant learned on a model of
+    // four parameters pairs them by name, as one of forty does).
     std::map<std::string, std::vector<std::string>> by_prop;
     for (const auto& [key, cand] : exact)
       if (cand.clause.type == ClauseType::Constant && cand.clause.prop_dtype != "bool")
@@ -167,8 +169,10 @@ class Learner {
     for (const auto& [prop, members] : by_prop) {
       size_t strings = 0, others = 0;
       for (const std::string& k : members) (exact[k].clause.values.front().is_string() ? strings : others)++;
-      if (strings <= kMaxConstantStrings && others <= kMaxConstantNumbers) continue;
       const Clause& first = exact[members.front()].clause;
+      const bool keep = members.size() > 1 && std::find(keys_.keep_consistent.begin(), keys_.keep_consistent.end(),
+                                                        first.prop_name) != keys_.keep_consistent.end();
+      if (!keep && strings <= kMaxConstantStrings && others <= kMaxConstantNumbers) continue;
       Clause consistent = Clause::make(ClauseType::Consistent, first.prop_name, first.prop_dtype, {}, first.additional_path);
       std::set<uint32_t> ids;
       for (const std::string& k : members) {

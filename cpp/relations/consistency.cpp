@@ -342,7 +342,11 @@ std::vector<std::string> ConsistencyRelation::precondition_consistent_keys_to_ke
   // negative shows that the step matters, and the original drops "same step". A later run with rank
   // skew then compares a rank's step-k state with another's step k-1 and reports the step boundary,
   // not the step where the ranks diverged.
-  return {"meta_vars.step"};
+  // var_name: replicas are one variable on several ranks. When every equal pair a good run shows is of
+  // one name, pairing by name is what it shows, however few the names: the learner otherwise keeps up to
+  // four names as constants, and a model of four parameters learned "pair any two of the same size",
+  // which a model with repeated shapes (any transformer) violates on every pair of different layers.
+  return {"meta_vars.step", "var_name"};
 }
 
 CheckResult ConsistencyRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import SCRIPTS, collect
 
-CLAIM_RELATIONS = {"GradientResetRelation", "TrainingModeRelation", "OptimizerHasGradientsRelation"}
+CLAIM_RELATIONS = {"GradientResetRelation", "TrainingModeRelation", "OptimizerHasGradientsRelation",
+                   "GradientResetOnceRelation", "GradientClippedRelation"}
 
 
 def _violated_relations(tmp_path: Path, bug: str) -> set[str]:
@@ -34,6 +35,8 @@ def test_the_correct_loop_raises_no_alarm(tmp_path):
 
 @pytest.mark.parametrize("bug, relation", [("no_zero_grad", "GradientResetRelation"),
                                            ("eval_mode", "TrainingModeRelation"),
-                                           ("optimizer_over_frozen", "OptimizerHasGradientsRelation")])
+                                           ("optimizer_over_frozen", "OptimizerHasGradientsRelation"),
+                                           ("zero_grad_per_micro_batch", "GradientResetOnceRelation"),
+                                           ("clip_after_step", "GradientClippedRelation")])
 def test_each_bug_is_found_by_its_claim(tmp_path, bug, relation):
     assert _violated_relations(tmp_path, bug) & CLAIM_RELATIONS == {relation}
