@@ -116,8 +116,9 @@ enum VarStateFlags : uint32_t {
   // "_TRAINCHECK_grad_reset_once".
   kVarHasGradResetOnce = 1 << 9,
   kVarGradResetOnce = 1 << 10,
-  // Written with the same claims, for the parameters whose gradient was ever clipped: whether the gradient
-  // stepped on is the one the last clipping call left (kVarGradClipped), as "_TRAINCHECK_grad_clipped".
+  // Written with the same claims, for the parameters whose gradient was clipped since that optimizer's
+  // previous step: whether the gradient stepped on is the one the last clipping call left
+  // (kVarGradClipped), as "_TRAINCHECK_grad_clipped".
   kVarHasGradClipped = 1 << 11,
   kVarGradClipped = 1 << 12,
 };

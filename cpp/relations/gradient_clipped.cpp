@@ -1,18 +1,20 @@
 // GradientClippedRelation (ours; the original has no such relation)
 //
-// Learns: once a parameter's gradient is clipped (clip_grad_norm_, clip_grad_value_), every step of its
-// optimizer applies a clipped gradient: the gradient it steps on is the one the last clipping call
-// left, unchanged since. Clipping moved after `optimizer.step()` (or before `backward`, or into a
-// micro-batch loop before the last backward) clips a gradient no step uses, and the steps apply the
-// raw gradients; the run is as if clipping were off, and nothing fails. Programs that never clip make
-// no claim; AMP's unscale-then-clip, Lightning's and the HF Trainer's clipping keep it. The rule names
-// no program's API or layer.
+// Learns: a parameter's gradient clipped (clip_grad_norm_, clip_grad_value_) since the previous step of
+// the optimizer holding it is the gradient this step applies: clipping comes between the last backward
+// and the step. Clipping moved after `optimizer.step()` (or before `backward`, or into a micro-batch
+// loop before the last backward) clips a gradient no step uses, and the steps apply the raw gradients;
+// the run trains as if clipping were off, and nothing fails. A step with no clipping since the previous
+// one (a program that never clips, clips every other step, or takes an extra step for another
+// objective) makes no claim; AMP's unscale-then-clip, Lightning's and the HF Trainer's clipping keep it.
+// The rule names no program's API or layer.
 //
 // What is judged: the collector's claim on each parameter state written at an optimizer's step for the
 // parameters that optimizer holds, "_TRAINCHECK_grad_clipped" (python/traincheck/tracking/tracker.py):
-// whether the gradient is the tensor a recorded clipping call last changed, at the version that call
-// left. Absent when there is no claim (the parameter is not the optimizer's, it has no gradient, or its
-// gradient was never clipped).
+// when a recorded clipping call changed the gradient since that optimizer's previous step (at its first
+// step: ever), whether the gradient is the tensor that call left, at the version it left. Absent when
+// there is no claim (the parameter is not the optimizer's, it has no gradient, or it was not clipped
+// since).
 //
 // Params: [VarTypeParam(t, "_TRAINCHECK_grad_clipped")], t the parameters' var type.
 // Precondition group: "var" = [the state record], no field given to the learner.
@@ -26,9 +28,9 @@ namespace traincheck {
 GradientClippedRelation::GradientClippedRelation()
     : StepClaimRelation({.relation = "GradientClippedRelation",
                          .attribute = kAttribute,
-                         .text = ".grad, once clipped, is clipped before every step of the optimizer holding it (the "
-                                 "step applies the gradient clip_grad_norm_ left)",
-                         .display = ".grad is clipped before each optimizer step"}) {}
+                         .text = ".grad clipped since the previous step of the optimizer holding it is the gradient "
+                                 "the step applies (clipping comes between backward and step)",
+                         .display = ".grad is clipped between backward and the optimizer step"}) {}
 
 RecordNeeds GradientClippedRelation::record_needs(const Invariant& inv) const {
   RecordNeeds needs;

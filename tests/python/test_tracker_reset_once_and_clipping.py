@@ -1,7 +1,7 @@
 """The tracker's claims at an optimizer's step that GradientResetOnceRelation and GradientClippedRelation
 check: whether at most one reset threw away a computed gradient since that optimizer's previous step
-(`_TRAINCHECK_grad_reset_once`), and, once a parameter's gradient was clipped, whether the step applies
-the gradient the last clipping left (`_TRAINCHECK_grad_clipped`)."""
+(`_TRAINCHECK_grad_reset_once`), and, when a parameter's gradient was clipped since that step, whether the
+step applies the gradient the last clipping left (`_TRAINCHECK_grad_clipped`)."""
 
 import torch
 
@@ -132,6 +132,24 @@ def test_clipping_after_the_step_leaves_every_later_step_unclipped():
         _clip(tracker, model.parameters())  # the bug: clips a gradient no step uses
     assert set(clipped[0].values()) == {None}  # not clipped yet: no claim
     assert set(clipped[1].values()) == {False} and set(clipped[2].values()) == {False}
+
+
+def test_an_extra_step_without_clipping_after_a_clipped_one_claims_nothing():
+    # A Trainer clips and steps; a callback then sets gradients for another objective and steps again
+    # unclipped: no clipping since the previous step, no claim; the next clipped step claims again.
+    model = torch.nn.Linear(3, 2)
+    core, tracker = _setup(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    claims = []
+    for _ in range(2):
+        _zero_grad(tracker, opt)
+        _backward(model, scale=10.0)
+        _clip(tracker, model.parameters())
+        claims.append(_step(core, tracker, opt)[1])
+        for p in model.parameters():
+            p.grad = 1e-2 * p.detach().clone()
+        claims.append(_step(core, tracker, opt)[1])
+    assert [set(c.values()) for c in claims] == [{True}, {None}, {True}, {None}]
 
 
 def test_a_program_that_never_clips_or_clips_one_part_claims_nothing_for_the_rest():

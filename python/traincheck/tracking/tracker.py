@@ -32,9 +32,11 @@ With the reset claim, whether at most one reset threw away a computed gradient s
 (`_TRAINCHECK_grad_reset_once`, what GradientResetOnceRelation checks): a write that sees the gradient
 change outside a zero_grad or clipping call marks it computed, and a recorded zero_grad that changes a
 computed gradient throws it away; a zero_grad inside the micro-batch loop throws one away per micro-batch.
-And, for a parameter whose gradient a recorded clipping call (clip_grad_norm_, clip_grad_value_) ever
-changed, whether the gradient stepped on is the one the last clipping left (`_TRAINCHECK_grad_clipped`,
-what GradientClippedRelation checks): clipping after the step clips a gradient no step uses.
+And, for a parameter whose gradient a recorded clipping call (clip_grad_norm_, clip_grad_value_) changed
+since that optimizer's previous step, whether the gradient stepped on is the one the last clipping left
+(`_TRAINCHECK_grad_clipped`, what GradientClippedRelation checks): clipping after the step clips a
+gradient no step uses; a step with no clipping before it (an extra step for another objective) makes no
+claim.
 
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
@@ -63,7 +65,7 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 class _Entry:
     __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
-                 "resets", "discards", "grad_since_reset", "clip_ref", "clip_version", "steps")
+                 "resets", "discards", "grad_since_reset", "clips", "clip_ref", "clip_version", "steps")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
@@ -84,35 +86,34 @@ class _Entry:
         # a write saw the gradient change outside a zero_grad or clipping call).
         self.discards = 0
         self.grad_since_reset = False
-        # The gradient as a recorded clipping call left it (clip_grad_norm_, clip_grad_value_): its tensor,
-        # weakly, and its version; None until the parameter's gradient is first clipped.
+        # Recorded clipping calls (clip_grad_norm_, clip_grad_value_) that changed the gradient, and the
+        # gradient as the last one left it: its tensor, weakly, and its version.
+        self.clips = 0
         self.clip_ref = None
         self.clip_version = 0
-        # Per optimizer holding the parameter (its id): (grad_ref, resets, discards) at its last step,
+        # Per optimizer holding the parameter (its id): (grad_ref, resets, discards, clips) at its last step,
         # grad_ref None when the parameter had no gradient then.
         self.steps = {}
 
-    def claims_at_step(self, optimizer_key: int) -> tuple[bool | None, bool | None]:
+    def claims_at_step(self, optimizer_key: int) -> tuple[bool | None, bool | None, bool | None]:
         """At a step of the optimizer `optimizer_key`, once `grad_ref` is the gradient now: whether the
         gradient was reset since that optimizer's previous step, and whether at most one reset threw away
-        a computed gradient in between (None, None: no claim, it had no gradient at one of the two). A
-        weak reference is one object per live tensor (weakref.ref returns the existing one), so comparing
-        references compares tensors, and no reference is made here: this runs per parameter and
-        optimizer step."""
+        a computed gradient in between (None: no claim, it had no gradient at one of the two); and, when
+        it was clipped since that step (or, at the optimizer's first step, ever), whether the gradient
+        now is the one the last clipping left, unchanged since (None: not clipped since, or no gradient).
+        A weak reference is one object per live tensor (weakref.ref returns the existing one), so
+        comparing references compares tensors, and no reference is made here: this runs per parameter
+        and optimizer step."""
         ref = self.grad_ref
         last = self.steps.get(optimizer_key)
-        self.steps[optimizer_key] = (ref, self.resets, self.discards)
+        self.steps[optimizer_key] = (ref, self.resets, self.discards, self.clips)
+        clipped = None
+        if ref is not None and self.clips > (0 if last is None else last[3]):
+            g = ref()
+            clipped = ref is self.clip_ref and g is not None and g._version == self.clip_version
         if ref is None or last is None or last[0] is None:
-            return None, None
-        return ref is not last[0] or last[1] != self.resets, self.discards - last[2] <= 1
-
-    def clipped_at_step(self) -> bool | None:
-        """Whether the gradient now is the one a clipping call last left, unchanged since (None: no claim:
-        the gradient was never clipped, or there is none)."""
-        if self.clip_ref is None or self.grad_ref is None:
-            return None
-        g = self.grad_ref()
-        return self.grad_ref is self.clip_ref and g is not None and g._version == self.clip_version
+            return None, None, clipped
+        return ref is not last[0] or last[1] != self.resets, self.discards - last[2] <= 1, clipped
 
     def holds_grad(self, g) -> bool:
         """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
@@ -268,6 +269,7 @@ class ModelTracker:
         elif phase == "post" and clips_gradients(api_name):
             for e in grad_changed:
                 if e.grad_ref is not None:
+                    e.clips += 1
                     e.clip_ref, e.clip_version = e.grad_ref, e.grad_ref()._version
         else:
             _computed(grad_changed)
@@ -326,7 +328,7 @@ class ModelTracker:
         that optimizer's previous step, and at most once (_Entry.claims_at_step); when it has a gradient,
         whether the model it was tracked under is in training mode; whether any parameter the optimizer
         holds, tracked or not, has a gradient (a step with nothing to apply); and, once its gradient was
-        clipped, whether the gradient stepped on is the clipped one (_Entry.clipped_at_step)."""
+        clipped since that step, whether the gradient stepped on is the clipped one."""
         params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())]
         held = {id(p) for p in params}
         has_gradients = any(p.grad is not None for p in params)
@@ -337,12 +339,12 @@ class ModelTracker:
                 for claims in (resets, once, training, gradients, clipped):
                     claims.append(None)
                 continue
-            reset, reset_once = e.claims_at_step(key)
+            reset, reset_once, was_clipped = e.claims_at_step(key)
             resets.append(reset)
             once.append(reset_once)
             training.append(None if e.grad_ref is None or e.model is None else e.model.training)
             gradients.append(has_gradients)
-            clipped.append(e.clipped_at_step())
+            clipped.append(was_clipped)
         return resets, training, gradients, once, clipped
 
     def _refresh_digests(self, changed: list) -> None:

@@ -1,7 +1,9 @@
 """Hugging Face Trainer launched with torchrun on 2 CPU ranks: the Trainer wraps a tiny
 BertForSequenceClassification (built from a BertConfig, no download) in DistributedDataParallel over gloo
-and shards the training set with a distributed sampler; a fixed number of optimizer steps, a single
-evaluation on a held-out set at the end (losses gathered from both ranks), no checkpoints, no logging."""
+and shards the training set with a distributed sampler; a fixed number of optimizer steps with linear
+decay after a short warmup, a single evaluation on a held-out set at the end (predictions gathered from
+both ranks), no checkpoints, no logging. The classifier's loss is a per-batch mean that DDP averages over
+ranks, so average_tokens_across_devices is turned off."""
 import argparse
 import shutil
 
@@ -41,8 +43,8 @@ def compute_metrics(eval_pred):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-steps", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--max-steps", type=int, default=12)
+    parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--output-dir", default="bert_ddp_out")
     args = parser.parse_args()
 
@@ -56,7 +58,7 @@ def main():
         per_device_eval_batch_size=16, learning_rate=args.lr, warmup_steps=2, weight_decay=0.01,
         use_cpu=True, ddp_backend="gloo", ddp_find_unused_parameters=False, report_to="none",
         save_strategy="no", eval_strategy="no", logging_strategy="no", disable_tqdm=True,
-        dataloader_num_workers=0, seed=args.seed, data_seed=args.seed)
+        dataloader_num_workers=0, average_tokens_across_devices=False, seed=args.seed, data_seed=args.seed)
     trainer = Trainer(model=model, args=training_args, train_dataset=KeywordDataset(256, args.seed),
                       eval_dataset=KeywordDataset(64, args.seed + 1), compute_metrics=compute_metrics)
     train_result = trainer.train()
