@@ -46,22 +46,34 @@ def collect_command(program: Program, out_dir: Path, seed: int | None = None) ->
     return cmd + ["--", *program.args, "--seed", str(seed)]
 
 
+# A failed collection is run again, up to this many times in all. torch 2.13's gloo can abort a rank at
+# interpreter exit, after the program has finished ("terminate called without an active exception": a
+# gloo thread frees a finished all-reduce while Python shuts down), in about 1 of 5 runs of a DDP program,
+# plainly as under the collector; a second run is a collection as valid as the first.
+ATTEMPTS = 3
+
+
 def collect(programs: list[Program], traces: Path, workers: int = 1, time_limit: float = 900.0) -> list[Program]:
-    """Collects every program not yet in the cache; returns the programs whose traces are there."""
-    jobs = []
-    for prog in programs:
-        if is_collected(traces, prog):
-            continue
-        out = trace_dir(traces, prog)
-        if out.exists():                      # a collection that failed or was stopped part-way
-            shutil.rmtree(out)
-        jobs.append(Job(prog.name, collect_command(prog, out), traces / prog.name / "collect.log",
-                        traces / prog.name / "cwd", time_limit))
+    """Collects every program not yet in the cache (a failed one up to ATTEMPTS times); returns the programs
+    whose traces are there."""
     def mark(job: Job) -> None:  # at once: an interrupted build keeps what it collected
         if job.ok:
             (traces / job.label / DONE_MARKER).write_text(f"{job.seconds:.1f}\n")
 
-    run_all(jobs, "collect", workers, on_done=mark)
+    for attempt in range(ATTEMPTS):
+        jobs = []
+        for prog in programs:
+            if is_collected(traces, prog):
+                continue
+            out = trace_dir(traces, prog)
+            if out.exists():                      # a collection that failed or was stopped part-way
+                shutil.rmtree(out)
+            jobs.append(Job(prog.name, collect_command(prog, out), traces / prog.name / "collect.log",
+                            traces / prog.name / "cwd", time_limit))
+        if not jobs:
+            break
+        run_all(jobs, "collect" if attempt == 0 else f"collect again ({attempt + 1} of {ATTEMPTS})", workers,
+                on_done=mark)
     return [p for p in programs if is_collected(traces, p)]
 
 

@@ -108,6 +108,7 @@ def main():
 
     if rank == 0:
         print(f"FINAL loss={train_loss:.6f} val_loss={val_loss:.6f} val_acc={val_acc:.4f}")
+    dist.barrier()  # every rank is done before the group is torn down
     dist.destroy_process_group()
 
 
