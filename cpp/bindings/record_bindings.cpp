@@ -160,8 +160,8 @@ void bind_recorder(nb::module_& m) {
          nb::handle optimizer_has_gradients, nb::handle grad_reset_once, nb::handle grad_clipped) {
         if (!g_recording_enabled.load(std::memory_order_relaxed)) return;
         if (!record_var_states(name_ids.ptr(), tensors.ptr(), data_digests.ptr(), grad_digests.ptr(),
-                               {grad_resets.ptr(), model_training.ptr(), optimizer_has_gradients.ptr(),
-                                grad_reset_once.ptr(), grad_clipped.ptr()},
+                               VarStepClaims{grad_resets.ptr(), model_training.ptr(), optimizer_has_gradients.ptr(),
+                                             grad_reset_once.ptr(), grad_clipped.ptr()},
                                {var_type_id, mode_id, dump_loc_id})) {
           throw nb::python_error();
         }

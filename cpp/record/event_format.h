@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 
 namespace traincheck {
 
@@ -122,6 +124,21 @@ enum VarStateFlags : uint32_t {
   kVarHasGradClipped = 1 << 11,
   kVarGradClipped = 1 << 12,
 };
+
+// The tracker's claims at an optimizer's step, in the order record_var_states takes them: the flag that
+// says a record makes the claim, the flag that says it holds, and the attribute it is written as.
+struct StepClaimFlags {
+  uint32_t has, holds;
+  std::string_view attribute;
+};
+inline constexpr StepClaimFlags kStepClaimFlags[] = {
+    {kVarHasGradReset, kVarGradReset, "_TRAINCHECK_grad_reset"},
+    {kVarHasModelTraining, kVarModelTraining, "_TRAINCHECK_model_training"},
+    {kVarHasOptimizerGradients, kVarOptimizerHasGradients, "_TRAINCHECK_optimizer_has_gradients"},
+    {kVarHasGradResetOnce, kVarGradResetOnce, "_TRAINCHECK_grad_reset_once"},
+    {kVarHasGradClipped, kVarGradClipped, "_TRAINCHECK_grad_clipped"},
+};
+inline constexpr size_t kStepClaimCount = std::size(kStepClaimFlags);
 
 // A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse
 // TensorSummary.

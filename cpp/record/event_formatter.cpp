@@ -327,18 +327,11 @@ void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in,
                            (v.flags & kVarHasGradDigest) ? &v.grad_digest : nullptr);
   // User attributes set on the parameter object (Megatron's tensor_model_parallel, ...), merged in.
   if (v.flags & kVarHasUserAttributes) append_dict_members(out, in, ctx);
-  // The tracker's claims at an optimizer's step: (made, holds) flags and the attribute each is written as.
-  static constexpr struct {
-    uint32_t has, holds;
-    std::string_view key;
-  } kStepClaims[] = {{kVarHasGradReset, kVarGradReset, ",\"_TRAINCHECK_grad_reset\":"},
-                     {kVarHasModelTraining, kVarModelTraining, ",\"_TRAINCHECK_model_training\":"},
-                     {kVarHasOptimizerGradients, kVarOptimizerHasGradients, ",\"_TRAINCHECK_optimizer_has_gradients\":"},
-                     {kVarHasGradResetOnce, kVarGradResetOnce, ",\"_TRAINCHECK_grad_reset_once\":"},
-                     {kVarHasGradClipped, kVarGradClipped, ",\"_TRAINCHECK_grad_clipped\":"}};
-  for (const auto& claim : kStepClaims)
+  for (const StepClaimFlags& claim : kStepClaimFlags)
     if (v.flags & claim.has) {
-      out += claim.key;
+      out += ",\"";
+      out += claim.attribute;
+      out += "\":";
       append_json_bool(out, v.flags & claim.holds);
     }
   out += "},\"time\":";

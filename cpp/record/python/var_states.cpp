@@ -42,10 +42,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
     return false;
   }
-  if (!valid_claims(claims.grad_resets, n) || !valid_claims(claims.model_training, n) ||
-      !valid_claims(claims.optimizer_has_gradients, n) || !valid_claims(claims.grad_reset_once, n) ||
-      !valid_claims(claims.grad_clipped, n))
-    return false;
+  for (PyObject* claim : claims)
+    if (!valid_claims(claim, n)) return false;
   Recorder& recorder = Recorder::instance();
   const uint64_t now = monotonic_ns();  // one dump, one time: as the original's sampler writes it
   thread_local PayloadEncoder payload;
@@ -68,11 +66,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
       v.grad_digest = PyLong_AsLongLong(grad);
       v.flags |= kVarHasGradDigest;
     }
-    add_claim(claims.grad_resets, i, kVarHasGradReset, kVarGradReset, v.flags);
-    add_claim(claims.model_training, i, kVarHasModelTraining, kVarModelTraining, v.flags);
-    add_claim(claims.optimizer_has_gradients, i, kVarHasOptimizerGradients, kVarOptimizerHasGradients, v.flags);
-    add_claim(claims.grad_reset_once, i, kVarHasGradResetOnce, kVarGradResetOnce, v.flags);
-    add_claim(claims.grad_clipped, i, kVarHasGradClipped, kVarGradClipped, v.flags);
+    for (size_t c = 0; c < kStepClaimCount; ++c)
+      add_claim(claims[c], i, kStepClaimFlags[c].has, kStepClaimFlags[c].holds, v.flags);
     if (PyErr_Occurred()) return false;
     payload.clear();
     payload.section(SectionTag::kVarState);

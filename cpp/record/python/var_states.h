@@ -6,7 +6,10 @@
 
 #include <Python.h>
 
+#include <array>
 #include <cstdint>
+
+#include "record/event_format.h"
 
 namespace traincheck {
 
@@ -16,18 +19,10 @@ struct VarBatchLabels {
   uint32_t dump_loc_id;  // 0: none
 };
 
-// The tracker's claims at an optimizer's step (docs/formats.md §Variable state records): each None, or a
-// list as long as the tensors holding per tensor None (no claim) or a bool.
-struct VarStepClaims {
-  PyObject* grad_resets;     // its gradient was reset since its optimizer's previous step ("_TRAINCHECK_grad_reset")
-  PyObject* model_training;  // the model it was tracked under is in training mode ("_TRAINCHECK_model_training")
-  // some parameter the stepping optimizer holds has a gradient ("_TRAINCHECK_optimizer_has_gradients")
-  PyObject* optimizer_has_gradients;
-  // at most one reset threw away a computed gradient since its optimizer's previous step
-  // ("_TRAINCHECK_grad_reset_once")
-  PyObject* grad_reset_once;
-  PyObject* grad_clipped;  // the gradient stepped on is the one its last clipping left ("_TRAINCHECK_grad_clipped")
-};
+// The tracker's claims at an optimizer's step (docs/formats.md §Variable state records), in the order of
+// kStepClaimFlags (record/event_format.h): each None, or a list as long as the tensors holding per tensor
+// None (no claim) or a bool.
+using VarStepClaims = std::array<PyObject*, kStepClaimCount>;
 
 // `name_ids`, `tensors`, `data_digests`, `grad_digests` are equally long lists; a grad digest is None
 // when the tensor has no grad. Returns false with a Python error set when the lists are malformed.
