@@ -133,6 +133,7 @@ void Recorder::start(const std::string& output_dir, uint32_t writer_period_ms, u
 
 void Recorder::ensure_writer_locked() {
   if (writer_ != nullptr || stop_ || output_dir_.empty()) return;
+  writer_started_.store(false, std::memory_order_relaxed);
   writer_ = new std::thread([this] { writer_loop(); });
 }
 
@@ -297,14 +298,18 @@ size_t Recorder::drain_all() {
 }
 
 void Recorder::writer_loop() {
+  writer_started_.store(true, std::memory_order_release);  // before mutex_: a fork waits for it with mutex_ held
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     const uint64_t flush_target = flush_requested_;
     const bool stopping = stop_;
     lock.unlock();
-    pool_.prefill(kSpareChunks);
-    drain_all();
-    poll_heap();
+    {
+      std::lock_guard<std::mutex> pass(pass_mutex_);  // a fork waits for the pass to end (at_fork_prepare)
+      pool_.prefill(kSpareChunks);
+      drain_all();
+      poll_heap();
+    }
     lock.lock();
     flush_completed_ = flush_target;
     flushed_.notify_all();
@@ -444,16 +449,25 @@ RecorderStats Recorder::stats() const {
 
 // fork(): the prepare handler takes the locks so the child never inherits them held by the writer (the
 // sink's too: the child then copies a sink that no pass is inside); the child forgets the parent's
-// threads, streams and files and re-registers lazily. Lock order: sink_mutex_, mutex_, the pool's.
+// threads, streams and files and re-registers lazily. Lock order: pass_mutex_, sink_mutex_, mutex_, the
+// pool's. pass_mutex_ first: the fork waits until the writer is between passes, so the child never
+// copies a heap lock the writer held mid-allocation (AddressSanitizer's allocator, unlike glibc's, does
+// not take its locks across a fork: a child that allocated then hung for good). For the same reason it
+// waits for a writer thread just created to reach writer_loop: a thread's start-up frees and allocates
+// (under AddressSanitizer, with its allocator's locks), and a fork right after start() copied those held.
 void Recorder::at_fork_prepare() {
-  instance().sink_mutex_.lock();
-  instance().mutex_.lock();
-  instance().pool_.fork_prepare();
+  Recorder& r = instance();
+  r.pass_mutex_.lock();
+  r.sink_mutex_.lock();
+  r.mutex_.lock();
+  while (r.writer_ != nullptr && !r.writer_started_.load(std::memory_order_acquire)) std::this_thread::yield();
+  r.pool_.fork_prepare();
 }
 void Recorder::at_fork_parent() {
   instance().pool_.fork_parent();
   instance().mutex_.unlock();
   instance().sink_mutex_.unlock();
+  instance().pass_mutex_.unlock();
 }
 void Recorder::at_fork_child() {
   Recorder& r = instance();
@@ -462,11 +476,13 @@ void Recorder::at_fork_child() {
   new (&r.wake_writer_) std::condition_variable();
   new (&r.flushed_) std::condition_variable();
   r.writer_ = nullptr;  // that thread does not exist here
+  r.writer_started_ = false;
   // The sink's context belongs to the parent: its checker's state (open calls, counts) describes the
   // parent's records. A sink that can follows the fork with a context of the child's own, made on the
   // child's writer thread before its first pass (adopt_fork_child_sink_locked), not here, where the
   // child's training thread waits; any other sink is dropped, and the child's recorder log says so.
   new (&r.sink_mutex_) std::mutex();
+  new (&r.pass_mutex_) std::mutex();
   const bool had_sink = r.sink_active_ || r.sink_fork_pending_;  // pending: forked before its first pass
   if (had_sink && r.sink_.on_fork_child != nullptr) {
     r.sink_fork_pending_ = true;
@@ -487,6 +503,12 @@ void Recorder::at_fork_child() {
   r.heap_trims_ = 0;
   r.heap_released_bytes_ = 0;
   r.peak_rss_bytes_ = 0;
+  // Likewise the counts its log reports: the parent's errors are the parent's to report.
+  r.events_written_ = 0;
+  r.write_errors_ = 0;
+  r.lines_lost_ = 0;
+  r.warned_write_ = false;
+  r.sink_errors_ = 0;
 }
 
 }  // namespace traincheck

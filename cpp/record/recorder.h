@@ -128,10 +128,12 @@ class Recorder {
   ChunkPool pool_;
 
   mutable std::mutex mutex_;  // guards streams_, writer state and the flush handshake
+  std::mutex pass_mutex_;     // held by the writer for a whole pass (prefill, drain, heap poll) and across a fork
   std::condition_variable wake_writer_;
   std::condition_variable flushed_;
   std::vector<std::unique_ptr<EventStream>> streams_;
   std::thread* writer_ = nullptr;  // a pointer: the child of a fork must forget it without joining
+  std::atomic<bool> writer_started_{false};  // the writer reached writer_loop (its start-up is over)
   bool stop_ = false;
   uint64_t flush_requested_ = 0;
   uint64_t flush_completed_ = 0;

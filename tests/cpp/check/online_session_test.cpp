@@ -4,7 +4,6 @@
 #include "check/online/online_session.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <fstream>
 
 #include "trace/json_parse.h"
+#include "child_exit.h"
 
 namespace fs = std::filesystem;
 using namespace traincheck;
@@ -200,10 +200,9 @@ TEST(OnlineSession, AForkChildChecksItsOwnRecordsWithASessionOfItsOwnAndLeavesTh
     if (sink.on_close(own) != 0) code |= 8;
     _exit(code);
   }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "bits: 1 no context of its own, 2 errors checking, 4 parent's state changed, 8 close";
+  const ChildExit ended = wait_for_child(child);
+  ASSERT_TRUE(ended.exited) << ended.describe();
+  ASSERT_EQ(ended.code, 0) << "bits: 1 no context of its own, 2 errors checking, 4 parent's state changed, 8 close";
 
   // The child appended its violation to the run's failed.log and wrote its own summary and report.
   std::ifstream failed(dir / "online_check" / "failed.log");

@@ -9,7 +9,6 @@
 // ascending or descending order, and the invariant and failed-hypothesis files must be byte-identical.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "testing/synthetic_trace.h"
 #include "trace/key_table.h"
 #include "trace/trace_store.h"
+#include "child_exit.h"
 
 namespace fs = std::filesystem;
 using namespace traincheck;
@@ -45,9 +45,9 @@ std::string slurp(const fs::path& p) {
 bool in_child(const std::function<bool()>& body) {
   const pid_t pid = ::fork();
   if (pid == 0) ::_exit(body() ? 0 : 1);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  const ChildExit ended = wait_for_child(pid);
+  EXPECT_FALSE(ended.hung) << "the child " << ended.describe();
+  return ended.ok();
 }
 
 bool infer(const std::vector<std::string>& folders, const fs::path& output, int threads) {

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include <sstream>
 
 #include "record/recorder.h"
+#include "child_exit.h"
 
 using namespace traincheck;
 namespace fs = std::filesystem;
@@ -101,10 +101,9 @@ TEST(RecordSink, SeesEveryLineTheFilesGetEndsPassesClosesOnceAndIsDroppedInAFork
 
   const pid_t child = fork();
   if (child == 0) _exit(r.has_sink() ? 1 : 0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "a fork child must not inherit the sink";
+  const ChildExit ended = wait_for_child(child);
+  ASSERT_TRUE(ended.exited) << ended.describe();
+  EXPECT_EQ(ended.code, 0) << "a fork child must not inherit the sink";
 
   r.shutdown();
   r.shutdown();
@@ -148,10 +147,9 @@ TEST(RecordSink, AForkChildGetsAContextOfItsOwnFromTheSinkOnItsWriterThreadAndCl
     if (g_child_seen == nullptr || g_child_seen->closes != 1 || seen.closes != 0) code |= 32;
     _exit(code);
   }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "bits: 1 no sink in the child, 2 made in the fork handler, 4 not from the parent's "
+  const ChildExit ended = wait_for_child(child);
+  ASSERT_TRUE(ended.exited) << ended.describe();
+  EXPECT_EQ(ended.code, 0) << "bits: 1 no sink in the child, 2 made in the fork handler, 4 not from the parent's "
                                        "context on the child's writer thread, 8 not the child's lines, 16 parent's "
                                        "context used, 32 not closed once";
   EXPECT_EQ(g_child_seen, nullptr);  // the parent never calls on_fork_child
@@ -188,10 +186,9 @@ TEST(RecordSink, AForkChildWhoseSinkGivesItNoContextRunsWithoutOneAndSaysSo) {
     r.shutdown();
     _exit(dropped && seen.closes == 0 ? 0 : 1);
   }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const ChildExit ended = wait_for_child(child);
+  ASSERT_TRUE(ended.exited) << ended.describe();
+  EXPECT_EQ(ended.code, 0);
   const std::string log = slurp(dir / ("traincheck_recorder_" + std::to_string(child) + ".log"));
   EXPECT_NE(log.find("sink_errors: 1"), std::string::npos) << log;
   EXPECT_NE(log.find("online check: off in this process"), std::string::npos) << log;

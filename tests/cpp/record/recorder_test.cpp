@@ -1,7 +1,7 @@
 #include "record/recorder.h"
+#include "child_exit.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -77,9 +77,8 @@ TEST(Recorder, WritesOneFilePerThreadFlushesOnDemandAndForkChildrenWriteTheirOwn
     r.shutdown();
     _exit(0);
   }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
+  const ChildExit ended = wait_for_child(child);
+  ASSERT_TRUE(ended.exited) << ended.describe();
   const fs::path child_file = dir / ("trace_API_" + std::to_string(child) + "_" +
                                      std::to_string(static_cast<uint64_t>(pthread_self())) + ".log");
   ASSERT_TRUE(fs::exists(child_file));
