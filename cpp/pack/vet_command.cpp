@@ -69,18 +69,18 @@ std::string report_json(const VetResult& result, const std::vector<VetProgram>& 
   append_json_uint(out, result.decisions.size());
   out += ", \"kept\": ";
   append_json_uint(out, result.kept().size());
-  out += ",\n \"by_relation\": {";
+  out += ",\n \"by_class\": {";
   bool first = true;
-  for (const auto& [relation, t] : result.by_relation) {
+  for (const auto& [name, t] : result.by_class) {
     out += first ? "\n  " : ",\n  ";
     first = false;
-    append_json_string(out, relation);
+    append_json_string(out, name);
     out += ": {\"candidates\": " + std::to_string(t.candidates) + ", \"kept\": " + std::to_string(t.kept) +
            ", \"device_bound\": " + std::to_string(t.device_bound) +
            ", \"step_bound\": " + std::to_string(t.step_bound) +
            ", \"violated\": " + std::to_string(t.violated) + ", \"too_few_programs\": " +
            std::to_string(t.too_few_programs) + ", \"one_family\": " + std::to_string(t.one_family) +
-           ", \"relation_excluded\": " + std::to_string(t.relation_excluded) +
+           ", \"class_excluded\": " + std::to_string(t.class_excluded) +
            ", \"not_checked\": " + std::to_string(t.not_checked) +
            ", \"loo_programs_alarmed\": " + std::to_string(t.loo_programs_alarmed) +
            ", \"generalises\": " + (t.generalises ? "true" : "false") + "}";
@@ -101,6 +101,8 @@ std::string report_json(const VetResult& result, const std::vector<VetProgram>& 
     out += i ? ",\n  " : "\n  ";
     out += "{\"relation\": ";
     append_json_string(out, d.invariant->relation);
+    out += ", \"class\": ";
+    append_json_string(out, hypothesis_class(*d.invariant));
     out += ", \"description\": ";
     append_json_string(out, d.invariant->text_description.str());
     out += ", \"verdict\": ";
@@ -156,7 +158,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
   args.option({"--min-programs"}, "min_programs", "programs an invariant must pass on", "3", "N");
   args.option({"--min-families"}, "min_families", "model families among them", "2", "N");
   args.option({"--max-relation-loo-share"}, "max_relation_loo_share",
-              "rule (e): ship a relation only if, vetted without each program in turn, it alarms on at most this share of them",
+              "rule (e): ship a hypothesis class (a relation; its hypotheses with argument values apart) only if, vetted without each program in turn, it alarms on at most this share of them",
               "1", "X");
   std::string error;
   if (!args.parse(argc, argv, error)) {
@@ -191,9 +193,9 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
         }
     }
     const VetResult result = vet(candidates, programs, rule);
-    for (const auto& [relation, t] : result.by_relation)
+    for (const auto& [name, t] : result.by_class)
       if (t.not_checked > 0) {
-        err << "traincheck-vet: error: " << t.not_checked << " " << relation
+        err << "traincheck-vet: error: " << t.not_checked << " " << name
             << " candidate(s) have no check result on some program (checked with another candidate file?)\n";
         return 1;
       }
@@ -206,8 +208,8 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     }
     err << "[vet] " << candidates.size() << " candidates on " << programs.size() << " programs: " << kept.size()
         << " kept\n";
-    for (const auto& [relation, t] : result.by_relation)
-      err << "[vet]   " << relation << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", step " << t.step_bound << ", violated " << t.violated
+    for (const auto& [name, t] : result.by_class)
+      err << "[vet]   " << name << ": " << t.kept << " of " << t.candidates << " kept (device " << t.device_bound << ", step " << t.step_bound << ", violated " << t.violated
           << ", too few programs " << t.too_few_programs << ", one family " << t.one_family
           << "; left out, " << t.loo_programs_alarmed << " of " << programs.size() << " programs alarm"
           << (t.generalises ? "" : ": does not generalise") << ")\n";

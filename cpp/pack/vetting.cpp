@@ -12,7 +12,7 @@ const char* vet_verdict_name(VetVerdict v) {
     case VetVerdict::Violated: return "violated on a correct program";
     case VetVerdict::TooFewPrograms: return "triggered on too few programs";
     case VetVerdict::OneFamily: return "triggered in too few families";
-    case VetVerdict::RelationDoesNotGeneralise: return "its relation does not generalise";
+    case VetVerdict::ClassDoesNotGeneralise: return "its class does not generalise";
     case VetVerdict::NotChecked: return "not checked";
   }
   return "?";
@@ -57,6 +57,16 @@ bool names_a_device(const Value& v) {
   return false;
 }
 
+// An API of an accelerator's module, or the queue where those modules defer their work until the device
+// is initialised: on the corpus's CPU-only machine each runs its no-device path (`manual_seed_all` queues
+// the seed), which a GPU program's initialised device does not take.
+bool is_accelerator_api(std::string_view name) {
+  for (std::string_view module : {"torch.cuda.", "torch.xpu.", "torch.mtia.", "torch.mps.", "torch.accelerator.",
+                                  "torch._utils._LazySeedTracker."})
+    if (name.starts_with(module)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool is_device_bound(const Invariant& invariant) {
@@ -65,6 +75,7 @@ bool is_device_bound(const Invariant& invariant) {
     if ((p.type == ParamType::VarType || p.type == ParamType::VarName) && holds_value && is_device_attribute(p.attr_name))
       return true;
     if (p.type == ParamType::Api && p.arguments && names_a_device(*p.arguments)) return true;
+    if (p.type == ParamType::Api && is_accelerator_api(p.api_full_name)) return true;
   }
   return false;
 }
@@ -76,6 +87,12 @@ bool is_step_bound(const Invariant& invariant) {
       for (const Clause& clause : conjunction.clauses)
         if (clause.type == ClauseType::Constant && clause.prop_name == "meta_vars.step") return true;
   return false;
+}
+
+std::string hypothesis_class(const Invariant& invariant) {
+  for (const Param& p : invariant.params)
+    if (p.type == ParamType::Api && p.arguments && !p.arguments->is_null()) return invariant.relation + " with argument values";
+  return invariant.relation;
 }
 
 namespace {
@@ -150,7 +167,7 @@ LeaveOneOut leave_one_out(const std::vector<Invariant>& candidates, const Outcom
   return loo;
 }
 
-void count(RelationTally& t, VetVerdict v) {
+void count(ClassTally& t, VetVerdict v) {
   switch (v) {
     case VetVerdict::Kept: ++t.kept; break;
     case VetVerdict::DeviceBound: ++t.device_bound; break;
@@ -158,7 +175,7 @@ void count(RelationTally& t, VetVerdict v) {
     case VetVerdict::Violated: ++t.violated; break;
     case VetVerdict::TooFewPrograms: ++t.too_few_programs; break;
     case VetVerdict::OneFamily: ++t.one_family; break;
-    case VetVerdict::RelationDoesNotGeneralise: ++t.relation_excluded; break;
+    case VetVerdict::ClassDoesNotGeneralise: ++t.class_excluded; break;
     case VetVerdict::NotChecked: ++t.not_checked; break;
   }
 }
@@ -168,7 +185,7 @@ void count(RelationTally& t, VetVerdict v) {
 std::vector<const Invariant*> VetResult::shipped_leave_one_out(size_t program) const {
   std::vector<const Invariant*> out;
   for (const Invariant* inv : leave_one_out.at(program).violated)
-    if (by_relation.at(inv->relation).generalises) out.push_back(inv);
+    if (by_class.at(hypothesis_class(*inv)).generalises) out.push_back(inv);
   return out;
 }
 
@@ -180,17 +197,17 @@ VetResult vet(const std::vector<Invariant>& candidates, const std::vector<VetPro
     result.decisions.push_back(judge(candidates[c], c, table, programs, rule));
   for (size_t i = 0; i < programs.size(); ++i) {
     result.leave_one_out.push_back(leave_one_out(candidates, table, programs, i, rule));
-    std::set<std::string> alarming;  // relations that alarm on program i left out
-    for (const Invariant* inv : result.leave_one_out.back().violated) alarming.insert(inv->relation);
-    for (const std::string& relation : alarming) ++result.by_relation[relation].loo_programs_alarmed;
+    std::set<std::string> alarming;  // classes that alarm on program i left out
+    for (const Invariant* inv : result.leave_one_out.back().violated) alarming.insert(hypothesis_class(*inv));
+    for (const std::string& name : alarming) ++result.by_class[name].loo_programs_alarmed;
   }
-  // (e): a relation whose left-out programs alarm more often than allowed ships nothing.
+  // (e): a class whose left-out programs alarm more often than allowed ships nothing.
   const double allowed = rule.max_relation_loo_share * static_cast<double>(programs.size());
-  for (auto& [relation, t] : result.by_relation) t.generalises = static_cast<double>(t.loo_programs_alarmed) <= allowed;
+  for (auto& [name, t] : result.by_class) t.generalises = static_cast<double>(t.loo_programs_alarmed) <= allowed;
   for (VetDecision& d : result.decisions) {
-    RelationTally& t = result.by_relation[d.invariant->relation];
+    ClassTally& t = result.by_class[hypothesis_class(*d.invariant)];
     ++t.candidates;
-    if (d.verdict == VetVerdict::Kept && !t.generalises) d.verdict = VetVerdict::RelationDoesNotGeneralise;
+    if (d.verdict == VetVerdict::Kept && !t.generalises) d.verdict = VetVerdict::ClassDoesNotGeneralise;
     count(t, d.verdict);
   }
   return result;

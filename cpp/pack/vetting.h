@@ -5,7 +5,9 @@
 //       from at least `min_families` model families;
 // and, before both, (d) it says nothing about the device tensors or calls are on (`is_cuda is false`,
 // `tensor(device="cpu")`): the corpus runs on the CPU only, so it cannot tell a device constant from a rule,
-// and such an invariant would alarm on every GPU program (`is_device_bound`);
+// and such an invariant would alarm on every GPU program; nor about the calls of an accelerator's module
+// (`torch.cuda.manual_seed_all` queues the seed on a machine without a device, and calls it on a GPU
+// one) (`is_device_bound`);
 // and (f) its precondition does not fix the step counter (`meta_vars.step == 1`): the step number is the
 // program's own count, and a clause on it stands in for something else (the optimizer's first call, when
 // Adam creates its state), which a second optimizer step in step 1, a resumed run or a loop counting from
@@ -13,12 +15,17 @@
 // rule (c), leaving one program out of the learning keeps that program clean, is measured rather than
 // enforced: for each program, the candidates the other programs learned, vetted on the other programs, that
 // it violates (`leave_one_out`). That is the pack's false-alarm estimate on a program it never saw, and
-// (e) acts on it per relation, for a relation is a hypothesis class and generalises or not as a class:
-//   (e) a relation is shipped only when, vetted without each corpus program in turn, its invariants alarm
+// (e) acts on it per hypothesis class, for a class generalises or not as a whole:
+//   (e) a class is shipped only when, vetted without each corpus program in turn, its invariants alarm
 //       on at most `max_relation_loo_share` of the left-out programs. Orderings of library internals
 //       ("is_exporting() between two is_initialized() calls") pass (a) on the programs that learned them
 //       and still alarm on programs left out: which internal calls a program reaches, and in what order,
 //       follows from how it is set up, not from a rule of training.
+//   A class is a relation, with the hypotheses that fix an API's argument values apart
+//   (`hypothesis_class`): "`kaiming_uniform_` calls `calculate_gain(nonlinearity="leaky_relu")`" states
+//   a setting the program chose (a script's own He init passes "relu"), "`Adam.step` calls
+//   `is_complex`" states how the library is written; the corpus shows the first kind failing on programs
+//   left out and the second not, and judging them together drops both.
 //
 // Inputs are per program: the identities it learned (its own inference) and what checking every
 // candidate on its trace said. Pure set logic; reading and writing files is vet_command.cpp's.
@@ -46,16 +53,22 @@ struct VetProgram {
   OutcomesByIdentity outcomes;     // every candidate checked on its trace
 };
 
-enum class VetVerdict { Kept, DeviceBound, StepBound, Violated, TooFewPrograms, OneFamily, RelationDoesNotGeneralise, NotChecked };
+enum class VetVerdict { Kept, DeviceBound, StepBound, Violated, TooFewPrograms, OneFamily, ClassDoesNotGeneralise, NotChecked };
 const char* vet_verdict_name(VetVerdict v);
 
 // Whether the invariant fixes a device: a tensor attribute naming the device (is_cuda, is_cpu, device, ...)
-// held to a value, or an API argument that is a device (`device=...`, a torch.device value).
+// held to a value, an API argument that is a device (`device=...`, a torch.device value), or an API of an
+// accelerator's module (torch.cuda, torch.xpu, torch.mtia, torch.mps, torch.accelerator, and the lazy
+// seed queue they share).
 bool is_device_bound(const Invariant& invariant);
 
 // Whether a clause of its precondition (any group, any disjunct) holds the step counter, meta_vars.step, to
 // values. `consistent meta_vars.step` (two records of one step, as Consistency pairs them) fixes nothing.
 bool is_step_bound(const Invariant& invariant);
+
+// The class rule (e) judges the invariant with: its relation's name, followed by " with argument values"
+// when one of its APIs is held to argument values.
+std::string hypothesis_class(const Invariant& invariant);
 
 struct VetDecision {
   const Invariant* invariant = nullptr;
@@ -65,9 +78,9 @@ struct VetDecision {
   size_t learned_by = 0;  // programs whose own inference produced it
 };
 
-struct RelationTally {
+struct ClassTally {
   size_t candidates = 0, kept = 0, device_bound = 0, step_bound = 0, violated = 0, too_few_programs = 0, one_family = 0,
-         relation_excluded = 0, not_checked = 0;
+         class_excluded = 0, not_checked = 0;
   size_t loo_programs_alarmed = 0;  // programs that, left out, violate one of its invariants (before (e))
   bool generalises = true;          // (e)
 };
@@ -80,9 +93,9 @@ struct LeaveOneOut {
 
 struct VetResult {
   std::vector<VetDecision> decisions;               // one per candidate, in candidate order
-  std::map<std::string, RelationTally> by_relation;  // relation name -> counts
+  std::map<std::string, ClassTally> by_class;  // hypothesis_class() -> counts
   std::vector<LeaveOneOut> leave_one_out;            // one per program, in program order
-  // The left-out program's violations of the relations (e) admitted: the shipped pack's estimate.
+  // The left-out program's violations of the classes (e) admitted: the shipped pack's estimate.
   std::vector<const Invariant*> shipped_leave_one_out(size_t program) const;
   std::vector<const Invariant*> kept() const;
   // The kept invariants as the pack writes them: each with held_on_programs, the programs it passed on

@@ -5,7 +5,8 @@
 1. collect: every program under `traincheck-collect` (full instrumentation), cached in `--traces`
    (collect.py; a rebuild after a vetting change collects nothing);
 2. infer: each program's own candidates, `traincheck-infer` on its trace alone (`<out>/candidates/`);
-3. check: all candidates, merged by identity, on each program's trace (`<out>/checks/<name>/`);
+3. check: all candidates, merged by identity, on each program's trace (`<out>/checks/<name>/`) (`--revet`
+   skips 1-3 and vets the candidates and checks an earlier build left in `--out` again);
 4. vet: `traincheck-vet` keeps what passed on `--min-programs` programs of `--min-families` families and
    was violated on none, of the relations that generalise: vetted without each program in turn, a relation's
    invariants alarm on at most `--max-relation-loo-share` of the programs (rule (e)) (`<out>/pack.json`,
@@ -155,12 +156,21 @@ def sweep(out: Path, entries: list[Entry], rule: Rule, min_programs: list[int]) 
     return rows
 
 
-def build(entries: list[Entry], out: Path, rule: Rule, workers: int = 1, time_limit: float = 1800.0) -> Path:
-    """Infers, checks and vets; returns the pack (<out>/pack.json; the report is <out>/vet_report.json)."""
+def build(entries: list[Entry], out: Path, rule: Rule, workers: int = 1, time_limit: float = 1800.0,
+          revet: bool = False) -> Path:
+    """Infers, checks and vets; returns the pack (<out>/pack.json; the report is <out>/vet_report.json).
+    `revet`: vets the candidates and checks an earlier build left in `out` again (after a change of the
+    vetting rules only), inferring and checking nothing."""
     if len({e.name for e in entries}) != len(entries) or len(entries) < 2:
         raise SystemExit("pack: need at least 2 programs, each named once")
-    infer(entries, out, workers, time_limit)
-    merged = check(entries, out, workers, time_limit)
+    if revet:
+        merged = out / "candidates.json"
+        missing = [e.name for e in entries if not (out / "checks" / e.name / e.trace.name).is_dir()]
+        if not merged.is_file() or missing:
+            raise SystemExit(f"pack: --revet needs an earlier build in {out}: no candidates.json or no check of {missing}")
+    else:
+        infer(entries, out, workers, time_limit)
+        merged = check(entries, out, workers, time_limit)
     pack = out / "pack.json"
     vet(merged, programs_file(entries, out, out / "programs.jsonl"), pack, out / "vet_report.json", rule)
     return pack
@@ -187,11 +197,21 @@ def metadata(entries: list[Entry], pack: Path, report: Path) -> dict:
         "programs": [e.name for e in entries],
         "rule": vet_report["rule"],
         "invariants": sum(1 for line in pack.read_text().splitlines() if line.strip()),
-        "by_relation": {r: t["kept"] for r, t in vet_report["by_relation"].items() if t["kept"]},
+        "by_relation": _kept_per(vet_report, "relation"),
+        "by_class": _kept_per(vet_report, "class"),
         # Rule (e) and the pack's false-alarm estimate on a program it never saw (rule (c)).
-        "relations_not_generalising": sorted(r for r, t in vet_report["by_relation"].items() if not t["generalises"]),
+        "classes_not_generalising": sorted(c for c, t in vet_report["by_class"].items() if not t["generalises"]),
         "leave_one_out_programs_alarming": sum(1 for v in vet_report["leave_one_out"].values() if v),
     }
+
+
+def _kept_per(vet_report: dict, key: str) -> dict[str, int]:
+    """How many invariants the pack keeps per relation or per hypothesis class (rule (e)'s unit)."""
+    kept: dict[str, int] = {}
+    for d in vet_report["decisions"]:
+        if d["verdict"] == "kept":
+            kept[d[key]] = kept.get(d[key], 0) + 1
+    return dict(sorted(kept.items()))
 
 
 def main(argv=None) -> int:
@@ -205,11 +225,15 @@ def main(argv=None) -> int:
     p.add_argument("--min-programs", type=int, default=12)
     p.add_argument("--min-families", type=int, default=3)
     p.add_argument("--max-relation-loo-share", type=float, default=0.05,
-                   help="rule (e): ship a relation only if, vetted without each program in turn, its invariants "
-                        "alarm on at most this share of the programs (1: every relation)")
+                   help="rule (e): ship a hypothesis class (a relation; its hypotheses with argument values apart) "
+                        "only if, vetted without each program in turn, its invariants alarm on at most this share "
+                        "of the programs (1: every class)")
     p.add_argument("--loo-sample", type=int, default=0, help="programs whose leave-one-out is verified by a check")
     p.add_argument("--sweep", type=int, nargs="*", default=[], metavar="K",
                    help="also report pack size and leave-one-out alarms for these --min-programs values")
+    p.add_argument("--revet", action="store_true",
+                   help="vet the candidates and checks of an earlier build in --out again (after a change of the "
+                        "vetting rules): nothing is collected, inferred or checked")
     p.add_argument("--time-limit", type=float, default=1800.0)
     p.add_argument("--install", action="store_true", help=f"copy the pack to {INSTALLED_PACK.relative_to(REPO)}")
     args = p.parse_args(argv)
@@ -222,7 +246,7 @@ def main(argv=None) -> int:
     if unknown:
         raise SystemExit(f"pack: no program(s) {unknown} in the manifest")
     programs = [by_name[n] for n in args.names] if args.names else list(by_name.values())
-    if args.no_collect:
+    if args.no_collect or args.revet:
         programs = [q for q in programs if collecting.is_collected(traces, q)]
     else:
         programs = collecting.collect(programs, traces, args.jobs, args.time_limit)
@@ -231,7 +255,7 @@ def main(argv=None) -> int:
     print(f"[pack] building from {len(programs)} programs", file=sys.stderr)
     entries = [Entry(q.name, q.family, collecting.trace_dir(traces, q)) for q in programs]
     rule = Rule(args.min_programs, args.min_families, args.max_relation_loo_share)
-    pack = build(entries, out, rule, args.jobs, args.time_limit)
+    pack = build(entries, out, rule, args.jobs, args.time_limit, revet=args.revet)
     meta = metadata(entries, pack, out / "vet_report.json")
     if args.loo_sample:
         meta["leave_one_out_verified"] = loo_verify(entries[: args.loo_sample], entries, out, rule)

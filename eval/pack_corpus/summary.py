@@ -1,4 +1,5 @@
-"""What the vetting kept and dropped, per relation, as Markdown (the tables of docs/relations.md §The
+"""What the vetting kept and dropped, per hypothesis class (a relation; its hypotheses with argument values
+apart: rule (e)'s unit, cpp/pack/vetting.h), as Markdown (the tables of docs/relations.md §The
 shipped pack), from a build's `vet_report.json`:
 
     python -m eval.pack_corpus.summary /tmp/pack [--examples 3]
@@ -15,34 +16,34 @@ COLUMNS = ("candidates", "kept", "device_bound", "step_bound", "violated", "too_
 
 
 def table(report: dict) -> str:
-    rows = ["| relation | candidates | kept | fixes the device | fixes the step number | violated on a correct program | on too few programs | one family |",
+    rows = ["| hypothesis class | candidates | kept | fixes the device | fixes the step number | violated on a correct program | on too few programs | one family |",
             "|---|---|---|---|---|---|---|---|"]
     total = dict.fromkeys(COLUMNS, 0)
-    for relation, t in sorted(report["by_relation"].items()):
-        rows.append(f"| {relation} | " + " | ".join(str(t.get(c, 0)) for c in COLUMNS) + " |")
+    for name, t in sorted(report["by_class"].items()):
+        rows.append(f"| {name} | " + " | ".join(str(t.get(c, 0)) for c in COLUMNS) + " |")
         for c in COLUMNS:
             total[c] += t.get(c, 0)
     rows.append("| all | " + " | ".join(str(total[c]) for c in COLUMNS) + " |")
     return "\n".join(rows)
 
 
-def examples(report: dict, per_relation: int) -> str:
-    """Per relation, the dropped candidates violated on the most programs (the widest-spread false
+def examples(report: dict, per_class: int) -> str:
+    """Per class, the dropped candidates violated on the most programs (the widest-spread false
     alarms) and the kept ones that passed on the most programs."""
     out = []
-    by_relation: dict[str, list[dict]] = {}
+    by_class: dict[str, list[dict]] = {}
     for d in report["decisions"]:
-        by_relation.setdefault(d["relation"], []).append(d)
-    for relation, decisions in sorted(by_relation.items()):
-        out.append(f"- {relation}")
+        by_class.setdefault(d["class"], []).append(d)
+    for name, decisions in sorted(by_class.items()):
+        out.append(f"- {name}")
         dropped = sorted((d for d in decisions if d["violated_on"]),
                          key=lambda d: (-len(d["violated_on"]), -len(d["passed_on"]), d["description"]))
         kept = sorted((d for d in decisions if d["verdict"] == "kept"),
                       key=lambda d: (-len(d["passed_on"]), d["description"]))
-        for d in dropped[:per_relation]:
+        for d in dropped[:per_class]:
             out.append(f"  - dropped: {d['description'][:160]} (passed {len(d['passed_on'])}, "
                        f"violated {len(d['violated_on'])}: {', '.join(d['violated_on'][:3])})")
-        for d in kept[:per_relation]:
+        for d in kept[:per_class]:
             out.append(f"  - kept: {d['description'][:160]} (passed {len(d['passed_on'])} programs, "
                        f"{len(d['families_passed'])} families)")
     return "\n".join(out)

@@ -51,15 +51,17 @@ def test_a_small_pack_builds_and_keeps_only_what_no_program_violates(tmp_path):
     # Rule (c): leaving the buggy run out, the pack keeps what it violates, and it no longer checks clean.
     assert report["leave_one_out"]["bug"]
     assert report["leave_one_out"]["run1"] == []
-    # Rule (e): allowing no left-out program to alarm, the relations whose invariants the buggy run broke
+    # Rule (e): allowing no left-out program to alarm, the classes whose invariants the buggy run broke
     # when left out ship nothing, and the pack left is silent on it.
     strict = build(entries, tmp_path / "strict", Rule(min_programs=2, min_families=2, max_relation_loo_share=0.0))
     strict_report = json.loads((tmp_path / "strict" / "vet_report.json").read_text())
-    excluded = {r for r, t in strict_report["by_relation"].items() if not t["generalises"]}
-    assert excluded == {inv.split("|")[0] for inv in report["leave_one_out"]["bug"]}
-    assert all(strict_report["by_relation"][r]["kept"] == 0 for r in excluded)
+    excluded = {c for c, t in strict_report["by_class"].items() if not t["generalises"]}
+    assert {c.removesuffix(" with argument values") for c in excluded} == {
+        inv.split("|")[0] for inv in report["leave_one_out"]["bug"]}
+    assert all(strict_report["by_class"][c]["kept"] == 0 for c in excluded)
     assert strict_report["leave_one_out"]["bug"] == []
-    assert not excluded & {inv["relation"] for inv in _lines(strict)}
+    kept_classes = {d["class"] for d in strict_report["decisions"] if d["verdict"] == "kept"}
+    assert kept_classes and not excluded & kept_classes
 
 
 def test_the_shipped_pack_loads_and_plans():
@@ -75,8 +77,9 @@ def test_the_shipped_pack_loads_and_plans():
     meta = json.loads(path.with_name("default.meta.json").read_text())
     assert meta["invariants"] == len(invariants)
     assert meta["torch_versions"] and meta["corpus_commit"]
-    assert sum(meta["by_relation"].values()) == len(invariants)
-    assert not set(meta["relations_not_generalising"]) & set(meta["by_relation"])
+    assert sum(meta["by_relation"].values()) == len(invariants) == sum(meta["by_class"].values())
+    assert {inv["relation"] for inv in invariants} == set(meta["by_relation"])
+    assert not set(meta["classes_not_generalising"]) & set(meta["by_class"])
     assert meta["leave_one_out_programs_alarming"] <= len(meta["programs"])
 
 

@@ -15,6 +15,7 @@ class RecordingCore:
 
     def __init__(self):
         self.names: dict[str, int] = {}
+        self.data_digests: list[tuple[int, object]] = []
         self.grad_digests: list[tuple[int, object]] = []
         self.grad_resets: list[dict | None] = []  # per dump: name id -> claim, or None (no claims)
         self.model_training: list[dict | None] = []
@@ -33,6 +34,7 @@ class RecordingCore:
 
     def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc,
                           *claims):
+        self.data_digests.extend(zip(name_ids, data_digests))
         self.grad_digests.extend(zip(name_ids, grad_digests))
         claims = claims or (None,) * 5  # as the binding's keywords default
         for kept, made in zip((self.grad_resets, self.model_training, self.optimizer_has_gradients,

@@ -160,6 +160,19 @@ def _signature(p: torch.Tensor, g: torch.Tensor | None) -> tuple:
     return (data, None if g is None else (g._version, _data_address(shards.local(g))))
 
 
+def _forget_fused_writes(entries: list[_Entry], optimizer) -> None:
+    """A fused optimizer (`fused=True`; transformers' Trainer defaults to `adamw_torch_fused`) updates its
+    parameters in one kernel that leaves their version counters as they were: the signature cannot see the
+    write, so the data of the parameters its fused groups hold is digested again."""
+    fused = {id(p) for group in getattr(optimizer, "param_groups", ()) if group.get("fused")
+             for p in group.get("params", ())}
+    if not fused:
+        return
+    for e in entries:
+        if e.signature is not None and id(e.param) in fused:
+            e.signature = (None, e.signature[1])
+
+
 def _model_of(obj):
     """The module whose parameters tracking `obj` follows: the module itself, the module inside a DDP
     wrapper (same parameters, same names as before the wrap), or the model an object holds in `.model`
@@ -243,6 +256,7 @@ class ModelTracker:
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
+        _forget_fused_writes(self._all(), optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
         _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
 
