@@ -12,12 +12,13 @@ import json
 import sys
 from pathlib import Path
 
-COLUMNS = ("candidates", "kept", "device_bound", "step_bound", "violated", "too_few_programs", "one_family")
+COLUMNS = ("candidates", "kept", "device_bound", "step_bound", "violated", "too_few_programs", "one_family",
+           "class_excluded")
 
 
 def table(report: dict) -> str:
-    rows = ["| hypothesis class | candidates | kept | fixes the device | fixes the step number | violated on a correct program | on too few programs | one family |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| hypothesis class | candidates | kept | fixes the device | fixes the step number | violated on a correct program | on too few programs | one family | its class does not generalise |",
+            "|---|---|---|---|---|---|---|---|---|"]
     total = dict.fromkeys(COLUMNS, 0)
     for name, t in sorted(report["by_class"].items()):
         rows.append(f"| {name} | " + " | ".join(str(t.get(c, 0)) for c in COLUMNS) + " |")
@@ -65,7 +66,8 @@ def main(argv=None) -> int:
         print(f"\nRule (c), from the check results: {len(loo) - len(dirty)} of {len(loo)} programs check clean "
               f"with the pack vetted without them; the others: {dirty}")
     print()
-    print(examples(report, args.examples))
+    if args.examples > 0:
+        print(examples(report, args.examples))
     return 0
 
 
