@@ -256,9 +256,10 @@ class ModelTracker:
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
-        _forget_fused_writes(self._all(), optimizer)
+        entries = self._all()
+        _forget_fused_writes(entries, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
-        _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
+        _computed(self._write(entries, mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
 
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
