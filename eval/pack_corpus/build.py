@@ -197,20 +197,20 @@ def metadata(entries: list[Entry], pack: Path, report: Path) -> dict:
         "programs": [e.name for e in entries],
         "rule": vet_report["rule"],
         "invariants": sum(1 for line in pack.read_text().splitlines() if line.strip()),
-        "by_relation": _kept_per(vet_report, "relation"),
-        "by_class": _kept_per(vet_report, "class"),
+        "by_relation": _kept_per_relation(vet_report),
+        "by_class": {c: t["kept"] for c, t in vet_report["by_class"].items() if t["kept"]},
         # Rule (e) and the pack's false-alarm estimate on a program it never saw (rule (c)).
         "classes_not_generalising": sorted(c for c, t in vet_report["by_class"].items() if not t["generalises"]),
         "leave_one_out_programs_alarming": sum(1 for v in vet_report["leave_one_out"].values() if v),
     }
 
 
-def _kept_per(vet_report: dict, key: str) -> dict[str, int]:
-    """How many invariants the pack keeps per relation or per hypothesis class (rule (e)'s unit)."""
+def _kept_per_relation(vet_report: dict) -> dict[str, int]:
+    """How many invariants the pack keeps per relation (the report counts them per hypothesis class)."""
     kept: dict[str, int] = {}
     for d in vet_report["decisions"]:
         if d["verdict"] == "kept":
-            kept[d[key]] = kept.get(d[key], 0) + 1
+            kept[d["relation"]] = kept.get(d["relation"], 0) + 1
     return dict(sorted(kept.items()))
 
 
