@@ -93,8 +93,11 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   // Step indexes built now (over kept steps, sides and shared indexes): an index is built only once its
   // step has ends it could pair (StepEnds), for tests and memory reports.
   size_t built_indexes() const;
-  // How many ended steps are kept for instances still to finish them (lagging ranks).
+  // How many ended steps are kept for instances still to finish them (lagging ranks, peers that publish
+  // in bursts): at least kKeptSteps, and more while the kept ends number at most kKeptEnds (a small
+  // model's ends cover hundreds of steps; a large one's kKeptSteps, 16 x 50k ends at 50k parameters).
   static constexpr int64_t kKeptSteps = 16;
+  static constexpr size_t kKeptEnds = size_t{1} << 15;
   // Violating pairs written per step and member (failed.log lines); the rest of the step's are counted
   // only (OnlineViolation::unwritten). A precondition that pairs every same-shaped parameter of a large
   // model has violations quadratic in its parameters; their count stays exact, their lines do not flood
@@ -194,6 +197,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::vector<StepEndIndex*> awake_;      // finish_step's: the indexes the finished end joins
   std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
+  size_t kept_ends_ = 0;                  // their ends, both sides
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 

@@ -24,8 +24,9 @@
 // kept without an index until then. The index is built from the step's ends so far, and the verdicts
 // are the same as if it had been kept up all along.
 //
-// State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps (an
-// instance lagging further behind is no longer compared; a dead rank stops adding ends, never blocks),
+// State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps, or
+// of more while they number at most kKeptEnds (an instance lagging further behind is no longer compared;
+// a dead rank stops adding ends, never blocks),
 // each step's indexed per member by what its precondition compares (consistency_pairs.h), so a finishing
 // end costs O(1) amortised per member, not one precondition evaluation per other end of the step.
 // Violating pairs are written up to kWrittenPerStep per step and member, in the order their second end
@@ -277,6 +278,7 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   for (size_t i = 0; i < indexes_.size(); ++i)
     if (!asleep(indexes_[i], step)) awake_.push_back(&index_of(side, done.step, mine_ended, i));
   mine_ended.ends.push_back(std::move(done));
+  ++kept_ends_;
   const PairEnd kept = pair_end(mine_ended.ends.back());
   for (StepEndIndex* index : awake_) index->add(kept);
 }
@@ -300,11 +302,21 @@ void ConsistencyOnlineCheck::report_pairs(const Instance& inst, int side, const 
 }
 
 void ConsistencyOnlineCheck::prune() {
-  // Ends of the last kKeptSteps ended steps are kept, whoever has passed them: a rank that lags, or whose
-  // first records arrive late, is still compared within that window (no instance can tell whether
-  // another, not yet seen, will come).
-  for (auto& per_side : ended_)
-    while (!per_side.empty() && per_side.begin()->first <= latest_ended_ - kKeptSteps) per_side.erase(per_side.begin());
+  // Ends of the last kKeptSteps ended steps are kept, whoever has passed them, and of older steps while
+  // the kept ends number at most kKeptEnds: a rank that lags, or whose first records arrive late, is still
+  // compared within that window (no instance can tell whether another, not yet seen, will come). The
+  // oldest step goes first, on both sides.
+  while (kept_ends_ > kKeptEnds) {
+    int64_t oldest = std::numeric_limits<int64_t>::max();
+    for (const auto& per_side : ended_)
+      if (!per_side.empty()) oldest = std::min(oldest, per_side.begin()->first);
+    if (oldest == std::numeric_limits<int64_t>::max() || oldest > latest_ended_ - kKeptSteps) break;
+    for (auto& per_side : ended_)
+      if (auto it = per_side.find(oldest); it != per_side.end()) {
+        kept_ends_ -= it->second.ends.size();
+        per_side.erase(it);
+      }
+  }
 }
 
 OnlineInterest ConsistencyOnlineCheck::interest() const {

@@ -30,7 +30,8 @@ def wanted() -> bool:
 
 def options() -> dict:
     """TRAINCHECK_CROSS_RANK_PEERS: ring neighbours compared (0, the default: every other rank);
-    TRAINCHECK_CROSS_RANK_KEEP_STEPS: steps a summary stays in the store (a peer further behind lags)."""
+    TRAINCHECK_CROSS_RANK_KEEP_STEPS: steps a summary stays in the store at least, more while a rank's kept
+    summaries fit in 1 MiB (a peer further behind lags)."""
     return {"peers": settings.value("TRAINCHECK_CROSS_RANK_PEERS"),
             "keep_steps": settings.value("TRAINCHECK_CROSS_RANK_KEEP_STEPS")}
 

@@ -54,7 +54,7 @@ SETTINGS = {s.name: s for s in (
     Setting("TRAINCHECK_CROSS_RANK_PEERS", int, 0, 1 << 20, 0,
             "ranks each rank compares with; 0 compares with every other rank"),
     Setting("TRAINCHECK_CROSS_RANK_KEEP_STEPS", int, 1, 100_000, 8,
-            "steps a rank's summary stays in the job's store"),
+            "steps a rank's summary stays in the job's store at least (more while its kept summaries fit in 1 MiB)"),
     Setting("TRAINCHECK_ONLINE_REPORT_INTERVAL_S", float, 0, 86_400, 10,
             "seconds between report.html refreshes; 0 writes it at exit only"),
 )}

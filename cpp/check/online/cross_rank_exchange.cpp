@@ -3,8 +3,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -56,6 +59,30 @@ std::vector<std::string> chunks_of(const std::string& text, uint64_t& too_large)
 // A rank's latest published step: tells a rank waiting for a step whether the peer has not reached it
 // yet or has already deleted it (the waiting rank is the slow one).
 std::string latest_key(int rank) { return "latest/r" + std::to_string(rank); }
+
+}  // namespace
+
+std::optional<PeerWindow> parse_peer_window(const std::string& value, int64_t keep_steps) {
+  // "<latest> <oldest>"; a lone number is a latest step, with keep_steps kept before it.
+  const char* p = value.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long latest = std::strtoll(p, &end, 10);
+  if (end == p || errno == ERANGE) return std::nullopt;
+  PeerWindow w{latest, 0};
+  p = end;
+  while (*p == ' ') ++p;
+  if (*p == '\0') {
+    w.oldest = latest > std::numeric_limits<int64_t>::min() + keep_steps ? latest - keep_steps + 1 : latest;
+    return w;
+  }
+  const long long oldest = std::strtoll(p, &end, 10);
+  if (end == p || errno == ERANGE || *end != '\0') return std::nullopt;
+  w.oldest = std::min<int64_t>(oldest, latest);  // the window never reaches past its latest step
+  return w;
+}
+
+namespace {
 
 }  // namespace
 
@@ -122,17 +149,21 @@ std::string CrossRankExchange::summary_line(const Record& r) const {
 void CrossRankExchange::hand_over_ended(int64_t last_ended) {
   if (!next_to_publish_) next_to_publish_ = steps_.empty() ? last_ended + 1 : std::min(steps_.begin()->first, last_ended + 1);
   if (last_ended < *next_to_publish_) return;
-  // Catching up (the store came late, or a long pause): only the steps peers can still compare.
-  const int64_t first = std::max(*next_to_publish_, last_ended - options_.keep_steps + 1);
+  // Many steps at once (a fast loop, the store came late, a long pause): the newest ones, as many as
+  // the window holds (peers cannot compare older ones).
   std::vector<std::pair<int64_t, std::string>> ended;
-  for (int64_t s = first; s <= last_ended; ++s) {
+  size_t bytes = 0;
+  for (int64_t s = last_ended; s >= *next_to_publish_; --s) {
     std::string text;
     text.reserve(last_summary_bytes_ + last_summary_bytes_ / 8);
     if (auto it = steps_.find(s); it != steps_.end())
       for (const Record& record : it->second.last) append_summary_line(text, record);
     last_summary_bytes_ = text.size();
+    bytes += text.size();
+    if (beyond_window(ended.size() + 1, bytes)) break;
     ended.emplace_back(s, std::move(text));
   }
+  std::reverse(ended.begin(), ended.end());
   steps_.erase(steps_.begin(), steps_.upper_bound(last_ended));
   next_to_publish_ = last_ended + 1;
   {
@@ -253,12 +284,14 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
     auto [step, text] = std::move(outbox_.front());
     outbox_.pop_front();
     for (int peer : stats_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
-    std::vector<std::pair<int64_t, size_t>> expired;
-    while (!own_keys_.empty() && own_keys_.front().first <= step - options_.keep_steps) {
+    const size_t bytes = text.size();
+    std::vector<OwnKey> expired;
+    while (!own_keys_.empty() && beyond_window(own_keys_.size() + 1, own_bytes_ + bytes)) {
       expired.push_back(own_keys_.front());
+      own_bytes_ -= own_keys_.front().bytes;
       own_keys_.pop_front();
     }
-    const size_t bytes = text.size();
+    const int64_t oldest_kept = own_keys_.empty() ? step : own_keys_.front().step;
     // The step key holds the number of chunks, then the summary itself when it is small.
     uint64_t too_large = 0;
     std::vector<std::string> chunks;
@@ -273,16 +306,18 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
         store_->multi_set({chunk_key(step, rank, i)}, {chunks[i]});
         ++ops;
       }
-      store_->multi_set({key_of(step, rank), latest_key(rank)}, {step_value, std::to_string(step)});
+      store_->multi_set({key_of(step, rank), latest_key(rank)},
+                        {step_value, std::to_string(step) + " " + std::to_string(oldest_kept)});
       ++ops;
-      for (const auto& [old, old_chunks] : expired) {
-        store_->erase(key_of(old, rank));
+      for (const OwnKey& old : expired) {
+        store_->erase(key_of(old.step, rank));
         ++ops;
-        for (size_t i = 0; i < old_chunks; ++i, ++ops) store_->erase(chunk_key(old, rank, i));
+        for (size_t i = 0; i < old.chunks; ++i, ++ops) store_->erase(chunk_key(old.step, rank, i));
       }
       lock.lock();
       consecutive_errors_ = 0;
-      own_keys_.emplace_back(step, chunks.size());
+      own_keys_.push_back(OwnKey{step, chunks.size(), bytes});
+      own_bytes_ += bytes;
       last_published_ = step;
       ++stats_.steps_published;
       stats_.chunks_published += chunks.size();
@@ -319,19 +354,41 @@ std::string CrossRankExchange::assemble(const std::string& value, int64_t step, 
   return text;
 }
 
+bool CrossRankExchange::beyond_window(size_t steps, size_t bytes) const {
+  return steps > static_cast<size_t>(options_.keep_steps) && bytes > options_.keep_bytes;
+}
+
 void CrossRankExchange::skip_lagging_peers() {
-  const int64_t oldest = *last_published_ - options_.keep_steps + 1;  // the oldest step still compared
+  // The oldest step still compared: this rank's oldest summary in the store.
+  const int64_t oldest = own_keys_.empty() ? *last_published_ - options_.keep_steps + 1 : own_keys_.front().step;
   for (auto& [peer, next] : cursor_) {
     if (next >= oldest) continue;
-    stats_.steps_skipped += static_cast<uint64_t>(oldest - next);
+    stats_.steps_skipped += static_cast<uint64_t>(oldest) - static_cast<uint64_t>(next);
     if (stats_.lagging.insert(peer).second)
       std::fprintf(stderr,
                    "traincheck: cross-rank check (rank %d): rank %d has not published step %lld, and this rank has ended "
-                   "step %lld: it lags or has stopped; its steps are compared again from those it publishes within %lld "
-                   "steps of this rank (traincheck-check compares them all after the run)\n",
+                   "step %lld: it lags or has stopped; its steps are compared again from those it publishes within this "
+                   "rank's last %lld steps (traincheck-check compares them all after the run)\n",
                    stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_),
-                   static_cast<long long>(options_.keep_steps));
+                   static_cast<long long>(*last_published_ - oldest + 1));
     next = oldest;
+  }
+}
+
+void CrossRankExchange::report_missing_at_end() {
+  // A window of hundreds of steps (a small model) may hold the whole run: a peer that stopped early is
+  // reported here if it was not before, as behind the window.
+  if (!last_published_) return;
+  for (auto& [peer, next] : cursor_) {
+    if (next > *last_published_ || stats_.lagging.count(peer)) continue;
+    stats_.steps_skipped += static_cast<uint64_t>(*last_published_) - static_cast<uint64_t>(next) + 1;
+    stats_.lagging.insert(peer);
+    std::fprintf(stderr,
+                 "traincheck: cross-rank check (rank %d): rank %d has not published step %lld by the end of the run, and "
+                 "this rank has ended step %lld: it lags or has stopped (traincheck-check compares what it wrote after "
+                 "the run)\n",
+                 stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_));
+    next = *last_published_ + 1;
   }
 }
 
@@ -353,7 +410,7 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
       }
     lock.unlock();
     std::vector<std::pair<int, std::string>> got;
-    std::vector<std::pair<int, int64_t>> latest;  // of the peers whose summary is not there
+    std::vector<std::pair<int, std::string>> latest;  // of the peers whose summary is not there: their latest key
     bool all = false;
     uint64_t ops = 0, missing = 0;
     std::optional<std::string> failure;
@@ -378,7 +435,7 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
             got.emplace_back(wanted[i], assemble(store_->multi_get({keys[i]}).at(0), step, wanted[i], ops, missing));
           } else if (store_->check({latest_key(wanted[i])})) {
             ++ops;
-            latest.emplace_back(wanted[i], std::stoll(store_->multi_get({latest_key(wanted[i])}).at(0)));
+            latest.emplace_back(wanted[i], store_->multi_get({latest_key(wanted[i])}).at(0));
           }
         }
       }
@@ -402,14 +459,18 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
       inbox_.push_back(Received{step, peer, std::move(text)});
       cursor_[peer] = step + 1;
     }
-    for (const auto& [peer, peer_latest] : latest) {
+    for (const auto& [peer, value] : latest) {
+      const std::optional<PeerWindow> window = parse_peer_window(value, options_.keep_steps);
+      if (!window) {
+        note_error(std::runtime_error("rank " + std::to_string(peer) + ": unreadable latest step '" + value.substr(0, 40) + "'"));
+        continue;
+      }
       // Not there yet: it lags. Asked first, so that the subtraction below cannot overflow, whatever a
       // peer's key holds (INT64_MIN once made it 9.2e18 skipped steps).
-      if (peer_latest < step) continue;
-      const int64_t oldest_kept = peer_latest - options_.keep_steps + 1;  // the peer deleted older steps
-      if (step >= oldest_kept) continue;
-      stats_.steps_skipped += static_cast<uint64_t>(oldest_kept - step);
-      cursor_[peer] = oldest_kept;
+      if (window->latest < step) continue;
+      if (step >= window->oldest) continue;  // published, and not deleted: it comes
+      stats_.steps_skipped += static_cast<uint64_t>(window->oldest) - static_cast<uint64_t>(step);
+      cursor_[peer] = window->oldest;  // the peer deleted older steps
     }
     if (!all) break;  // the rest next poll
   }
@@ -428,14 +489,23 @@ void CrossRankExchange::io_loop() {
       if (last_published_) fetch(lock);
     } else {
       // Not connected yet: keep only the steps peers can still compare once it is.
-      while (static_cast<int64_t>(outbox_.size()) > options_.keep_steps) outbox_.pop_front();
+      size_t bytes = 0;
+      for (const auto& [step, text] : outbox_) bytes += text.size();
+      while (!outbox_.empty() && beyond_window(outbox_.size(), bytes)) {
+        bytes -= outbox_.front().second.size();
+        outbox_.pop_front();
+      }
     }
     stats_.io_cpu_ns = thread_cpu_ns();
     if (stopping_) {
       bool complete = outbox_.empty() && last_published_.has_value();
       for (const auto& [peer, next] : cursor_)
         if (last_published_ && next <= *last_published_ && !stats_.lagging.count(peer)) complete = false;
-      if (complete || disabled_ || !connected || std::chrono::steady_clock::now() >= *deadline) break;
+      if (complete || disabled_ || !connected) break;
+      if (std::chrono::steady_clock::now() >= *deadline) {
+        report_missing_at_end();
+        break;
+      }
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
       lock.lock();

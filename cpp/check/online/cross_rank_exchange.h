@@ -14,14 +14,16 @@
 //   (a fork on the training thread, which holds the GIL, waits for them). The training thread never
 //   waits for either.
 //
-// Keys (under the store's prefix): "s<step>/r<rank>" -> the summary of that rank's step. Each rank
-// deletes its own key of step s - keep_steps when it publishes step s, so the store holds at most
-// keep_steps keys per rank. A rank fetches, for each step it has ended, the summaries of its peers: every
-// other rank, or the next `peers` ranks of the ring (a divergence between two groups of replicas always
-// separates some pair of ring neighbours). One check() for all of them and one multi_get() once all are
-// there; a peer that has not published a step this rank ended keep_steps ago is reported on stderr as
-// lagging or stopped and skipped (compared again from the steps it publishes later): nothing ever waits
-// for a key, so a dead rank never hangs the others.
+// Keys (under the store's prefix): "s<step>/r<rank>" -> the summary of that rank's step;
+// "latest/r<rank>" -> "<its latest step> <its oldest step still in the store>". Each rank deletes its
+// oldest key when it publishes a step beyond its window (CrossRankOptions), so the store holds at most
+// keep_steps keys per rank, or keep_bytes of them. A rank fetches, for each step it has ended, the
+// summaries of its peers: every other rank, or the next `peers` ranks of the ring (a divergence between
+// two groups of replicas always separates some pair of ring neighbours). One check() for all of them and
+// one multi_get() once all are there; a peer that has not published a step older than this rank's window
+// is reported on stderr as lagging or stopped and skipped (compared again from the steps it publishes
+// later), and a peer's step older than that peer's own window is skipped: nothing ever waits for a key,
+// so a dead rank never hangs the others.
 #pragma once
 
 #include <chrono>
@@ -47,9 +49,15 @@ namespace traincheck {
 
 class JsonParser;
 
+// The window of steps compared: at least keep_steps, and as many more as this rank's summaries of them
+// fit in keep_bytes. Steps are counted, lag is not: a writer pass of a fast loop ends tens of steps at
+// once, and a rank whose pass comes 20 ms after its peer's is tens of steps behind without lagging. A
+// small model's summaries (a few kB a step) keep hundreds of steps; a large one's (15 MB a step at 50k
+// parameters) keep_steps, as before.
 struct CrossRankOptions {
   int peers = 0;             // ring neighbours compared (the next `peers` ranks); 0: every other rank
-  int64_t keep_steps = 8;    // steps a summary stays in the store; a peer further behind is lagging
+  int64_t keep_steps = 8;    // steps a summary stays in the store at least; a peer further behind is lagging
+  size_t keep_bytes = size_t{1} << 20;  // and more steps while this rank's kept summaries fit in this
   int poll_ms = 20;          // how often the I/O thread looks again for summaries not there yet
   int final_wait_ms = 2000;  // at the end, how long to wait for the peers' last steps
 };
@@ -78,8 +86,15 @@ struct CrossRankStats {
   uint64_t lines_too_large = 0;    // summary lines over kMaxStoreValueBytes, never published
   uint64_t io_cpu_ns = 0;          // CPU time of the I/O thread (store calls, GIL hand-overs included)
   std::string last_error;
-  std::set<int> lagging;           // peers now behind by more than keep_steps
+  std::set<int> lagging;           // peers now behind this rank's window
 };
+
+// A peer's window, from its latest key: its latest step and its oldest one still in the store.
+struct PeerWindow {
+  int64_t latest = 0, oldest = 0;
+};
+// nullopt when the value is not one or two integers.
+std::optional<PeerWindow> parse_peer_window(const std::string& value, int64_t keep_steps);
 
 class CrossRankExchange {
  public:
@@ -118,6 +133,10 @@ class CrossRankExchange {
   void publish(std::unique_lock<std::mutex>& lock);
   void fetch(std::unique_lock<std::mutex>& lock);
   void skip_lagging_peers();
+  // At the end, after the final wait: the peers still missing steps this rank ended.
+  void report_missing_at_end();
+  // Whether a window of `steps` steps whose summaries total `bytes` holds more than CrossRankOptions lets.
+  bool beyond_window(size_t steps, size_t bytes) const;
   void note_error(const std::exception& e);
 
   const CrossRankOptions options_;
@@ -152,7 +171,12 @@ class CrossRankExchange {
   // A peer's summary from its step key's value (fetching its chunks, one store call each); `ops` counts
   // the calls. Without the lock.
   std::string assemble(const std::string& step_value, int64_t step, int peer, uint64_t& ops, uint64_t& missing);
-  std::deque<std::pair<int64_t, size_t>> own_keys_;  // (step, chunks) of this rank's keys still in the store
+  struct OwnKey {
+    int64_t step;
+    size_t chunks, bytes;
+  };
+  std::deque<OwnKey> own_keys_;  // this rank's keys still in the store, oldest first
+  size_t own_bytes_ = 0;         // their summaries' size
   std::optional<int64_t> last_published_;
   std::chrono::steady_clock::time_point next_connect_{};
   int consecutive_errors_ = 0;

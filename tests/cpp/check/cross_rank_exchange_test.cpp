@@ -92,6 +92,7 @@ struct Job {
     o.poll_ms = 2;
     o.final_wait_ms = 500;
     o.keep_steps = 4;
+    o.keep_bytes = 0;  // a window of keep_steps steps whatever their size (the window tests set it)
     return o;
   }
   // Passes until `done` holds (the I/O threads run on their own; at most about 10 s), then one more, in
@@ -277,7 +278,7 @@ TEST(CrossRankExchange, EachRankKeepsOnlyItsLastKeepStepsKeysInTheStore) {
   // Per rank: its summaries of the last keep_steps steps, and its latest step.
   EXPECT_LE(job.store->values.size(), static_cast<size_t>(2 * Job::fast_options().keep_steps + 2));
   EXPECT_TRUE(job.store->values.count("s28/r0"));
-  EXPECT_EQ(job.store->values.at("latest/r1"), "28");
+  EXPECT_EQ(job.store->values.at("latest/r1"), "28 25");  // its latest step and its oldest still there
   EXPECT_FALSE(job.store->values.count("s3/r0"));
 }
 
@@ -360,4 +361,86 @@ TEST(CrossRankExchange, WithoutAnExchangeTheRecordsOnlyPeersWouldPairAreNotEvenP
   job.ranks[0].feed(text);
   EXPECT_EQ(job.ranks[0].session->counts().records, 4u * kParams);
   fs::remove_all(dir);
+}
+
+// Issue 26: a writer pass of a fast loop ends tens of steps at once, so a rank whose pass comes later is
+// tens of steps behind without lagging. The window spans as many steps as the summaries' bytes allow:
+// nothing is skipped, and a divergence in the steps the late rank publishes in one burst is found.
+TEST(CrossRankExchange, AWindowOfSmallSummariesKeepsARankThatPublishesInBurstsCompared) {
+  CrossRankOptions o = Job::fast_options();
+  o.keep_bytes = 64 << 10;  // about 150 steps of 3 parameters
+  Job job("burst", 2, o);
+  const int kSteps = 40, kDiverge = 5;
+  for (int step = 0; step < kSteps; ++step) job.ranks[0].feed(step_lines(0, step));
+  job.settle_published({kSteps - 1, 0});
+  std::string burst;  // rank 1's whole run in one pass
+  for (int step = 0; step < kSteps; ++step) burst += step_lines(1, step, step >= kDiverge ? 424242 : 0);
+  job.ranks[1].feed(burst);
+  job.settle([&] { return job.ranks[0].stats().summaries_received >= kSteps - 1 && job.ranks[1].stats().summaries_received >= kSteps - 1; });
+  for (const Rank& r : job.ranks) {
+    EXPECT_EQ(r.stats().steps_skipped, 0u);
+    EXPECT_TRUE(r.stats().lagging.empty());
+  }
+  const auto found = job.violations();
+  ASSERT_FALSE(found.empty());
+  int64_t first = std::numeric_limits<int64_t>::max();
+  for (const auto& records : found) first = std::min(first, records[0].second);
+  EXPECT_EQ(first, kDiverge);
+  for (Rank& r : job.ranks) r.sink.on_close(r.sink.context);
+}
+
+// The same burst with a window of keep_steps steps (summaries over keep_bytes): only the newest
+// keep_steps of the burst are published, the older ones are skipped and counted, never held.
+TEST(CrossRankExchange, ABurstBeyondTheWindowPublishesItsNewestStepsOnly) {
+  Job job("burst_small", 2);  // keep_steps 4, keep_bytes 0
+  const int kSteps = 20;
+  for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, 0));
+  job.settle_published({0, 0});
+  std::string burst;
+  for (int step = 1; step < kSteps; ++step) burst += step_lines(0, step);
+  job.ranks[0].feed(burst);
+  job.settle_published({4, 0});
+  // Steps 0..18 ended in one pass (step 19 still runs): the window's 4 newest, 15..18, are published.
+  EXPECT_EQ(job.ranks[0].stats().steps_published, 4u);
+  {
+    std::lock_guard<std::mutex> lock(job.store->mutex);
+    EXPECT_TRUE(job.store->values.count("s15/r0"));
+    EXPECT_FALSE(job.store->values.count("s14/r0"));
+    EXPECT_EQ(job.store->values.at("latest/r0"), "18 15");
+  }
+  for (Rank& r : job.ranks) r.sink.on_close(r.sink.context);
+}
+
+TEST(CrossRankExchange, APeersWindowIsReadFromItsLatestKey) {
+  const auto w = parse_peer_window("28 25", 8);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->latest, 28);
+  EXPECT_EQ(w->oldest, 25);
+  // A lone latest step (a build before the window): keep_steps steps before it.
+  EXPECT_EQ(parse_peer_window("28", 8)->oldest, 21);
+  // An oldest step past the latest is the latest.
+  EXPECT_EQ(parse_peer_window("28 40", 8)->oldest, 28);
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(parse_peer_window(std::to_string(min), 8)->oldest, min);
+  for (const char* bad : {"", "x", "12 y", "12 13 14", "99999999999999999999"}) EXPECT_FALSE(parse_peer_window(bad, 8)) << bad;
+}
+
+// With a window that holds the whole run, a rank that stops is never behind it: it is reported at the
+// end, after the final wait, still never waited for longer.
+TEST(CrossRankExchange, ARankThatStopsInsideTheWindowIsReportedAtTheEnd) {
+  CrossRankOptions o = Job::fast_options();
+  o.keep_bytes = 64 << 10;
+  Job job("dead_in_window", 2, o);
+  for (int step = 0; step < 3; ++step) {
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, step));
+    job.settle_published({static_cast<uint64_t>(step), static_cast<uint64_t>(step)});
+  }
+  for (int step = 3; step < 20; ++step) job.ranks[0].feed(step_lines(0, step));  // rank 1 is gone
+  job.settle_published({19, 0});
+  EXPECT_TRUE(job.ranks[0].stats().lagging.empty());  // within the window: not yet
+  job.ranks[0].sink.on_close(job.ranks[0].sink.context);
+  const CrossRankStats st = job.ranks[0].stats();
+  EXPECT_EQ(st.lagging, std::set<int>{1});
+  EXPECT_GE(st.steps_skipped, 16u);  // rank 1's steps 3 (or 2) to 19, never compared
+  EXPECT_TRUE(job.violations().empty());
 }
