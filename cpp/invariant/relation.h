@@ -88,6 +88,13 @@ struct OnlineInterest {
   bool all_records = true;
   std::vector<std::string> functions;  // API records whose `function` is one of these
   std::vector<std::string> var_types;  // state records whose `var_type` is one of these
+  // When set: of those state records, the check acts only on the ones at which this attribute starts a
+  // new state (var_state.h: each variable's first value, then each change), and ignores the rest. A
+  // replay over a stored trace feeds only those, from the store's histories (relations/replay_check.h);
+  // live, every state record of the types comes, and the check tells the changes itself.
+  std::string var_attribute;
+  // When set: of those state records, only this variable's matter (a replay feeds only its history).
+  std::string var_name;
   // Cross-rank checking (check/online/cross_rank_exchange.h): the check compares variable instances across
   // processes, so the step ends of other ranks' instances of `var_types` are offered to it too
   // (on_peer_step_end). `peer_fields`: the flattened keys it reads from those records, besides their

@@ -54,9 +54,10 @@
 //     recorded it by the call's end (another program, another model) gives no example and is never
 //     checked against it.
 //
-// Online (make_online_check, api_contain_online.cpp): the same verdicts from records seen one at a
-// time, with state bounded by the open calls and the tracked variables instead of the original's
-// ever-growing maps.
+// Checking (api_contain_online.cpp): one check, fed records as they are written (online) or the stored
+// trace in order (offline, relations/replay_check.h: the parent's and an API child's calls, and a var
+// child's attribute changes), with state bounded by the open calls and the tracked variables instead of
+// the original's ever-growing maps. `contains` and JudgedCalls serve inference's examples.
 #include "relations/api_contain.h"
 #include "relations/api_contain_var_values.h"
 
@@ -70,6 +71,7 @@
 #include "invariant/precondition.h"
 #include "relations/module_mode.h"
 #include "relations/registry.h"
+#include "relations/replay_check.h"
 
 namespace traincheck {
 
@@ -567,35 +569,8 @@ void ApiContainRelation::combine(std::vector<Hypothesis>& hypotheses) const {
 }
 
 CheckResult ApiContainRelation::check(const TraceStore& trace, const Invariant& inv, const CheckOptions& options) const {
-  CheckResult result;
-  if (inv.params.size() < 2 || inv.params[0].type != ParamType::Api) return result;
-  const Param& child = inv.params[1];
-  const PreconditionGroup* group = inv.precondition_group(ApiContainRelation::kGroup);
-  std::vector<Field> storage;
-  const JudgedCalls judged(trace, child);
-  for (uint32_t ci : trace.calls_of(inv.params[0].api_full_name)) {
-    const CallEvent& call = trace.calls()[ci];
-    if (call.status == CallStatus::Incomplete || !judged.judged(call)) continue;
-    const uint32_t pre = call.pre;
-    auto precondition_holds = [&] {
-      if (group == nullptr) return true;
-      std::vector<RecordView> views = make_enriched_views(trace, std::span<const uint32_t>(&pre, 1), storage);
-      return group->holds(views);
-    };
-    // --check-relation-first only changes the order of the two tests; the outcome is the same.
-    bool found = false, holds = false;
-    if (options.check_relation_first) {
-      found = contains(trace, call, child);
-      holds = precondition_holds();
-    } else {
-      holds = precondition_holds();
-      if (holds) found = contains(trace, call, child);
-    }
-    if (!holds) continue;
-    result.triggered = true;
-    if (!found) result.add_violation(Violation{{pre}}, options.max_violations);
-  }
-  return result;
+  ApiContainOnlineCheck check(inv, &trace.signatures());
+  return replay_check(trace, inv, check, options);
 }
 
 std::unique_ptr<OnlineCheck> ApiContainRelation::make_online_check(const Invariant& inv,

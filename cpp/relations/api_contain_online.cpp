@@ -1,5 +1,7 @@
-// APIContainRelation, online (docs/analysis.md §Online check): the verdicts of ApiContainRelation::check,
-// from records seen one at a time (delivery contract: OnlineCheck in invariant/relation.h).
+// APIContainRelation's check (docs/analysis.md §Online check), from records seen one at a time (delivery
+// contract: OnlineCheck in invariant/relation.h): run online, and replayed offline over the stored trace
+// (ApiContainRelation::check, relations/replay_check.h), where a var child is fed only its attribute's
+// state starts, the only records on_state acts on.
 //
 // State, all bounded:
 //   - per (pid, tid), a stack of the open calls that matter: parent calls whose precondition held
@@ -11,9 +13,10 @@
 // The original instead keeps every call and every state of the run and scans the child's calls so far
 // on each parent post (docs/analysis.md §Online check); here a record costs O(stack depth) at most.
 //
-// How it agrees with the offline check (same matching helpers, same interval rules; on a finished trace
-// fed in delivery order it gives exactly the offline violations, which
-// tests/cpp/relations/api_contain_online_test.cpp compares on every hypothesis of a synthetic run):
+// How it agrees with the store's view of the trace, which inference's examples use (same matching
+// helpers, same interval rules as ApiContainRelation::contains; fed a finished trace in delivery order it
+// gives exactly the replay's violations, which tests/cpp/relations/api_contain_online_test.cpp compares
+// on every hypothesis of a synthetic run):
 //   - the precondition ("parent_func_call_pre") is evaluated on the parent's pre-record when it arrives;
 //   - an API child counts for a checked parent below it on its thread's stack that started strictly
 //     before it and ends strictly after it (the store's "contained calls"), if its pre-record matches
@@ -173,7 +176,11 @@ OnlineInterest ApiContainOnlineCheck::interest() const {
   if (!valid_) return in;  // never reports anything: needs nothing
   in.functions.push_back(parent_name_);
   if (child_kind_ == ChildKind::Api) in.functions.push_back(child_.api_full_name);
-  if (child_kind_ == ChildKind::Var) in.var_types.push_back(child_.var_type);
+  if (child_kind_ == ChildKind::Var) {
+    in.var_types.push_back(child_.var_type);
+    in.var_attribute = child_.attr_name.str();  // on_state acts on the attribute's changes only
+    if (child_.type == ParamType::VarName) in.var_name = child_.var_name.str();  // of that variable only
+  }
   return in;
 }
 

@@ -5,7 +5,9 @@
 // their records named by their index in the store.
 //
 // Only the records the check's OnlineInterest names are fed (calls found through the store's indexes, so a
-// check costs what its records cost, not the trace's size; state records of its var types by one scan).
+// check costs what its records cost, not the trace's size; state records of its var types by one scan, or,
+// for a check that acts on one attribute's changes only (OnlineInterest::var_attribute, var_name), the
+// first record of each of that attribute's states, from the store's histories).
 // Records get the context managers live on their thread at their time (TraceStore::context_managers_at)
 // when the invariant's precondition names one, as the online checker adds them
 // (check/online/online_context_managers.h).
@@ -14,15 +16,14 @@
 // pointers to the records it holds instead of copies (invariant/held_record.h); records given context
 // managers are copies in one reused buffer, and are copied as online.
 //
-// Relations checked this way: DistinctArgumentRelation, FunctionCoverRelation, FunctionLeadRelation, the
-// per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode: call_checks.h) and the
-// claims at optimizer steps (GradientReset, TrainingMode, OptimizerHasGradients: step_claims.h), which are fed the state records
-// of their var type.
-// Two keep an offline driver of their own, over the verdict they share with their online check:
-//   - APIContainRelation was replayed and reverted: its online check must see every state record of the
-//     child's var type to notice changes, and replaying them once per invariant took 5x the check time
-//     and 1.39x the peak RSS on bench/memory_bench's 1M-line trace (55 APIContain invariants); offline it
-//     reads the store's per-process var changes inside each parent call and stops at the first match.
+// Relations checked this way: APIContainRelation, DistinctArgumentRelation, FunctionCoverRelation,
+// FunctionLeadRelation, the per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode:
+// call_checks.h) and the claims at optimizer steps (GradientReset, TrainingMode, OptimizerHasGradients:
+// step_claims.h), which are fed the state records of their var type. APIContain's var-child check is fed
+// its attribute's state starts only (of its variable only, for a VarNameParam): fed every state record
+// of the type, once per invariant, it had taken 5x the check time and 1.39x the peak RSS on
+// bench/memory_bench's 1M-line trace (55 APIContain invariants); fed the starts, 1.0x (bench/README.md).
+// One keeps an offline driver of its own, over the verdict it shares with its online check:
 //   - ConsistencyRelation: the pair verdict (step ends, grouping and counting by precondition, value
 //     comparison) is one, consistency_pairs.h, and both drivers are small. A replay would change the
 //     offline results in two ways the goldens pin: the violations kept are the first 1000 per invariant

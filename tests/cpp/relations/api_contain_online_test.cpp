@@ -1,5 +1,6 @@
-// The online APIContain check must give exactly the offline check's violations when a trace's records
-// are fed as a live reader delivers them (per file in file order, files merged by time).
+// The APIContain check fed a trace's records as a live reader delivers them (per file in file order, files
+// merged by time, every state record) must give exactly the offline check's violations: the same check
+// replayed over the store, fed only the child attribute's state starts (relations/replay_check.h).
 #include <gtest/gtest.h>
 #include <unistd.h>
 

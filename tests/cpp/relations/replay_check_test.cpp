@@ -89,3 +89,55 @@ TEST(ReplayCheck, KeepsTheFirstMaxViolationsInTraceOrder) {
   EXPECT_EQ(r.violations[1].records, (std::vector<uint32_t>{2, 3}));
   EXPECT_EQ(r.violation_count, 5u + 3u);
 }
+
+namespace {
+
+// Records every state record it is fed, as (var_name, attributes.x); names var_attribute "x" (and, when
+// given, one variable).
+class StateStartsCheck final : public OnlineCheck {
+ public:
+  explicit StateStartsCheck(std::string var_name) : var_name_(std::move(var_name)) {}
+  std::vector<std::pair<std::string, int64_t>> seen;
+  void on_record(const Record& r, std::vector<OnlineViolation>&) override {
+    if (r.type != RecordType::StateChange) return;
+    const Value* x = r.get(intern_key("attributes.x"));
+    seen.emplace_back(std::string(r.var_name), x ? x->as_int() : -1);
+  }
+  OnlineInterest interest() const override {
+    OnlineInterest i;
+    i.all_records = false;
+    i.var_types = {"T"};
+    i.var_attribute = "x";
+    i.var_name = var_name_;
+    return i;
+  }
+
+ private:
+  std::string var_name_;
+};
+
+std::string state_line(const char* name, int x, int time) {
+  return std::string(R"({"var_name":")") + name + R"(","var_type":"T","process_id":1,"thread_id":1,"meta_vars":{"step":1},)" +
+         R"("type":"state_change","attributes":{"x":)" + std::to_string(x) + R"(},"time":)" + std::to_string(time) + "}\n";
+}
+
+}  // namespace
+
+// A check that acts on one attribute's changes is fed the first record of each of its states, in time
+// order, and only its variable's when it names one: what it would act on if fed every record.
+TEST(ReplayCheck, FeedsAnAttributesStateStartsOnlyWhenTheCheckNamesIt) {
+  std::string text;
+  int time = 0;
+  for (int x : {1, 1, 2, 2, 2, 1}) {
+    text += state_line("a", x, ++time);
+    text += state_line("b", 7, ++time);  // never changes: one state
+  }
+  const TraceStore trace("t", read_trace_text("t", text));
+  const Invariant unconditional;
+  StateStartsCheck every("");
+  replay_check(trace, unconditional, every, CheckOptions{});
+  EXPECT_EQ(every.seen, (std::vector<std::pair<std::string, int64_t>>{{"a", 1}, {"b", 7}, {"a", 2}, {"a", 1}}));
+  StateStartsCheck only_a("a");
+  replay_check(trace, unconditional, only_a, CheckOptions{});
+  EXPECT_EQ(only_a.seen, (std::vector<std::pair<std::string, int64_t>>{{"a", 1}, {"a", 2}, {"a", 1}}));
+}
