@@ -5,9 +5,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "invariant/held_record.h"
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
 
@@ -66,7 +68,7 @@ class ApiContainOnlineCheck final : public OnlineCheck {
     bool parent = false;       // a parent call whose precondition held
     bool child = false;        // an API child call whose name and arguments match
     int64_t first_match = 0;   // parent: earliest end of a counted API child / time of a counted var change
-    std::optional<Record> pre;  // parent: its pre-record, reported if it closes without the child
+    HeldRecord pre;             // parent: its pre-record, reported if it closes without the child
   };
   enum class ChildKind { None, Api, Var };
 
@@ -79,14 +81,26 @@ class ApiContainOnlineCheck final : public OnlineCheck {
 
   bool valid_ = false;
   bool triggered_ = false;
-  std::string parent_name_;
+  Name parent_name_;  // compared by id with each record's function
   Param child_;
   ChildKind child_kind_ = ChildKind::None;
   KeyId attr_key_ = kNoKey;  // "attributes.<attr>" of a var child
   std::optional<PreconditionGroup> precondition_;
   const ApiSignatures* signatures_;
   std::map<std::pair<int64_t, int64_t>, std::vector<OpenCall>> threads_;  // (pid, tid) -> open calls, outermost first
-  std::map<int64_t, std::map<std::string, Value, std::less<>>> last_values_;  // pid -> var_name -> attr value
+  // (pid, var_name) -> the attribute's last value: a var child's state records come every step for every
+  // parameter, so they are found by id, not by comparing names.
+  struct VarKey {
+    int64_t process_id;
+    uint32_t var_name;
+    bool operator==(const VarKey&) const = default;
+  };
+  struct VarKeyHash {
+    size_t operator()(const VarKey& k) const {
+      return std::hash<uint64_t>{}(static_cast<uint64_t>(k.process_id) * 0x9E3779B97F4A7C15ULL ^ k.var_name);
+    }
+  };
+  std::unordered_map<VarKey, Value, VarKeyHash> last_values_;
 };
 
 }  // namespace traincheck

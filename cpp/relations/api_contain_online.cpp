@@ -66,7 +66,7 @@ ApiContainOnlineCheck::ApiContainOnlineCheck(const Invariant& inv, const ApiSign
   // An invariant the offline check cannot evaluate (it returns an empty result) is ignored here too.
   if (inv.params.size() < 2 || inv.params[0].type != ParamType::Api) return;
   valid_ = true;
-  parent_name_ = inv.params[0].api_full_name;
+  parent_name_ = inv.params[0].api_full_name;  // a Name: interned
   child_ = inv.params[1];
   if (child_.type == ParamType::Api) {
     child_kind_ = ChildKind::Api;
@@ -109,7 +109,7 @@ void ApiContainOnlineCheck::on_pre(const Record& r, bool is_parent, bool is_chil
   call.parent = parent;
   call.child = child;
   call.first_match = kNever;
-  if (parent) call.pre = r;
+  if (parent) call.pre.hold(r, lasting_records_);  // by address when replayed: no copy per call
   threads_[{r.process_id, r.thread_id}].push_back(std::move(call));
 }
 
@@ -136,7 +136,7 @@ void ApiContainOnlineCheck::on_post(const Record& r, std::vector<OnlineViolation
     // A VarNameParam judges only calls in processes that have recorded its variable (offline: JudgedCalls).
     if (found || !names_unseen_var(r.process_id)) {
       triggered_ = true;
-      if (!found) violations.push_back(OnlineViolation{{std::move(*call.pre)}});
+      if (!found) violations.push_back(OnlineViolation{{*call.pre}});
     }
   }
   stack.resize(depth - 1);  // the calls above it never returned: their posts were lost
@@ -148,12 +148,8 @@ void ApiContainOnlineCheck::on_state(const Record& r) {
   if (child_.type == ParamType::VarName && r.var_name != child_.var_name) return;
   const Value* value = state_value(r, attr_key_);
   if (value == nullptr) return;
-  auto& vars = last_values_[r.process_id];
-  auto last = vars.find(r.var_name);
-  if (last == vars.end()) {
-    vars.emplace(std::string(r.var_name), *value);
-    return;
-  }
+  const auto [last, first] = last_values_.try_emplace(VarKey{r.process_id, r.var_name.id()}, *value);
+  if (first) return;
   if (!starts_new_state(&last->second, *value)) return;
   const Value before = std::exchange(last->second, *value);
   if (!ApiContainRelation::var_change_matches(child_, r.var_type, r.var_name, child_.attr_name, before, *value)) return;
@@ -166,15 +162,14 @@ void ApiContainOnlineCheck::on_state(const Record& r) {
 
 bool ApiContainOnlineCheck::names_unseen_var(int64_t pid) const {
   if (child_kind_ != ChildKind::Var || child_.type != ParamType::VarName) return false;
-  auto vars = last_values_.find(pid);
-  return vars == last_values_.end() || vars->second.find(child_.var_name) == vars->second.end();
+  return !last_values_.count(VarKey{pid, child_.var_name.id()});
 }
 
 OnlineInterest ApiContainOnlineCheck::interest() const {
   OnlineInterest in;
   in.all_records = false;
   if (!valid_) return in;  // never reports anything: needs nothing
-  in.functions.push_back(parent_name_);
+  in.functions.push_back(parent_name_.str());
   if (child_kind_ == ChildKind::Api) in.functions.push_back(child_.api_full_name);
   if (child_kind_ == ChildKind::Var) {
     in.var_types.push_back(child_.var_type);
@@ -190,10 +185,6 @@ size_t ApiContainOnlineCheck::open_calls() const {
   return n;
 }
 
-size_t ApiContainOnlineCheck::tracked_vars() const {
-  size_t n = 0;
-  for (const auto& [pid, vars] : last_values_) n += vars.size();
-  return n;
-}
+size_t ApiContainOnlineCheck::tracked_vars() const { return last_values_.size(); }
 
 }  // namespace traincheck
