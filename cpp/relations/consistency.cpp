@@ -51,6 +51,15 @@
 //     that step (Coincidences): zero-initialised biases of two layers are equal on every rank, and as
 //     positives they asked the precondition to pair different parameters, which no clause can, so the
 //     DDP invariant of a model whose biases start at zero was never learned.
+//
+// Checking: the one relation whose offline check is not its online check replayed (relations/
+// replay_check.h). The verdict is one, consistency_pairs.h (step ends, grouping and counting by
+// precondition, value comparison), with two small drivers: `check` below over the store's step ends, and
+// ConsistencyOnlineCheck (consistency_online.cpp) over records as they come. A replay would change the
+// offline results the goldens pin: which 1000 violations are kept (offline: step order, then the
+// instances' order in the trace; online: the order in which each pair's second end finished, which a
+// replay could only restore by holding every step's pairs), and where a pair's context-manager fields
+// come from (offline: its earlier record, as the original enriches the pair; online: each record's own).
 #include "relations/consistency.h"
 
 #include <algorithm>
