@@ -96,8 +96,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   // How many ended steps are kept for instances still to finish them (lagging ranks, peers that publish
   // in bursts): at least kKeptSteps, and more while the kept ends number at most kKeptEnds (a small
   // model's ends cover hundreds of steps; a large one's kKeptSteps, 16 x 50k ends at 50k parameters).
+  // 8k ends (a few MB of records) hold both sides of the cross-rank exchange's window, 1 MiB of a rank's
+  // summaries at about 300 bytes a variable (check/online/cross_rank_exchange.h).
   static constexpr int64_t kKeptSteps = 16;
-  static constexpr size_t kKeptEnds = size_t{1} << 15;
+  static constexpr size_t kKeptEnds = size_t{1} << 13;
   // Violating pairs written per step and member (failed.log lines); the rest of the step's are counted
   // only (OnlineViolation::unwritten). A precondition that pairs every same-shaped parameter of a large
   // model has violations quadratic in its parameters; their count stays exact, their lines do not flood
