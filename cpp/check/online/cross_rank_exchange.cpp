@@ -377,10 +377,11 @@ void CrossRankExchange::skip_lagging_peers() {
 
 void CrossRankExchange::report_missing_at_end() {
   // A window of hundreds of steps (a small model) may hold the whole run: a peer that stopped early is
-  // reported here if it was not before, as behind the window.
+  // reported here if it was not before. Only one more than keep_steps behind: the last steps of a peer
+  // that exits as this rank does often never arrive (its store may go first), and that is no lag.
   if (!last_published_) return;
   for (auto& [peer, next] : cursor_) {
-    if (next > *last_published_ || stats_.lagging.count(peer)) continue;
+    if (next > *last_published_ - options_.keep_steps || stats_.lagging.count(peer)) continue;
     stats_.steps_skipped += static_cast<uint64_t>(*last_published_) - static_cast<uint64_t>(next) + 1;
     stats_.lagging.insert(peer);
     std::fprintf(stderr,

@@ -133,7 +133,7 @@ class CrossRankExchange {
   void publish(std::unique_lock<std::mutex>& lock);
   void fetch(std::unique_lock<std::mutex>& lock);
   void skip_lagging_peers();
-  // At the end, after the final wait: the peers still missing steps this rank ended.
+  // At the end, after the final wait: the peers still missing a step keep_steps before this rank's last.
   void report_missing_at_end();
   // Whether a window of `steps` steps whose summaries total `bytes` holds more than CrossRankOptions lets.
   bool beyond_window(size_t steps, size_t bytes) const;

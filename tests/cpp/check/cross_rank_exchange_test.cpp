@@ -444,3 +444,17 @@ TEST(CrossRankExchange, ARankThatStopsInsideTheWindowIsReportedAtTheEnd) {
   EXPECT_GE(st.steps_skipped, 16u);  // rank 1's steps 3 (or 2) to 19, never compared
   EXPECT_TRUE(job.violations().empty());
 }
+
+// A peer whose last steps never arrive (it exits as this rank does, its store may go first) is no lag.
+TEST(CrossRankExchange, APeerMissingOnlyItsLastStepsAtTheEndIsNotLagging) {
+  CrossRankOptions o = Job::fast_options();
+  o.keep_bytes = 64 << 10;
+  o.final_wait_ms = 50;
+  Job job("last_steps", 2, o);
+  for (int step = 0; step < 20; ++step)
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(step_lines(r, step));
+  job.settle_published({19, 19});  // steps 0..18 each; step 19 still runs on both
+  job.ranks[0].sink.on_close(job.ranks[0].sink.context);  // rank 0 publishes step 19; rank 1 never does
+  EXPECT_TRUE(job.ranks[0].stats().lagging.empty());
+  EXPECT_TRUE(job.violations().empty());
+}
