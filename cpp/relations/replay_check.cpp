@@ -25,50 +25,83 @@ std::vector<uint32_t> records_of_calls(const TraceStore& trace, std::string_view
   return out;
 }
 
-// The records the check wants, in the store's order.
-std::vector<uint32_t> wanted_records(const TraceStore& trace, const OnlineInterest& interest) {
-  std::vector<uint32_t> out;
-  if (interest.all_records) {
-    out.resize(trace.records().size());
-    for (uint32_t i = 0; i < out.size(); ++i) out[i] = i;
-    return out;
-  }
-  if (!interest.var_types.empty() && !interest.var_attribute.empty()) {
-    // Only where the attribute starts a state: each state's first record, from the store's histories.
-    for (const VarInstance& var : trace.var_instances()) {
-      if (std::find(interest.var_types.begin(), interest.var_types.end(), var.var_type) == interest.var_types.end()) continue;
-      if (!interest.var_name.empty() && var.var_name != interest.var_name) continue;
-      const AttrHistory* attr = var.attr(interest.var_attribute);
-      if (attr == nullptr) continue;
-      for (uint32_t s = 0; s < attr->states.size(); ++s) out.push_back(attr->records_of(s).front());
+// The records a check wants, in the store's order, one at a time: a list (the calls of the functions it
+// names, merged; or a scan of its var types' state records) merged on the fly with its attribute's state
+// starts, one cursor per history in a min-heap by record index, so those (half a million in a 1M-line
+// trace for a parameter type) are never one array.
+class WantedRecords {
+ public:
+  WantedRecords(const TraceStore& trace, const OnlineInterest& interest) {
+    if (interest.all_records) {
+      list_.resize(trace.records().size());
+      for (uint32_t i = 0; i < list_.size(); ++i) list_[i] = i;
+      return;
     }
-    std::sort(out.begin(), out.end());
-  } else if (!interest.var_types.empty()) {
-    // State records of the var types, and the calls below merged in.
-    for (uint32_t i = 0; i < trace.records().size(); ++i) {
-      const Record& r = trace.record(i);
-      if (r.type == RecordType::StateChange &&
-          std::find(interest.var_types.begin(), interest.var_types.end(), r.var_type.view()) != interest.var_types.end())
-        out.push_back(i);
+    if (!interest.var_types.empty() && !interest.var_attribute.empty()) {
+      // Only where the attribute starts a state: each state's first record, from the store's histories.
+      for (const VarInstance& var : trace.var_instances()) {
+        if (std::find(interest.var_types.begin(), interest.var_types.end(), var.var_type) == interest.var_types.end()) continue;
+        if (!interest.var_name.empty() && var.var_name != interest.var_name) continue;
+        const AttrHistory* attr = var.attr(interest.var_attribute);
+        if (attr != nullptr && !attr->states.empty()) starts_.push_back(StateStarts{attr, 0, attr->records_of(0).front()});
+      }
+      std::make_heap(starts_.begin(), starts_.end(), later);
+    } else if (!interest.var_types.empty()) {
+      // State records of the var types, and the calls below merged in.
+      for (uint32_t i = 0; i < trace.records().size(); ++i) {
+        const Record& r = trace.record(i);
+        if (r.type == RecordType::StateChange &&
+            std::find(interest.var_types.begin(), interest.var_types.end(), r.var_type.view()) != interest.var_types.end())
+          list_.push_back(i);
+      }
+    }
+    std::vector<std::string_view> functions(interest.functions.begin(), interest.functions.end());
+    std::sort(functions.begin(), functions.end());
+    functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
+    for (std::string_view function : functions) {
+      std::vector<uint32_t> calls = records_of_calls(trace, function);
+      if (list_.empty()) {
+        list_ = std::move(calls);
+        continue;
+      }
+      std::vector<uint32_t> merged(list_.size() + calls.size());
+      std::merge(list_.begin(), list_.end(), calls.begin(), calls.end(), merged.begin());
+      list_ = std::move(merged);
     }
   }
-  std::vector<std::string_view> functions(interest.functions.begin(), interest.functions.end());
-  std::sort(functions.begin(), functions.end());
-  functions.erase(std::unique(functions.begin(), functions.end()), functions.end());
-  for (std::string_view function : functions) {
-    std::vector<uint32_t> calls = records_of_calls(trace, function);
-    if (out.empty()) {
-      out = std::move(calls);
-      continue;
+
+  // The next record's index; false once every one was given.
+  bool next(uint32_t& index) {
+    const bool from_list = pos_ < list_.size() && (starts_.empty() || list_[pos_] < starts_.front().head);
+    if (from_list) {
+      index = list_[pos_++];
+      return true;
     }
-    // Merged in place: a second array as long as both would double this check's peak (half a million
-    // state records of a parameter type in a 1M-line trace).
-    const size_t mid = out.size();
-    out.insert(out.end(), calls.begin(), calls.end());
-    std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(mid), out.end());
+    if (starts_.empty()) return false;
+    std::pop_heap(starts_.begin(), starts_.end(), later);
+    StateStarts& top = starts_.back();
+    index = top.head;
+    if (++top.state < top.history->states.size()) {
+      top.head = top.history->records_of(top.state).front();
+      std::push_heap(starts_.begin(), starts_.end(), later);
+    } else {
+      starts_.pop_back();
+    }
+    return true;
   }
-  return out;
-}
+
+ private:
+  struct StateStarts {
+    const AttrHistory* history;
+    uint32_t state;
+    uint32_t head;  // the record that starts `state`
+  };
+  static bool later(const StateStarts& a, const StateStarts& b) { return a.head > b.head; }  // a min-heap
+
+  std::vector<uint32_t> list_;
+  size_t pos_ = 0;
+  std::vector<StateStarts> starts_;
+};
 
 uint64_t place_of(const Record& r) { return (static_cast<uint64_t>(r.file) << 32) | r.line; }
 
@@ -76,15 +109,20 @@ uint64_t place_of(const Record& r) { return (static_cast<uint64_t>(r.file) << 32
 
 CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, OnlineCheck& check, const CheckOptions& options) {
   CheckResult result;
-  const std::vector<uint32_t> records = wanted_records(trace, check.interest());
-  // A violation carries copies of its records; their time, file and line find them among those fed
-  // (sorted by store index, so by time), only when there is a violation to name.
+  WantedRecords records(trace, check.interest());
+  // A violation carries copies of its records; their time, file and line find them in the store (its
+  // records are in time order), only when there is a violation to name.
+  const uint32_t total = static_cast<uint32_t>(trace.records().size());
   auto index_of = [&](const Record& copy) {
-    auto it = std::lower_bound(records.begin(), records.end(), copy.time,
-                               [&](uint32_t i, int64_t t) { return trace.record(i).time < t; });
-    for (; it != records.end() && trace.record(*it).time == copy.time; ++it)
-      if (place_of(trace.record(*it)) == place_of(copy)) return *it;
-    TC_ASSERT(false, "a violation's records are records the check was fed");
+    uint32_t lo = 0, hi = total;  // the first record not before copy.time
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      if (trace.record(mid).time < copy.time) lo = mid + 1;
+      else hi = mid;
+    }
+    for (uint32_t i = lo; i < total && trace.record(i).time == copy.time; ++i)
+      if (place_of(trace.record(i)) == place_of(copy)) return i;
+    TC_ASSERT(false, "a violation's records are records of the store");
     return kNone;  // (without assertions: the record is left out of the violation)
   };
   // The first max_violations in trace order of the record that shows each (a check judges some calls
@@ -119,7 +157,7 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
     found.clear();
     if (kept.size() >= 2 * std::max<size_t>(max_kept, 1)) first_in_trace_order();
   };
-  for (uint32_t i : records) {
+  for (uint32_t i = 0; records.next(i);) {
     const Record& r = trace.record(i);
     if (enrich) {
       std::vector<Field> managers = trace.context_managers_at(r.time, r.process_id, r.thread_id);

@@ -7,7 +7,9 @@
 // Only the records the check's OnlineInterest names are fed (calls found through the store's indexes, so a
 // check costs what its records cost, not the trace's size; state records of its var types by one scan, or,
 // for a check that acts on one attribute's changes only (OnlineInterest::var_attribute, var_name), the
-// first record of each of that attribute's states, from the store's histories).
+// first record of each of that attribute's states, from the store's histories, streamed: one cursor per
+// history merged by record index, never one array of them). A violation's records are found in the store
+// by their time and place.
 // Records get the context managers live on their thread at their time (TraceStore::context_managers_at)
 // when the invariant's precondition names one, as the online checker adds them
 // (check/online/online_context_managers.h).
