@@ -12,6 +12,7 @@
 #include "invariant/held_record.h"
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
+#include "relations/var_instance_key.h"
 
 namespace traincheck {
 
@@ -88,19 +89,8 @@ class ApiContainOnlineCheck final : public OnlineCheck {
   std::optional<PreconditionGroup> precondition_;
   const ApiSignatures* signatures_;
   std::map<std::pair<int64_t, int64_t>, std::vector<OpenCall>> threads_;  // (pid, tid) -> open calls, outermost first
-  // (pid, var_name) -> the attribute's last value: a var child's state records come every step for every
-  // parameter, so they are found by id, not by comparing names.
-  struct VarKey {
-    int64_t process_id;
-    uint32_t var_name;
-    bool operator==(const VarKey&) const = default;
-  };
-  struct VarKeyHash {
-    size_t operator()(const VarKey& k) const {
-      return std::hash<uint64_t>{}(static_cast<uint64_t>(k.process_id) * 0x9E3779B97F4A7C15ULL ^ k.var_name);
-    }
-  };
-  std::unordered_map<VarKey, Value, VarKeyHash> last_values_;
+  // A var child's variables (of its type) -> the attribute's last value.
+  std::unordered_map<VarInstanceKey, Value, VarInstanceKeyHash> last_values_;
 };
 
 }  // namespace traincheck

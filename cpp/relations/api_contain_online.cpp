@@ -148,7 +148,7 @@ void ApiContainOnlineCheck::on_state(const Record& r) {
   if (child_.type == ParamType::VarName && r.var_name != child_.var_name) return;
   const Value* value = state_value(r, attr_key_);
   if (value == nullptr) return;
-  const auto [last, first] = last_values_.try_emplace(VarKey{r.process_id, r.var_name.id()}, *value);
+  const auto [last, first] = last_values_.try_emplace(VarInstanceKey::of(r), *value);
   if (first) return;
   if (!starts_new_state(&last->second, *value)) return;
   const Value before = std::exchange(last->second, *value);
@@ -162,7 +162,7 @@ void ApiContainOnlineCheck::on_state(const Record& r) {
 
 bool ApiContainOnlineCheck::names_unseen_var(int64_t pid) const {
   if (child_kind_ != ChildKind::Var || child_.type != ParamType::VarName) return false;
-  return !last_values_.count(VarKey{pid, child_.var_name.id()});
+  return !last_values_.count(VarInstanceKey{pid, child_.var_name.id(), child_.var_type.id()});
 }
 
 OnlineInterest ApiContainOnlineCheck::interest() const {

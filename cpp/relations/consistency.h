@@ -14,6 +14,7 @@
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
 #include "relations/consistency_pairs.h"
+#include "relations/var_instance_key.h"
 
 namespace traincheck {
 
@@ -124,18 +125,6 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::optional<End> current[2];     // per side: the step now running, its last record so far
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
-  // An instance's identity: (pid, var_name, var_type), names as their interned ids.
-  struct InstanceKey {
-    int64_t process_id;
-    uint32_t var_name, var_type;
-    bool operator==(const InstanceKey&) const = default;
-  };
-  struct InstanceKeyHash {
-    size_t operator()(const InstanceKey& k) const {
-      return std::hash<uint64_t>{}(static_cast<uint64_t>(k.process_id) * 0x9E3779B97F4A7C15ULL ^
-                                   (static_cast<uint64_t>(k.var_name) << 32 | k.var_type));
-    }
-  };
   // One invariant's precondition, compiled for pairing (consistency_pairs.h). Held by pointer: the
   // condition refers to the precondition.
   struct Member {
@@ -197,7 +186,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::vector<const Clause*> guards_;  // the distinct unequal properties of the groupable indexes
   std::vector<const Value*> projection_;  // finish_step's: the finished end's under a shared index
   std::vector<StepEndIndex*> awake_;      // finish_step's: the indexes the finished end joins
-  std::unordered_map<InstanceKey, Instance, InstanceKeyHash> instances_;  // nodes: Instance addresses stable
+  std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();

@@ -162,7 +162,7 @@ bool ConsistencyOnlineCheck::triggered() const {
 }
 
 ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Record& r) {
-  auto [it, added] = instances_.try_emplace(InstanceKey{r.process_id, r.var_name.id(), r.var_type.id()});
+  auto [it, added] = instances_.try_emplace(VarInstanceKey::of(r));
   if (added) {
     it->second.process_id = r.process_id;
     it->second.var_name = r.var_name;

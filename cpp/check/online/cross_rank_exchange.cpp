@@ -82,10 +82,6 @@ std::optional<PeerWindow> parse_peer_window(const std::string& value, int64_t ke
   return w;
 }
 
-namespace {
-
-}  // namespace
-
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
     : options_(options), store_(std::move(store)), parser_(std::make_unique<JsonParser>()) {
   auto keep = [this](KeyId key) {
@@ -377,7 +373,7 @@ void CrossRankExchange::skip_lagging_peers() {
 
 void CrossRankExchange::report_missing_at_end() {
   // A window of hundreds of steps (a small model) may hold the whole run: a peer that stopped early is
-  // reported here if it was not before. Only one more than keep_steps behind: the last steps of a peer
+  // reported here if it was not before, when more than keep_steps behind: the last steps of a peer
   // that exits as this rank does often never arrive (its store may go first), and that is no lag.
   if (!last_published_) return;
   for (auto& [peer, next] : cursor_) {
