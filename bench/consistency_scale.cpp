@@ -113,6 +113,46 @@ bool idle_if_alone(Checker& checker, bool alone) {
   return false;
 }
 
+// A peer's summary of a step, as its exchange publishes it: binary record frames, or JSON lines in a
+// build before them (a baseline's).
+template <typename Exchange>
+std::string published_summary(const Exchange& exchange, const std::vector<Record>& records) {
+  if constexpr (requires { exchange.summary_of(records); }) {
+    return exchange.summary_of(records);
+  } else {
+    std::string text;
+    for (const Record& r : records) text += exchange.summary_line(r);
+    return text;
+  }
+}
+
+// Its records, read back as this rank's exchange reads them (one parser kept for the run in a build
+// with JSON lines: its string caches then hold the model's names from the second step on).
+template <typename Exchange>
+bool read_back(Exchange& exchange, JsonParser& parser, const std::string& summary, std::vector<Record>& out) {
+  std::string error;
+  if constexpr (requires { exchange.read_summary(summary, out, error); }) {
+    if (exchange.read_summary(summary, out, error)) return true;
+  } else {
+    std::string padded;
+    size_t pos = 0;
+    bool read = true;
+    while (read && pos < summary.size()) {
+      const size_t eol = summary.find('\n', pos);
+      padded.assign(summary, pos, eol - pos);
+      pos = eol + 1;
+      const size_t len = padded.size();
+      padded.append(kJsonPadding, '\0');
+      Record r;
+      read = parse_trace_line(parser, padded.data(), len, r, error);
+      if (read) out.push_back(std::move(r));
+    }
+    if (read) return true;
+  }
+  std::fprintf(stderr, "bad peer summary: %s\n", error.c_str());
+  return false;
+}
+
 int arg(int argc, char** argv, const char* name, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
@@ -150,35 +190,22 @@ int main(int argc, char** argv) {
           CrossRankOptions{}, checker.peer_fields());
       checker.set_peer_state_observer([&exchange](const Record& r) { exchange->observe(r); });
     }
-    // Peers' summaries are parsed line by line with one parser kept for the run, as the cross-rank
-    // exchange does (its string caches then hold the model's names from the second step on).
+    // Peers' summaries as their exchanges publish them (made untimed: their cost is the peers'), read
+    // back and checked as this rank's exchange and checker do (timed).
     JsonParser peer_parser;
-    std::string padded, error;
     for (int step = 0; step < steps; ++step) {
       const std::string own = step_lines(0, step, params, shapes);
       std::vector<std::string> peers;
-      for (int r = 1; r < ranks; ++r) peers.push_back(step_lines(r, step, params, shapes));
+      if (exchange)
+        for (int r = 1; r < ranks; ++r) peers.push_back(published_summary(*exchange, read_trace_text("peer", step_lines(r, step, params, shapes)).records));
       const uint64_t t0 = thread_cpu_ns();
       checker.add_lines("trace_VAR_100_7.log", own);
       checker.end_batch();
       if (exchange) exchange->exchange(checker.current_step());
       const uint64_t t1 = thread_cpu_ns();
-      for (const std::string& text : peers) {
+      for (const std::string& summary : peers) {
         std::vector<Record> records;
-        size_t pos = 0;
-        while (pos < text.size()) {
-          const size_t eol = text.find('\n', pos);
-          padded.assign(text, pos, eol - pos);
-          pos = eol + 1;
-          const size_t len = padded.size();
-          padded.append(kJsonPadding, '\0');
-          Record r;
-          if (!parse_trace_line(peer_parser, padded.data(), len, r, error)) {
-            std::fprintf(stderr, "bad peer line: %s\n", error.c_str());
-            return 1;
-          }
-          records.push_back(std::move(r));
-        }
+        if (!read_back(*exchange, peer_parser, summary, records)) return 1;
         for (const Record& r : records) checker.check_peer_step_end(r);
       }
       const uint64_t t2 = thread_cpu_ns();

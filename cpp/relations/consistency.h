@@ -1,6 +1,7 @@
 // ConsistencyRelation: see the header of consistency.cpp (offline) and consistency_online.cpp (online).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -95,12 +96,16 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   // step has ends it could pair (StepEnds), for tests and memory reports.
   size_t built_indexes() const;
   // How many ended steps are kept for instances still to finish them (lagging ranks, peers that publish
-  // in bursts): at least kKeptSteps, and more while the kept ends number at most kKeptEnds (a small
-  // model's ends cover hundreds of steps; a large one's kKeptSteps, 16 x 50k ends at 50k parameters).
-  // 8k ends (a few MB of records) hold both sides of the cross-rank exchange's window, 1 MiB of a rank's
-  // summaries at about 300 bytes a variable (check/online/cross_rank_exchange.h).
+  // in bursts): at least kKeptSteps, and more while the kept ends number at most kKeptEndsPerProcess per
+  // process seen (a small model's ends cover hundreds of steps; a large one's kKeptSteps, 16 x 50k ends
+  // per process at 50k parameters). Per process, because each peer's ends are kept too: 16k ends a
+  // process (a few MB of records) hold the cross-rank exchange's window, 1 MiB of a rank's summaries at
+  // 64 bytes a variable or more (check/online/cross_rank_exchange.h; about 200 with the DDP invariant),
+  // on this rank's side and each peer's.
   static constexpr int64_t kKeptSteps = 16;
-  static constexpr size_t kKeptEnds = size_t{1} << 13;
+  static constexpr size_t kKeptEndsPerProcess = size_t{1} << 14;
+  // The bound on kept ends now: kKeptEndsPerProcess for each process seen.
+  size_t kept_ends_limit() const { return kKeptEndsPerProcess * std::max<size_t>(1, processes_.size()); }
   // Violating pairs written per step and member (failed.log lines); the rest of the step's are counted
   // only (OnlineViolation::unwritten). A precondition that pairs every same-shaped parameter of a large
   // model has violations quadratic in its parameters; their count stays exact, their lines do not flood
@@ -189,6 +194,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
+  std::vector<int64_t> processes_;        // the process ids of the instances seen (a few: one per rank)
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 

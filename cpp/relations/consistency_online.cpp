@@ -25,7 +25,7 @@
 // are the same as if it had been kept up all along.
 //
 // State, bounded: per instance and side one running end; the ends of the last kKeptSteps ended steps, or
-// of more while they number at most kKeptEnds (an instance lagging further behind is no longer compared;
+// of more while they number at most kKeptEndsPerProcess per process (an instance lagging further behind is no longer compared;
 // a dead rank stops adding ends, never blocks),
 // each step's indexed per member by what its precondition compares (consistency_pairs.h), so a finishing
 // end costs O(1) amortised per member, not one precondition evaluation per other end of the step.
@@ -166,6 +166,7 @@ ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Reco
   if (added) {
     it->second.process_id = r.process_id;
     it->second.var_name = r.var_name;
+    if (std::find(processes_.begin(), processes_.end(), r.process_id) == processes_.end()) processes_.push_back(r.process_id);
   }
   return it->second;
 }
@@ -303,10 +304,10 @@ void ConsistencyOnlineCheck::report_pairs(const Instance& inst, int side, const 
 
 void ConsistencyOnlineCheck::prune() {
   // Ends of the last kKeptSteps ended steps are kept, whoever has passed them, and of older steps while
-  // the kept ends number at most kKeptEnds: a rank that lags, or whose first records arrive late, is still
+  // the kept ends number at most kept_ends_limit(): a rank that lags, or whose first records arrive late, is still
   // compared within that window (no instance can tell whether another, not yet seen, will come). The
   // oldest step goes first, on both sides.
-  while (kept_ends_ > kKeptEnds) {
+  while (kept_ends_ > kept_ends_limit()) {
     int64_t oldest = std::numeric_limits<int64_t>::max();
     for (const auto& per_side : ended_)
       if (!per_side.empty()) oldest = std::min(oldest, per_side.begin()->first);

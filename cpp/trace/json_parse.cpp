@@ -354,6 +354,11 @@ struct JsonParser::Impl {
 JsonParser::JsonParser() : impl_(std::make_unique<Impl>()) {}
 JsonParser::~JsonParser() = default;
 
+Value JsonParser::string_value(std::string_view s) {
+  impl_->sentinels = false;  // the text is the string itself, never a JSON token for NaN
+  return impl_->make_string(s, true);
+}
+
 bool JsonParser::parse(std::string_view text, Value& out, std::string& error) {
   impl_->sentinels = false;
   simdjson::dom::element root;

@@ -35,6 +35,11 @@ class JsonParser {
   // `data` must have kJsonPadding readable bytes after `len`.
   bool parse_record_padded(const char* data, size_t len, std::vector<Field>& fields, std::string& error);
 
+  // A string Value of `s`, sharing its payload with the strings of the same text this parser made
+  // before (its caches): for records read from another encoding (check/online/peer_summary.h), whose
+  // names then come with their interned ids like parsed ones.
+  Value string_value(std::string_view s);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

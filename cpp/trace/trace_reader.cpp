@@ -475,8 +475,12 @@ bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& 
     error = "invalid JSON: " + error;
     return false;
   }
+  return validate_trace_record(out, error);
+}
+
+bool validate_trace_record(Record& record, std::string& error) {
   try {
-    validate(out, "", 0);
+    validate(record, "", 0);
   } catch (const TraceReadError& e) {
     error = e.what();  // ": field 'x': what" (no file or line here)
     if (error.starts_with(": ")) error.erase(0, 2);

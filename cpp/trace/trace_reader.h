@@ -67,5 +67,8 @@ RawTrace read_trace_text(const std::string& name, const std::string& text, const
 // online checker, which must not throw per line.
 class JsonParser;
 bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& out, std::string& error);
+// The same rules on a record whose sorted fields were read from another encoding
+// (check/online/peer_summary.h): fills its typed members; false with `error` ("field 'x': ...").
+bool validate_trace_record(Record& record, std::string& error);
 
 }  // namespace traincheck

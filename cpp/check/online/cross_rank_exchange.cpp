@@ -11,8 +11,6 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "common/json_writer.h"
-#include "trace/json_parse.h"
 #include "trace/trace_reader.h"
 #include "trace/value.h"
 
@@ -38,24 +36,6 @@ uint64_t thread_cpu_ns() {
 std::string key_of(int64_t step, int rank) { return "s" + std::to_string(step) + "/r" + std::to_string(rank); }
 std::string chunk_key(int64_t step, int rank, size_t chunk) { return key_of(step, rank) + "/c" + std::to_string(chunk); }
 
-// A summary's pieces, each at most kMaxStoreValueBytes, cut after a line; a line longer than that alone
-// is left out (counted in `too_large`).
-std::vector<std::string> chunks_of(const std::string& text, uint64_t& too_large) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    eol = eol == std::string::npos ? text.size() : eol + 1;
-    if (eol - pos > kMaxStoreValueBytes) {
-      ++too_large;
-    } else {
-      if (out.empty() || out.back().size() + (eol - pos) > kMaxStoreValueBytes) out.emplace_back();
-      out.back().append(text, pos, eol - pos);
-    }
-    pos = eol;
-  }
-  return out;
-}
 // A rank's latest published step: tells a rank waiting for a step whether the peer has not reached it
 // yet or has already deleted it (the waiting rank is the slow one).
 std::string latest_key(int rank) { return "latest/r" + std::to_string(rank); }
@@ -82,17 +62,23 @@ std::optional<PeerWindow> parse_peer_window(const std::string& value, int64_t ke
   return w;
 }
 
+namespace {
+
+// What a summary keeps of a record: its identity, then the fields the checks read.
+std::vector<KeyId> kept_keys(const std::set<std::string>& fields) {
+  std::vector<KeyId> kept;
+  for (const char* f : kIdentityFields) kept.push_back(intern_key(f));
+  for (const std::string& f : fields) kept.push_back(intern_key(f));
+  return kept;
+}
+
+// A variable's id as a hash: (var type id, var name id) mixed, so that dense ids spread over the table.
+uint64_t spread(uint64_t id) { return id * 0x9E3779B97F4A7C15ULL; }
+
+}  // namespace
+
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
-    : options_(options), store_(std::move(store)), parser_(std::make_unique<JsonParser>()) {
-  auto keep = [this](KeyId key) {
-    if (key >= kept_key_prefix_.size()) kept_key_prefix_.resize(key + 1);
-    std::string& prefix = kept_key_prefix_[key];
-    prefix.clear();
-    append_json_string(prefix, key_name(key));
-    prefix += ':';
-  };
-  for (const char* f : kIdentityFields) keep(intern_key(f));
-  for (const std::string& f : fields) keep(intern_key(f));
+    : options_(options), store_(std::move(store)), encoder_(kept_keys(fields)) {
   io_ = std::thread([this] { io_loop(); });
 }
 
@@ -111,35 +97,31 @@ CrossRankExchange::~CrossRankExchange() {
 void CrossRankExchange::observe(const Record& r) {
   if (!r.has_step) return;
   if (next_to_publish_ && r.step < *next_to_publish_) return;  // a step already published
-  StepStates& step = steps_[r.step];
+  auto [it, added] = steps_.try_emplace(r.step);
+  StepStates& step = it->second;
+  if (added) step.position.reserve(last_step_variables_);
   const uint64_t id = static_cast<uint64_t>(r.var_type.id()) << 32 | r.var_name.id();
-  const auto [it, added] = step.position.try_emplace(id, static_cast<uint32_t>(step.last.size()));
-  if (added) {
-    step.last.push_back(r);
+  const auto offset = static_cast<uint32_t>(step.frames.size());
+  encoder_.append_record(step.frames, r);
+  const std::pair<uint32_t, uint32_t> frame{offset, static_cast<uint32_t>(step.frames.size() - offset)};
+  if (uint32_t* at = step.position.find(spread(id), [&](uint32_t i) { return step.ids[i] == id; })) {
+    step.last[*at] = frame;
+    step.observed_twice = true;
   } else {
-    step.last[it->second] = r;
+    step.position.insert(spread(id), static_cast<uint32_t>(step.ids.size()));
+    step.ids.push_back(id);
+    step.last.push_back(frame);
   }
 }
 
-// Written field by field, in the record's key order (the receiver's parser sorts them again), with no
-// object built in between: a rank formats one line per parameter every step.
-void CrossRankExchange::append_summary_line(std::string& out, const Record& r) const {
-  out += '{';
-  bool first = true;
-  r.for_each_field([&](const Field& f) {
-    if (f.key >= kept_key_prefix_.size() || kept_key_prefix_[f.key].empty()) return;
-    if (!first) out += ',';
-    first = false;
-    out += kept_key_prefix_[f.key];
-    append_value_json(out, f.value);
-  });
-  out += "}\n";
+std::string CrossRankExchange::summary_of(const std::vector<Record>& records) const {
+  std::string summary = encoder_.key_frame();
+  for (const Record& r : records) encoder_.append_record(summary, r);
+  return summary;
 }
 
-std::string CrossRankExchange::summary_line(const Record& r) const {
-  std::string line;
-  append_summary_line(line, r);
-  return line;
+bool CrossRankExchange::read_summary(std::string_view summary, std::vector<Record>& out, std::string& error) {
+  return decoder_.decode(summary, out, error);
 }
 
 void CrossRankExchange::hand_over_ended(int64_t last_ended) {
@@ -150,11 +132,17 @@ void CrossRankExchange::hand_over_ended(int64_t last_ended) {
   std::vector<std::pair<int64_t, std::string>> ended;
   size_t bytes = 0;
   for (int64_t s = last_ended; s >= *next_to_publish_; --s) {
-    std::string text;
-    text.reserve(last_summary_bytes_ + last_summary_bytes_ / 8);
-    if (auto it = steps_.find(s); it != steps_.end())
-      for (const Record& record : it->second.last) append_summary_line(text, record);
-    last_summary_bytes_ = text.size();
+    std::string text = encoder_.key_frame();
+    if (auto it = steps_.find(s); it != steps_.end()) {
+      StepStates& step = it->second;
+      last_step_variables_ = step.ids.size();
+      if (!step.observed_twice) {
+        text += step.frames;
+      } else {  // each variable's last frame only, in the order the variables first appeared
+        text.reserve(text.size() + step.frames.size());
+        for (const auto& [offset, size] : step.last) text.append(step.frames, offset, size);
+      }
+    }
     bytes += text.size();
     if (beyond_window(ended.size() + 1, bytes)) break;
     ended.emplace_back(s, std::move(text));
@@ -177,27 +165,13 @@ std::vector<Record> CrossRankExchange::take_received() {
   }
   std::stable_sort(got.begin(), got.end(), [](const Received& a, const Received& b) { return std::tie(a.step, a.rank) < std::tie(b.step, b.rank); });
   std::vector<Record> records;
-  std::string padded, error;
-  for (const Received& summary : got) {
-    size_t pos = 0;
-    while (pos < summary.text.size()) {
-      size_t eol = summary.text.find('\n', pos);
-      if (eol == std::string::npos) eol = summary.text.size();
-      padded.assign(summary.text, pos, eol - pos);
-      pos = eol + 1;
-      if (padded.empty()) continue;
-      const size_t len = padded.size();
-      padded.append(kJsonPadding, '\0');
-      Record r;
-      if (parse_trace_line(*parser_, padded.data(), len, r, error)) {
-        records.push_back(std::move(r));
-      } else {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++stats_.store_errors;
-        stats_.last_error = "rank " + std::to_string(summary.rank) + ", step " + std::to_string(summary.step) + ": " + error;
-      }
+  std::string error;
+  for (const Received& summary : got)
+    if (!decoder_.decode(summary.text, records, error)) {  // its records before the bad one are kept
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.store_errors;
+      stats_.last_error = "rank " + std::to_string(summary.rank) + ", step " + std::to_string(summary.step) + ": " + error;
     }
-  }
   return records;
 }
 
@@ -291,7 +265,7 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
     // The step key holds the number of chunks, then the summary itself when it is small.
     uint64_t too_large = 0;
     std::vector<std::string> chunks;
-    if (text.size() > kInlineSummaryBytes) chunks = chunks_of(text, too_large);
+    if (text.size() > kInlineSummaryBytes) chunks = chunk_summary(text, kMaxStoreValueBytes, too_large);
     stats_.lines_too_large += too_large;
     const std::string step_value = std::to_string(chunks.size()) + "\n" + (chunks.empty() ? text : std::string());
     lock.unlock();
@@ -452,7 +426,7 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
         std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
                      static_cast<long long>(step));
       ++stats_.summaries_received;
-      stats_.records_received += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+      stats_.records_received += count_summary_records(text);
       inbox_.push_back(Received{step, peer, std::move(text)});
       cursor_[peer] = step + 1;
     }

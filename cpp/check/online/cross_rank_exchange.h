@@ -7,8 +7,8 @@
 // - the writer side (observe, exchange, finish), called by the online session on the recorder's writer
 //   thread under the session's lock: it keeps, per step, the last record of each local variable of a
 //   type some check compares across ranks, and when the step has ended (a record of a later step was
-//   seen) turns it into that step's summary: one JSON line per variable with only the fields the checks
-//   read. It hands summaries to the I/O thread and takes the peers' summaries that arrived, parsed.
+//   seen) turns it into that step's summary: one binary record per variable with only the fields the
+//   checks read (peer_summary.h). It hands summaries to the I/O thread and takes the peers' summaries that arrived, parsed.
 // - the I/O thread, the only one that touches the store. Store calls may need the GIL (the c10d store is
 //   a Python object), and the writer thread must never wait for it: the recorder's locks are held there
 //   (a fork on the training thread, which holds the GIL, waits for them). The training thread never
@@ -36,18 +36,19 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "check/online/peer_store.h"
+#include "check/online/peer_summary.h"
+#include "relations/consistency_pairs.h"
 #include "trace/key_table.h"
 #include "trace/record.h"
 
 namespace traincheck {
-
-class JsonParser;
 
 // The window of steps compared: at least keep_steps, and as many more as this rank's summaries of them
 // fit in keep_bytes. Steps are counted, lag is not: a writer pass of a fast loop ends tens of steps at
@@ -63,9 +64,9 @@ struct CrossRankOptions {
 };
 
 // Store payloads are bounded whatever the model size: torch's TCPStore drops the connection (the job's
-// own) on a message over 8 MiB, and a summary is about 300 bytes per variable (15 MB at 50k parameters).
-// A summary up to kInlineSummaryBytes travels in its step key; a larger one is cut at line boundaries
-// into chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>", and the step key says how many.
+// own) on a message over 8 MiB, and a summary is about 200 bytes per variable (10 MB at 50k parameters).
+// A summary up to kInlineSummaryBytes travels in its step key; a larger one is cut between records
+// (chunk_summary: each chunk starts with the summary's key frame and reads alone) into chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>", and the step key says how many.
 // Every store call moves at most kMaxStoreValueBytes (multi_get of step keys: a batch of at most
 // kMaxStoreValueBytes / kInlineSummaryBytes of them).
 inline constexpr size_t kMaxStoreValueBytes = size_t{1} << 20;
@@ -83,7 +84,7 @@ struct CrossRankStats {
   uint64_t steps_skipped = 0;      // (peer, step) pairs never compared: the peer lagged or stopped
   uint64_t chunks_published = 0;   // chunk keys written (summaries over kInlineSummaryBytes)
   uint64_t chunks_missing = 0;     // chunks of a peer's summary gone before they were read (its lines not compared)
-  uint64_t lines_too_large = 0;    // summary lines over kMaxStoreValueBytes, never published
+  uint64_t lines_too_large = 0;    // summary records over kMaxStoreValueBytes, never published
   uint64_t io_cpu_ns = 0;          // CPU time of the I/O thread (store calls, GIL hand-overs included)
   std::string last_error;
   std::set<int> lagging;           // peers now behind this rank's window
@@ -116,8 +117,11 @@ class CrossRankExchange {
   std::vector<Record> finish();
 
   CrossRankStats stats() const;
-  // The summary line of one record: its identity and the fields the checks read, as flat JSON.
-  std::string summary_line(const Record& record) const;
+  // The summary a step whose variables' last records are `records` publishes (peer_summary.h), and
+  // the records a peer reads back from one (appended to `out`; false, with `error`, on a malformed one):
+  // for tests and benchmarks, the same code the exchange runs.
+  std::string summary_of(const std::vector<Record>& records) const;
+  bool read_summary(std::string_view summary, std::vector<Record>& out, std::string& error);
 
  private:
   struct Received {
@@ -126,7 +130,6 @@ class CrossRankExchange {
     std::string text;
   };
   void hand_over_ended(int64_t last_ended);
-  void append_summary_line(std::string& out, const Record& record) const;
   std::vector<Record> take_received();
   void io_loop();
   bool connect(std::unique_lock<std::mutex>& lock);
@@ -141,20 +144,23 @@ class CrossRankExchange {
 
   const CrossRankOptions options_;
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
-  // By KeyId: the `"key":` a summary line writes for a field it keeps (escaped once), empty for the rest.
-  std::vector<std::string> kept_key_prefix_;
-  size_t last_summary_bytes_ = 0;  // the last step's summary: room for the next one's
+  SummaryEncoder encoder_;            // this rank's summaries: the identity and the fields the checks read
 
   // Writer side (the session's lock).
-  // A step's last record of each local variable, in the order the variables first appeared in it (the
-  // summary's line order). Found by their names' ids: a model's 50k parameters are observed every step.
+  // A step's summary as it grows: each local variable's record frame appended when observed; a variable
+  // observed again in the step has its frame appended again and its earlier one dropped at hand-over.
+  // Variables keep the order they first appeared in (the summary's record order).
   struct StepStates {
-    std::vector<Record> last;
-    std::unordered_map<uint64_t, uint32_t> position;  // (var type id, var name id) -> index in `last`
+    std::string frames;
+    std::vector<uint64_t> ids;                       // per variable: (var type id, var name id)
+    std::vector<std::pair<uint32_t, uint32_t>> last;  // per variable: its last frame (offset, size) in `frames`
+    PositionTable position;                          // id -> its index in `ids` (flat: 50k variables a step)
+    bool observed_twice = false;
   };
   std::map<int64_t, StepStates> steps_;
+  size_t last_step_variables_ = 0;          // the last step's: room for the next one's
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
-  std::unique_ptr<JsonParser> parser_;
+  SummaryDecoder decoder_;
 
   // Shared with the I/O thread.
   mutable std::mutex mutex_;

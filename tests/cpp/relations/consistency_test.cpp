@@ -105,17 +105,17 @@ TEST(Consistency, StepEndsHoldEachStepsLastRecordAndTheTolerance) {
   EXPECT_FALSE(ConsistencyRelation::close_values(Value::integer(1), Value::integer(2)));
 }
 
-// The ends kept: a running end per instance, and the ended steps' ends, at most kKeptEnds of them unless
-// the last kKeptSteps steps alone hold more.
+// The ends kept: a running end per instance, and the ended steps' ends, at most kKeptEndsPerProcess of them
+// per rank unless the last kKeptSteps steps alone hold more.
 size_t kept_ends_bound(const DdpSpec& spec) {
   const size_t per_step = static_cast<size_t>(spec.ranks) * spec.params;
-  return per_step + std::max(ConsistencyOnlineCheck::kKeptEnds + per_step, static_cast<size_t>(ConsistencyOnlineCheck::kKeptSteps) * per_step);
+  return per_step + std::max(ConsistencyOnlineCheck::kKeptEndsPerProcess * spec.ranks + per_step, static_cast<size_t>(ConsistencyOnlineCheck::kKeptSteps) * per_step);
 }
 
 TEST(Consistency, OnlineStateDoesNotGrowWithTheRunsLength) {
   DdpSpec spec;
   spec.prefix = "_ML_DAIKON_";
-  spec.steps = 4000;  // 48k ends: past kKeptEnds
+  spec.steps = 4000;  // 48k ends: past kKeptEndsPerProcess for each of the ranks
   ConsistencyOnlineCheck* check = nullptr;
   EXPECT_TRUE(run_online(ddp_trace("long", spec), real_example(), &check).empty());
   EXPECT_LE(check->tracked_states(), kept_ends_bound(spec));

@@ -1,0 +1,158 @@
+// The cross-rank summary's binary form (check/online/peer_summary.h): a record read back equals the
+// record's kept fields exactly (a float keeps its bits, NaN included, which JSON wrote as null), chunks
+// read alone, and a malformed summary is refused with where and why, keeping the records before it.
+#include "check/online/peer_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "trace/trace_reader.h"
+
+using namespace traincheck;
+
+namespace {
+
+Record record_of(const std::string& line) {
+  const RawTrace raw = read_trace_text("t.log", line + "\n");
+  EXPECT_EQ(raw.records.size(), 1u);
+  return raw.records.at(0);
+}
+
+std::string state_line(int p, const std::string& data = "7") {
+  char name[32];
+  std::snprintf(name, sizeof name, "model.%03d.weight", p);  // one width: records of one size
+  return "{\"var_name\":\"" + std::string(name) +
+         "\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":5,\"thread_id\":1,\"time\":10,"
+         "\"type\":\"state_change\",\"meta_vars\":{\"step\":2,\"stage\":\"training\"},"
+         "\"attributes\":{\"data\":" + data + ",\"shape\":[2,3],\"dtype\":\"torch.float32\",\"flag\":true,\"none\":null}}";
+}
+
+std::vector<KeyId> keys_of(std::initializer_list<const char*> names) {
+  std::vector<KeyId> out;
+  for (const char* n : names) out.push_back(intern_key(n));
+  return out;
+}
+
+const std::vector<KeyId> kAll = keys_of({"type", "process_id", "thread_id", "time", "var_name", "var_type", "meta_vars.step",
+                                         "meta_vars.stage", "attributes.data", "attributes.shape", "attributes.dtype", "attributes.flag",
+                                         "attributes.none"});
+
+std::vector<Record> decode_all(const std::string& summary) {
+  SummaryDecoder decoder;
+  std::vector<Record> out;
+  std::string error;
+  EXPECT_TRUE(decoder.decode(summary, out, error)) << error;
+  return out;
+}
+
+}  // namespace
+
+TEST(PeerSummary, ARecordReadBackHoldsExactlyItsKeptFields) {
+  const Record r = record_of(state_line(0, "1.5"));
+  SummaryEncoder encoder(kAll);
+  std::string summary = encoder.key_frame();
+  encoder.append_record(summary, r);
+  const std::vector<Record> back = decode_all(summary);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].to_value(), r.to_value());  // every field kept here: the same record
+  EXPECT_EQ(back[0].var_name, r.var_name);
+  EXPECT_EQ(back[0].step, 2);
+  EXPECT_EQ(back[0].stage, "training");
+  EXPECT_TRUE(back[0].get("attributes.shape")->is_array());
+  EXPECT_TRUE(back[0].get("attributes.none")->is_null());
+}
+
+TEST(PeerSummary, FieldsNotKeptAreLeftOut) {
+  const Record r = record_of(state_line(0));
+  SummaryEncoder encoder(keys_of({"type", "process_id", "thread_id", "time", "var_name", "var_type", "attributes.data"}));
+  std::string summary = encoder.key_frame();
+  encoder.append_record(summary, r);
+  const std::vector<Record> back = decode_all(summary);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].get("attributes.shape"), nullptr);
+  EXPECT_EQ(back[0].get("attributes.dtype"), nullptr);
+  EXPECT_EQ(back[0].get("attributes.data")->as_int(), 7);
+  EXPECT_EQ(back[0].stage, "init");  // the reader's default for a record without a stage, as for a line
+}
+
+TEST(PeerSummary, AFloatKeepsItsBitsNaNIncluded) {
+  Record r = record_of(state_line(0));
+  r.set(intern_key("attributes.data"), Value::real(std::nan("")));
+  SummaryEncoder encoder(kAll);
+  std::string summary = encoder.key_frame();
+  encoder.append_record(summary, r);
+  const std::vector<Record> back = decode_all(summary);
+  ASSERT_EQ(back.size(), 1u);
+  ASSERT_TRUE(back[0].get("attributes.data")->is_double());
+  EXPECT_TRUE(std::isnan(back[0].get("attributes.data")->as_double()));
+}
+
+TEST(PeerSummary, ChunksAreCutAtRecordsAndEachReadsAlone) {
+  SummaryEncoder encoder(kAll);
+  std::string summary = encoder.key_frame();
+  std::string one;
+  encoder.append_record(one, record_of(state_line(0)));
+  for (int p = 0; p < 100; ++p) encoder.append_record(summary, record_of(state_line(p)));
+  const size_t max_bytes = encoder.key_frame().size() + 10 * one.size() + 5;
+  uint64_t too_large = 0;
+  const std::vector<std::string> chunks = chunk_summary(summary, max_bytes, too_large);
+  EXPECT_EQ(too_large, 0u);
+  ASSERT_EQ(chunks.size(), 10u);
+  size_t records = 0;
+  for (const std::string& chunk : chunks) {
+    EXPECT_LE(chunk.size(), max_bytes);
+    EXPECT_EQ(count_summary_records(chunk), 10u);
+    records += decode_all(chunk).size();  // a new decoder: the chunk's own key frame suffices
+  }
+  EXPECT_EQ(records, 100u);
+  EXPECT_EQ(decode_all(chunks[3] + chunks[7]).at(0).var_name, "model.030.weight");
+}
+
+TEST(PeerSummary, ARecordLargerThanAChunkIsLeftOutAndCounted) {
+  SummaryEncoder encoder(kAll);
+  std::string summary = encoder.key_frame();
+  encoder.append_record(summary, record_of(state_line(0)));
+  encoder.append_record(summary, record_of(state_line(1, "\"" + std::string(5000, 'x') + "\"")));
+  encoder.append_record(summary, record_of(state_line(2)));
+  uint64_t too_large = 0;
+  const std::vector<std::string> chunks = chunk_summary(summary, 2000, too_large);
+  EXPECT_EQ(too_large, 1u);
+  std::vector<Record> back;
+  for (const std::string& chunk : chunks)
+    for (Record& r : decode_all(chunk)) back.push_back(std::move(r));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].var_name, "model.002.weight");
+}
+
+TEST(PeerSummary, AMalformedSummaryIsRefusedWithWhereAndWhyKeepingTheRecordsBefore) {
+  SummaryEncoder encoder(kAll);
+  std::string good = encoder.key_frame();
+  encoder.append_record(good, record_of(state_line(0)));
+  encoder.append_record(good, record_of(state_line(1)));
+  auto refused = [](const std::string& summary, size_t kept_records, const std::string& why) {
+    SummaryDecoder decoder;
+    std::vector<Record> out;
+    std::string error;
+    EXPECT_FALSE(decoder.decode(summary, out, error));
+    EXPECT_EQ(out.size(), kept_records);
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+    EXPECT_NE(error.find("summary byte "), std::string::npos) << error;
+  };
+  refused(good.substr(0, good.size() - 3), 1, "runs past the end");
+  refused("{\"var_name\": \"a\"}\n", 0, "unknown frame kind");  // a JSON summary of an older build
+  refused(good.substr(encoder.key_frame().size()), 0, "before any key frame");
+  // A record frame whose first key index points past the key frame.
+  std::string bad_index = good;
+  const size_t first_field = encoder.key_frame().size() + 5 + 2;
+  const uint16_t past = 999;
+  std::memcpy(bad_index.data() + first_field, &past, sizeof past);
+  refused(bad_index, 0, "not in the key frame");
+  // A record missing a field every record must have.
+  SummaryEncoder without_type(keys_of({"process_id", "thread_id", "time", "var_name", "var_type"}));
+  std::string untyped = without_type.key_frame();
+  without_type.append_record(untyped, record_of(state_line(0)));
+  refused(untyped, 0, "field 'type'");
+}
