@@ -14,6 +14,7 @@ LINES_FROM = {
     "trace_line": sorted(DATA.rglob("trace_*.log")),
     "invariant": sorted(DATA.rglob("invariants*.json")),
     "api_signatures": [],
+    "record_frames": [],
 }
 
 

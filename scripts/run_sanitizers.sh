@@ -49,7 +49,7 @@ tsan() {
   echo "== tsan tests: $((SECONDS - start)) s"
 }
 
-FUZZERS=(trace_line invariant api_signatures)
+FUZZERS=(trace_line invariant api_signatures record_frames)
 fuzz() {
   cmake -S . -B build/fuzz "${SANITIZER_BUILD[@]}" -DCMAKE_CXX_COMPILER=clang++-14 -DTRAINCHECK_BUILD_FUZZERS=ON \
     -DTRAINCHECK_SANITIZE=address,undefined >/dev/null
@@ -57,7 +57,7 @@ fuzz() {
   python3 fuzz/gather_seeds.py build/fuzz/seeds
   mkdir -p build/fuzz/artifacts
   # The targets run side by side, one process each (they are single-threaded): the stage takes
-  # FUZZ_SECONDS, not three times that. Each one's output goes to build/fuzz/<target>.log, printed after.
+  # FUZZ_SECONDS, not four times that. Each one's output goes to build/fuzz/<target>.log, printed after.
   local f pids=() failed=0
   for f in "${FUZZERS[@]}"; do
     # The first folder collects what the run finds (kept between runs), the second holds the seeds; a

@@ -36,7 +36,7 @@ class JsonParser {
   bool parse_record_padded(const char* data, size_t len, std::vector<Field>& fields, std::string& error);
 
   // A string Value of `s`, sharing its payload with the strings of the same text this parser made
-  // before (its caches): for records read from another encoding (check/online/peer_summary.h), whose
+  // before (its caches): for records read from another encoding (trace/record_frames.h), whose
   // names then come with their interned ids like parsed ones.
   Value string_value(std::string_view s);
 

@@ -68,7 +68,7 @@ RawTrace read_trace_text(const std::string& name, const std::string& text, const
 class JsonParser;
 bool parse_trace_line(JsonParser& parser, const char* data, size_t len, Record& out, std::string& error);
 // The same rules on a record whose sorted fields were read from another encoding
-// (check/online/peer_summary.h): fills its typed members; false with `error` ("field 'x': ...").
+// (trace/record_frames.h): fills its typed members; false with `error` ("field 'x': ...").
 bool validate_trace_record(Record& record, std::string& error);
 
 }  // namespace traincheck

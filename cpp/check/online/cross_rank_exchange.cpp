@@ -265,7 +265,7 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
     // The step key holds the number of chunks, then the summary itself when it is small.
     uint64_t too_large = 0;
     std::vector<std::string> chunks;
-    if (text.size() > kInlineSummaryBytes) chunks = chunk_summary(text, kMaxStoreValueBytes, too_large);
+    if (text.size() > kInlineSummaryBytes) chunks = chunk_record_frames(text, kMaxStoreValueBytes, too_large);
     stats_.lines_too_large += too_large;
     const std::string step_value = std::to_string(chunks.size()) + "\n" + (chunks.empty() ? text : std::string());
     lock.unlock();
@@ -426,7 +426,7 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
         std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
                      static_cast<long long>(step));
       ++stats_.summaries_received;
-      stats_.records_received += count_summary_records(text);
+      stats_.records_received += count_record_frames(text);
       inbox_.push_back(Received{step, peer, std::move(text)});
       cursor_[peer] = step + 1;
     }

@@ -8,7 +8,7 @@
 //   thread under the session's lock: it keeps, per step, the last record of each local variable of a
 //   type some check compares across ranks, and when the step has ended (a record of a later step was
 //   seen) turns it into that step's summary: one binary record per variable with only the fields the
-//   checks read (peer_summary.h). It hands summaries to the I/O thread and takes the peers' summaries that arrived, parsed.
+//   checks read (record_frames.h). It hands summaries to the I/O thread and takes the peers' summaries that arrived, parsed.
 // - the I/O thread, the only one that touches the store. Store calls may need the GIL (the c10d store is
 //   a Python object), and the writer thread must never wait for it: the recorder's locks are held there
 //   (a fork on the training thread, which holds the GIL, waits for them). The training thread never
@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "check/online/peer_store.h"
-#include "check/online/peer_summary.h"
+#include "trace/record_frames.h"
 #include "relations/consistency_pairs.h"
 #include "trace/key_table.h"
 #include "trace/record.h"
@@ -66,7 +66,7 @@ struct CrossRankOptions {
 // Store payloads are bounded whatever the model size: torch's TCPStore drops the connection (the job's
 // own) on a message over 8 MiB, and a summary is about 200 bytes per variable (10 MB at 50k parameters).
 // A summary up to kInlineSummaryBytes travels in its step key; a larger one is cut between records
-// (chunk_summary: each chunk starts with the summary's key frame and reads alone) into chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>", and the step key says how many.
+// (chunk_record_frames: each chunk starts with the summary's key frame and reads alone) into chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>", and the step key says how many.
 // Every store call moves at most kMaxStoreValueBytes (multi_get of step keys: a batch of at most
 // kMaxStoreValueBytes / kInlineSummaryBytes of them).
 inline constexpr size_t kMaxStoreValueBytes = size_t{1} << 20;
@@ -117,7 +117,7 @@ class CrossRankExchange {
   std::vector<Record> finish();
 
   CrossRankStats stats() const;
-  // The summary a step whose variables' last records are `records` publishes (peer_summary.h), and
+  // The summary a step whose variables' last records are `records` publishes (record_frames.h), and
   // the records a peer reads back from one (appended to `out`; false, with `error`, on a malformed one):
   // for tests and benchmarks, the same code the exchange runs.
   std::string summary_of(const std::vector<Record>& records) const;
@@ -144,7 +144,7 @@ class CrossRankExchange {
 
   const CrossRankOptions options_;
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
-  SummaryEncoder encoder_;            // this rank's summaries: the identity and the fields the checks read
+  RecordFrameEncoder encoder_;            // this rank's summaries: the identity and the fields the checks read
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable
@@ -160,7 +160,7 @@ class CrossRankExchange {
   std::map<int64_t, StepStates> steps_;
   size_t last_step_variables_ = 0;          // the last step's: room for the next one's
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
-  SummaryDecoder decoder_;
+  RecordFrameDecoder decoder_;
 
   // Shared with the I/O thread.
   mutable std::mutex mutex_;

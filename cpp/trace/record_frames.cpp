@@ -1,4 +1,4 @@
-#include "check/online/peer_summary.h"
+#include "trace/record_frames.h"
 
 #include <algorithm>
 #include <cstring>
@@ -34,7 +34,7 @@ void put_text(std::string& out, std::string_view text) {
   out.append(text);
 }
 
-// Reads the frames of a summary in order; a cursor over bytes that says where it failed.
+// Reads the frames of a sequence in order; a cursor over bytes that says where it failed.
 class FrameReader {
  public:
   explicit FrameReader(std::string_view text) : text_(text) {}
@@ -87,7 +87,7 @@ class PayloadReader {
 
 }  // namespace
 
-SummaryEncoder::SummaryEncoder(const std::vector<KeyId>& kept) {
+RecordFrameEncoder::RecordFrameEncoder(const std::vector<KeyId>& kept) {
   key_frame_ += kKeysFrame;
   put<uint32_t>(key_frame_, 0);
   put<uint16_t>(key_frame_, 0);
@@ -105,7 +105,7 @@ SummaryEncoder::SummaryEncoder(const std::vector<KeyId>& kept) {
   patch<uint16_t>(key_frame_, kFrameHeader, count);
 }
 
-void SummaryEncoder::append_record(std::string& out, const Record& r) const {
+void RecordFrameEncoder::append_record(std::string& out, const Record& r) const {
   const size_t start = out.size();
   out += kRecordFrame;
   put<uint32_t>(out, 0);
@@ -130,16 +130,16 @@ void SummaryEncoder::append_record(std::string& out, const Record& r) const {
   patch<uint16_t>(out, start + kFrameHeader, fields);
 }
 
-std::vector<std::string> chunk_summary(std::string_view summary, size_t max_bytes, uint64_t& too_large) {
+std::vector<std::string> chunk_record_frames(std::string_view sequence, size_t max_bytes, uint64_t& too_large) {
   std::vector<std::string> out;
   std::string_view keys;
-  FrameReader frames(summary);
+  FrameReader frames(sequence);
   char kind = 0;
   std::string_view payload;
   while (!frames.done()) {
     const size_t from = frames.at();
     if (!frames.next(kind, payload)) break;  // our own encoding: never happens
-    const std::string_view frame = summary.substr(from, frames.at() - from);
+    const std::string_view frame = sequence.substr(from, frames.at() - from);
     if (kind == kKeysFrame) {
       keys = frame;
       continue;
@@ -154,30 +154,30 @@ std::vector<std::string> chunk_summary(std::string_view summary, size_t max_byte
   return out;
 }
 
-size_t count_summary_records(std::string_view summary) {
+size_t count_record_frames(std::string_view sequence) {
   size_t n = 0;
-  FrameReader frames(summary);
+  FrameReader frames(sequence);
   char kind = 0;
   std::string_view payload;
   while (!frames.done() && frames.next(kind, payload)) n += kind == kRecordFrame;
   return n;
 }
 
-bool SummaryDecoder::decode(std::string_view summary, std::vector<Record>& out, std::string& error) {
-  FrameReader frames(summary);
+bool RecordFrameDecoder::decode(std::string_view sequence, std::vector<Record>& out, std::string& error) {
+  FrameReader frames(sequence);
   char kind = 0;
   std::string_view payload;
-  bool keys_read = false;  // each summary, and each chunk of one, names its keys first
+  bool keys_read = false;  // each sequence, and each chunk of one, names its keys first
   while (!frames.done()) {
     const size_t at = frames.at();
     auto fail = [&](const std::string& what) {
-      error = "summary byte " + std::to_string(at) + ": " + what;
+      error = "at byte " + std::to_string(at) + ": " + what;
       return false;
     };
     const bool whole = frames.next(kind, payload);
     if (kind != kKeysFrame && kind != kRecordFrame)
       return fail("unknown frame kind " + std::to_string(static_cast<unsigned char>(kind)) +
-                  " (a summary of another build of traincheck?)");
+                  " (written by another build of traincheck?)");
     if (!whole) return fail("a frame runs past the end");
     if (kind == kKeysFrame) {
       if (!read_keys(payload, error)) return fail(error);
@@ -192,8 +192,8 @@ bool SummaryDecoder::decode(std::string_view summary, std::vector<Record>& out, 
   return true;
 }
 
-bool SummaryDecoder::read_keys(std::string_view frame, std::string& error) {
-  if (!key_frame_.empty() && frame == key_frame_) return true;  // every summary and chunk repeats it
+bool RecordFrameDecoder::read_keys(std::string_view frame, std::string& error) {
+  if (!key_frame_.empty() && frame == key_frame_) return true;  // every sequence and chunk repeats it
   PayloadReader in(frame);
   uint16_t count = 0;
   std::vector<KeyId> keys;
@@ -210,7 +210,7 @@ bool SummaryDecoder::read_keys(std::string_view frame, std::string& error) {
   return true;
 }
 
-bool SummaryDecoder::read_record(std::string_view frame, Record& r, std::string& error) {
+bool RecordFrameDecoder::read_record(std::string_view frame, Record& r, std::string& error) {
   PayloadReader in(frame);
   uint16_t count = 0;
   if (!in.read(count)) return error = "record: no field count", false;

@@ -1,7 +1,8 @@
-// The cross-rank summary's binary form (check/online/peer_summary.h): a record read back equals the
-// record's kept fields exactly (a float keeps its bits, NaN included, which JSON wrote as null), chunks
-// read alone, and a malformed summary is refused with where and why, keeping the records before it.
-#include "check/online/peer_summary.h"
+// Trace records in a binary form, as the cross-rank summaries carry them (trace/record_frames.h): a record
+// read back equals the record's kept fields exactly (a float keeps its bits, NaN included, which JSON
+// wrote as null), chunks read alone, and a malformed sequence is refused with where and why, keeping the
+// records before it.
+#include "trace/record_frames.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +42,7 @@ const std::vector<KeyId> kAll = keys_of({"type", "process_id", "thread_id", "tim
                                          "attributes.none"});
 
 std::vector<Record> decode_all(const std::string& summary) {
-  SummaryDecoder decoder;
+  RecordFrameDecoder decoder;
   std::vector<Record> out;
   std::string error;
   EXPECT_TRUE(decoder.decode(summary, out, error)) << error;
@@ -50,9 +51,9 @@ std::vector<Record> decode_all(const std::string& summary) {
 
 }  // namespace
 
-TEST(PeerSummary, ARecordReadBackHoldsExactlyItsKeptFields) {
+TEST(RecordFrames, ARecordReadBackHoldsExactlyItsKeptFields) {
   const Record r = record_of(state_line(0, "1.5"));
-  SummaryEncoder encoder(kAll);
+  RecordFrameEncoder encoder(kAll);
   std::string summary = encoder.key_frame();
   encoder.append_record(summary, r);
   const std::vector<Record> back = decode_all(summary);
@@ -65,9 +66,9 @@ TEST(PeerSummary, ARecordReadBackHoldsExactlyItsKeptFields) {
   EXPECT_TRUE(back[0].get("attributes.none")->is_null());
 }
 
-TEST(PeerSummary, FieldsNotKeptAreLeftOut) {
+TEST(RecordFrames, FieldsNotKeptAreLeftOut) {
   const Record r = record_of(state_line(0));
-  SummaryEncoder encoder(keys_of({"type", "process_id", "thread_id", "time", "var_name", "var_type", "attributes.data"}));
+  RecordFrameEncoder encoder(keys_of({"type", "process_id", "thread_id", "time", "var_name", "var_type", "attributes.data"}));
   std::string summary = encoder.key_frame();
   encoder.append_record(summary, r);
   const std::vector<Record> back = decode_all(summary);
@@ -78,10 +79,10 @@ TEST(PeerSummary, FieldsNotKeptAreLeftOut) {
   EXPECT_EQ(back[0].stage, "init");  // the reader's default for a record without a stage, as for a line
 }
 
-TEST(PeerSummary, AFloatKeepsItsBitsNaNIncluded) {
+TEST(RecordFrames, AFloatKeepsItsBitsNaNIncluded) {
   Record r = record_of(state_line(0));
   r.set(intern_key("attributes.data"), Value::real(std::nan("")));
-  SummaryEncoder encoder(kAll);
+  RecordFrameEncoder encoder(kAll);
   std::string summary = encoder.key_frame();
   encoder.append_record(summary, r);
   const std::vector<Record> back = decode_all(summary);
@@ -90,35 +91,35 @@ TEST(PeerSummary, AFloatKeepsItsBitsNaNIncluded) {
   EXPECT_TRUE(std::isnan(back[0].get("attributes.data")->as_double()));
 }
 
-TEST(PeerSummary, ChunksAreCutAtRecordsAndEachReadsAlone) {
-  SummaryEncoder encoder(kAll);
+TEST(RecordFrames, ChunksAreCutAtRecordsAndEachReadsAlone) {
+  RecordFrameEncoder encoder(kAll);
   std::string summary = encoder.key_frame();
   std::string one;
   encoder.append_record(one, record_of(state_line(0)));
   for (int p = 0; p < 100; ++p) encoder.append_record(summary, record_of(state_line(p)));
   const size_t max_bytes = encoder.key_frame().size() + 10 * one.size() + 5;
   uint64_t too_large = 0;
-  const std::vector<std::string> chunks = chunk_summary(summary, max_bytes, too_large);
+  const std::vector<std::string> chunks = chunk_record_frames(summary, max_bytes, too_large);
   EXPECT_EQ(too_large, 0u);
   ASSERT_EQ(chunks.size(), 10u);
   size_t records = 0;
   for (const std::string& chunk : chunks) {
     EXPECT_LE(chunk.size(), max_bytes);
-    EXPECT_EQ(count_summary_records(chunk), 10u);
+    EXPECT_EQ(count_record_frames(chunk), 10u);
     records += decode_all(chunk).size();  // a new decoder: the chunk's own key frame suffices
   }
   EXPECT_EQ(records, 100u);
   EXPECT_EQ(decode_all(chunks[3] + chunks[7]).at(0).var_name, "model.030.weight");
 }
 
-TEST(PeerSummary, ARecordLargerThanAChunkIsLeftOutAndCounted) {
-  SummaryEncoder encoder(kAll);
+TEST(RecordFrames, ARecordLargerThanAChunkIsLeftOutAndCounted) {
+  RecordFrameEncoder encoder(kAll);
   std::string summary = encoder.key_frame();
   encoder.append_record(summary, record_of(state_line(0)));
   encoder.append_record(summary, record_of(state_line(1, "\"" + std::string(5000, 'x') + "\"")));
   encoder.append_record(summary, record_of(state_line(2)));
   uint64_t too_large = 0;
-  const std::vector<std::string> chunks = chunk_summary(summary, 2000, too_large);
+  const std::vector<std::string> chunks = chunk_record_frames(summary, 2000, too_large);
   EXPECT_EQ(too_large, 1u);
   std::vector<Record> back;
   for (const std::string& chunk : chunks)
@@ -127,19 +128,19 @@ TEST(PeerSummary, ARecordLargerThanAChunkIsLeftOutAndCounted) {
   EXPECT_EQ(back[1].var_name, "model.002.weight");
 }
 
-TEST(PeerSummary, AMalformedSummaryIsRefusedWithWhereAndWhyKeepingTheRecordsBefore) {
-  SummaryEncoder encoder(kAll);
+TEST(RecordFrames, AMalformedSummaryIsRefusedWithWhereAndWhyKeepingTheRecordsBefore) {
+  RecordFrameEncoder encoder(kAll);
   std::string good = encoder.key_frame();
   encoder.append_record(good, record_of(state_line(0)));
   encoder.append_record(good, record_of(state_line(1)));
   auto refused = [](const std::string& summary, size_t kept_records, const std::string& why) {
-    SummaryDecoder decoder;
+    RecordFrameDecoder decoder;
     std::vector<Record> out;
     std::string error;
     EXPECT_FALSE(decoder.decode(summary, out, error));
     EXPECT_EQ(out.size(), kept_records);
     EXPECT_NE(error.find(why), std::string::npos) << error;
-    EXPECT_NE(error.find("summary byte "), std::string::npos) << error;
+    EXPECT_NE(error.find("at byte "), std::string::npos) << error;
   };
   refused(good.substr(0, good.size() - 3), 1, "runs past the end");
   refused("{\"var_name\": \"a\"}\n", 0, "unknown frame kind");  // a JSON summary of an older build
@@ -151,7 +152,7 @@ TEST(PeerSummary, AMalformedSummaryIsRefusedWithWhereAndWhyKeepingTheRecordsBefo
   std::memcpy(bad_index.data() + first_field, &past, sizeof past);
   refused(bad_index, 0, "not in the key frame");
   // A record missing a field every record must have.
-  SummaryEncoder without_type(keys_of({"process_id", "thread_id", "time", "var_name", "var_type"}));
+  RecordFrameEncoder without_type(keys_of({"process_id", "thread_id", "time", "var_name", "var_type"}));
   std::string untyped = without_type.key_frame();
   without_type.append_record(untyped, record_of(state_line(0)));
   refused(untyped, 0, "field 'type'");

@@ -1,20 +1,23 @@
-// The summary of one rank's step that the cross-rank exchange publishes (cross_rank_exchange.h,
-// docs/analysis.md §Cross-rank checking in-process): for each variable the checks compare across ranks, its last
-// record of the step, reduced to its identity and the fields the checks read.
+// Trace records in a binary form: the cross-rank exchange's summaries of a rank's steps
+// (check/online/cross_rank_exchange.h, docs/analysis.md §Cross-rank checking in-process), in which each
+// variable the checks compare across ranks has its last record of the step, reduced to its identity and
+// the fields the checks read.
 //
 // Binary, not JSON: a rank writes one record per parameter every step and reads one per parameter and
 // peer, on the recorder's writer thread. As JSON lines that cost about 0.7 us to write and 0.9 us to read
 // per record at 50k parameters, more than checking it (bench/README.md, consistency_scale); here a value
 // is copied, never printed or parsed, and a float keeps its bits (JSON wrote NaN as null).
 //
-// A summary is a sequence of frames, each a kind byte and a 4-byte length (host byte order: the ranks of
-// a job run one build on one architecture), then that many bytes:
+// A sequence of frames, each a kind byte and a 4-byte length (host byte order: the ranks of a job run one
+// build on one architecture), then that many bytes:
 // - 'K' keys: u16 count, then per key a u16 length and the flattened field name ("attributes.data"):
-//   what the record frames after it index. Each chunk of a summary starts with one, so a chunk reads
-//   alone (a chunk deleted before it was read loses its records only).
+//   what the record frames after it index. A sequence starts with one, and so does each chunk of one
+//   (chunk_record_frames), so a chunk reads alone (one deleted before it was read loses its records only).
 // - 'R' record: u16 field count, then per field a u16 key index and a value: a tag byte, then nothing
 //   (null, false, true), 8 bytes (int64, double), or a u32 length and bytes (a string; any other value,
 //   an array or an object, as compact JSON).
+// Bytes from another process are untrusted: the decoder refuses what is malformed, saying where
+// (fuzz/record_frames_fuzzer.cpp).
 #pragma once
 
 #include <cstddef>
@@ -30,10 +33,10 @@
 namespace traincheck {
 
 // Writes record frames of the fields in `kept` (the rest of a record is left out).
-class SummaryEncoder {
+class RecordFrameEncoder {
  public:
-  explicit SummaryEncoder(const std::vector<KeyId>& kept);
-  // The 'K' frame every summary (and every chunk of one) starts with.
+  explicit RecordFrameEncoder(const std::vector<KeyId>& kept);
+  // The 'K' frame every sequence (and every chunk of one) starts with.
   const std::string& key_frame() const { return key_frame_; }
   // Appends the record's 'R' frame.
   void append_record(std::string& out, const Record& record) const;
@@ -43,22 +46,22 @@ class SummaryEncoder {
   std::string key_frame_;
 };
 
-// Cuts a summary (a key frame, then record frames) into pieces of at most `max_bytes`, at frame
-// boundaries, each starting with the summary's key frame. A record frame that does not fit in a piece
+// Cuts a sequence (a key frame, then record frames) into pieces of at most `max_bytes`, at frame
+// boundaries, each starting with the sequence's key frame. A record frame that does not fit in a piece
 // alone is left out and counted in `too_large`.
-std::vector<std::string> chunk_summary(std::string_view summary, size_t max_bytes, uint64_t& too_large);
+std::vector<std::string> chunk_record_frames(std::string_view frames, size_t max_bytes, uint64_t& too_large);
 
-// The number of record frames in a summary (stops at a malformed frame).
-size_t count_summary_records(std::string_view summary);
+// The number of record frames in a sequence (stops at a malformed frame).
+size_t count_record_frames(std::string_view frames);
 
-// Reads summaries back into records, under the trace reader's rules (required fields, stage default).
+// Reads frames back into records, under the trace reader's rules (required fields, stage default).
 // Keeps one JsonParser for the run: a string shares its payload with the earlier ones of the same text,
 // so a model's names are allocated once, not once per step and peer.
-class SummaryDecoder {
+class RecordFrameDecoder {
  public:
-  // Appends the records of `summary` to `out`. At the first malformed frame or invalid record, stops and
+  // Appends the records of a sequence to `out`. At the first malformed frame or invalid record, stops and
   // returns false with `error` (what and at which byte); the records before it are kept.
-  bool decode(std::string_view summary, std::vector<Record>& out, std::string& error);
+  bool decode(std::string_view frames, std::vector<Record>& out, std::string& error);
 
  private:
   bool read_keys(std::string_view frame, std::string& error);
