@@ -10,21 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "finding.h"
 #include "trace/record.h"
 #include "trace/record_frames.h"
 #include "trace/value.h"
 
 using namespace traincheck;
-
-namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fputs(what, stderr);
-  std::fputc('\n', stderr);
-  std::abort();
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static RecordFrameDecoder decoder;  // reused across inputs, as the exchange reuses its own

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "finding.h"
 #include "trace/json_parse.h"
 #include "trace/record.h"
 #include "trace/trace_reader.h"
@@ -19,12 +20,6 @@
 using namespace traincheck;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fputs(what, stderr);
-  std::fputc('\n', stderr);
-  std::abort();
-}
 
 void check_line(const std::string& text) {
   static JsonParser parser;  // reused across inputs, as the online checker reuses its own
