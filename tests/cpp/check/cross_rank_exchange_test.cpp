@@ -15,6 +15,7 @@
 
 #include "check/online/online_session.h"
 #include "relations/ddp_invariant.h"
+#include "scratch_dir.h"
 #include "testing/memory_peer_store.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -65,9 +66,7 @@ struct Job {
   std::vector<Rank> ranks;
 
   Job(const std::string& name, int world, CrossRankOptions options = fast_options(), const std::string& invariant = kDdpInvariant) {
-    dir = fs::temp_directory_path() / ("tc_cross_rank_" + name + "_" + std::to_string(getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    dir = scratch::empty_dir("cross_rank_" + name);
     std::ofstream(dir / "inv.json") << invariant;
     for (int r = 0; r < world; ++r) {
       OnlineSessionOptions o;
@@ -322,9 +321,7 @@ TEST(CrossRankExchange, AStoreThatFailsTurnsTheExchangeOffWithoutStoppingTheChec
 }
 
 TEST(CrossRankExchange, InvariantsThatCompareNothingAcrossRanksNeedNoExchange) {
-  const fs::path dir = fs::temp_directory_path() / ("tc_cross_rank_none_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = scratch::empty_dir("cross_rank_none");
   std::ofstream(dir / "inv.json")
       << "{\"text_description\": \"step contains adam\", \"relation\": \"APIContainRelation\", \"params\": [{\"param_type\": "
          "\"APIParam\", \"api_full_name\": \"torch.optim.adam.Adam.step\"}, {\"param_type\": \"APIParam\", \"api_full_name\": "

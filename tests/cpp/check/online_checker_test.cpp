@@ -12,6 +12,7 @@
 #include "check/online/online_command.h"
 #include "check/online/trace_tailer.h"
 #include "relations/ddp_invariant.h"
+#include "scratch_dir.h"
 #include "testing/synthetic_trace.h"
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -52,9 +53,7 @@ std::string step_lines(int64_t step, bool with_child) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tc_online_checker_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  return dir;
+  return scratch::fresh_path("online_checker_" + name);
 }
 
 OnlineCheckerOptions options_in(const fs::path& dir) {

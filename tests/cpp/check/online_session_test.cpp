@@ -13,6 +13,7 @@
 
 #include "trace/json_parse.h"
 #include "child_exit.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 using namespace traincheck;
@@ -32,9 +33,7 @@ std::string line(const char* type, int64_t time) {
 }
 
 fs::path setup(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tc_online_session_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = scratch::empty_dir("online_session_" + name);
   std::ofstream(dir / "inv.json") << kInvariant;
   return dir;
 }
