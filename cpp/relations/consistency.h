@@ -194,7 +194,9 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
-  std::vector<int64_t> processes_;        // the process ids of the instances seen (a few: one per rank)
+  // The process ids of the instances seen: one per rank, and per process of the run with variables of the
+  // compared types (traincheck-onlinecheck following a run's folder); never pruned, as instances are not.
+  std::vector<int64_t> processes_;
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 

@@ -168,28 +168,39 @@ bool RecordFrameDecoder::decode(std::string_view sequence, std::vector<Record>& 
   char kind = 0;
   std::string_view payload;
   bool keys_read = false;  // each sequence, and each chunk of one, names its keys first
+  bool all_read = true;
+  std::string what;
   while (!frames.done()) {
     const size_t at = frames.at();
-    auto fail = [&](const std::string& what) {
-      error = "at byte " + std::to_string(at) + ": " + what;
-      return false;
+    auto note = [&](const std::string& why) {
+      if (all_read) error = "at byte " + std::to_string(at) + ": " + why;  // the first one
+      all_read = false;
     };
     const bool whole = frames.next(kind, payload);
-    if (kind != kKeysFrame && kind != kRecordFrame)
-      return fail("unknown frame kind " + std::to_string(static_cast<unsigned char>(kind)) +
-                  " (written by another build of traincheck?)");
-    if (!whole) return fail("a frame runs past the end");
+    if (kind != kKeysFrame && kind != kRecordFrame) {
+      note("unknown frame kind " + std::to_string(static_cast<unsigned char>(kind)) +
+           " (written by another build of traincheck?)");
+      break;  // where the next frame starts is unknown
+    }
+    if (!whole) {
+      note("a frame runs past the end");
+      break;
+    }
     if (kind == kKeysFrame) {
-      if (!read_keys(payload, error)) return fail(error);
-      keys_read = true;
+      keys_read = read_keys(payload, what);
+      if (!keys_read) note(what);  // the records up to the next key frame are unreadable
+    } else if (!keys_read) {
+      note("a record without a key frame before it");
     } else {
-      if (!keys_read) return fail("a record before any key frame");
       Record r;
-      if (!read_record(payload, r, error)) return fail(error);
-      out.push_back(std::move(r));
+      if (read_record(payload, r, what)) {
+        out.push_back(std::move(r));
+      } else {
+        note(what);  // that record only: the next frame starts where its length says
+      }
     }
   }
-  return true;
+  return all_read;
 }
 
 bool RecordFrameDecoder::read_keys(std::string_view frame, std::string& error) {
@@ -214,7 +225,7 @@ bool RecordFrameDecoder::read_record(std::string_view frame, Record& r, std::str
   PayloadReader in(frame);
   uint16_t count = 0;
   if (!in.read(count)) return error = "record: no field count", false;
-  r.fields.reserve(count);
+  r.fields.reserve(std::min<size_t>(count, frame.size() / 3));  // a field takes 3 bytes at least: the count is untrusted
   bool sorted = true;
   for (uint16_t i = 0; i < count; ++i) {
     uint16_t index = 0;
@@ -247,8 +258,9 @@ bool RecordFrameDecoder::read_record(std::string_view frame, Record& r, std::str
         break;
       }
       case kJson:
-        if (!in.read_text<uint32_t>(text) || !parser_.parse(text, v, error))
-          return error = "record: field '" + std::string(key_name(keys_[index])) + "': not JSON", false;
+        if (!in.read_text<uint32_t>(text)) return error = "record: a value runs past the frame", false;
+        if (!parser_.parse(text, v, error))
+          return error = "record: field '" + std::string(key_name(keys_[index])) + "': not JSON (" + error + ")", false;
         break;
       default: return error = "record: unknown value tag " + std::to_string(tag), false;
     }

@@ -6,7 +6,8 @@
 // Binary, not JSON: a rank writes one record per parameter every step and reads one per parameter and
 // peer, on the recorder's writer thread. As JSON lines that cost about 0.7 us to write and 0.9 us to read
 // per record at 50k parameters, more than checking it (bench/README.md, consistency_scale); here a value
-// is copied, never printed or parsed, and a float keeps its bits (JSON wrote NaN as null).
+// is copied, never printed or parsed, and a float field keeps its bits (JSON wrote NaN as null; inside an
+// array or object it still does, as those travel as JSON).
 //
 // A sequence of frames, each a kind byte and a 4-byte length (host byte order: the ranks of a job run one
 // build on one architecture), then that many bytes:
@@ -59,8 +60,10 @@ size_t count_record_frames(std::string_view frames);
 // so a model's names are allocated once, not once per step and peer.
 class RecordFrameDecoder {
  public:
-  // Appends the records of a sequence to `out`. At the first malformed frame or invalid record, stops and
-  // returns false with `error` (what and at which byte); the records before it are kept.
+  // Appends the records of a sequence to `out`; false, with `error` (what and at which byte, of the first
+  // one), when some frame was malformed or some record invalid. A refused record is skipped and the next
+  // frame read (its length says where it starts); a frame whose kind or length cannot be read ends the
+  // sequence, and records after a refused key frame wait for the next one.
   bool decode(std::string_view frames, std::vector<Record>& out, std::string& error);
 
  private:

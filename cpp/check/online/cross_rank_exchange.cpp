@@ -72,7 +72,9 @@ std::vector<KeyId> kept_keys(const std::set<std::string>& fields) {
   return kept;
 }
 
-// A variable's id as a hash: (var type id, var name id) mixed, so that dense ids spread over the table.
+// A variable's id, (var type id, var name id), as a hash for the step's table: multiplied by an odd
+// constant, its high bits depend on both ids and its low bits on the name id alone, which a model's
+// variables make dense (the table indexes by the low bits: no two of them collide while it is larger).
 uint64_t spread(uint64_t id) { return id * 0x9E3779B97F4A7C15ULL; }
 
 }  // namespace
@@ -101,12 +103,15 @@ void CrossRankExchange::observe(const Record& r) {
   StepStates& step = it->second;
   if (added) step.position.reserve(last_step_variables_);
   const uint64_t id = static_cast<uint64_t>(r.var_type.id()) << 32 | r.var_name.id();
-  const auto offset = static_cast<uint32_t>(step.frames.size());
+  const size_t offset = step.frames.size();
   encoder_.append_record(step.frames, r);
-  const std::pair<uint32_t, uint32_t> frame{offset, static_cast<uint32_t>(step.frames.size() - offset)};
+  const std::pair<size_t, size_t> frame{offset, step.frames.size() - offset};
   if (uint32_t* at = step.position.find(spread(id), [&](uint32_t i) { return step.ids[i] == id; })) {
+    step.stale_bytes += step.last[*at].second;
     step.last[*at] = frame;
-    step.observed_twice = true;
+    // A step that lasts (gradient accumulation, a tracker writing many times in a step) would keep every
+    // record it saw: its last ones only, once the stale ones outweigh them.
+    if (2 * step.stale_bytes > step.frames.size()) compact(step);
   } else {
     step.position.insert(spread(id), static_cast<uint32_t>(step.ids.size()));
     step.ids.push_back(id);
@@ -114,10 +119,28 @@ void CrossRankExchange::observe(const Record& r) {
   }
 }
 
+void CrossRankExchange::compact(StepStates& step) {
+  std::string live;
+  live.reserve(step.frames.size() - step.stale_bytes);
+  for (auto& [offset, size] : step.last) {
+    const size_t moved = live.size();
+    live.append(step.frames, offset, size);
+    offset = moved;
+  }
+  step.frames.swap(live);
+  step.stale_bytes = 0;
+}
+
 std::string CrossRankExchange::summary_of(const std::vector<Record>& records) const {
   std::string summary = encoder_.key_frame();
   for (const Record& r : records) encoder_.append_record(summary, r);
   return summary;
+}
+
+size_t CrossRankExchange::pending_bytes() const {
+  size_t n = 0;
+  for (const auto& [step, states] : steps_) n += states.frames.size();
+  return n;
 }
 
 bool CrossRankExchange::read_summary(std::string_view summary, std::vector<Record>& out, std::string& error) {
@@ -135,13 +158,9 @@ void CrossRankExchange::hand_over_ended(int64_t last_ended) {
     std::string text = encoder_.key_frame();
     if (auto it = steps_.find(s); it != steps_.end()) {
       StepStates& step = it->second;
-      last_step_variables_ = step.ids.size();
-      if (!step.observed_twice) {
-        text += step.frames;
-      } else {  // each variable's last frame only, in the order the variables first appeared
-        text.reserve(text.size() + step.frames.size());
-        for (const auto& [offset, size] : step.last) text.append(step.frames, offset, size);
-      }
+      if (s == last_ended) last_step_variables_ = step.ids.size();
+      if (step.stale_bytes > 0) compact(step);  // each variable's last frame, in the order they first appeared
+      text += step.frames;
     }
     bytes += text.size();
     if (beyond_window(ended.size() + 1, bytes)) break;

@@ -122,6 +122,8 @@ class CrossRankExchange {
   // for tests and benchmarks, the same code the exchange runs.
   std::string summary_of(const std::vector<Record>& records) const;
   bool read_summary(std::string_view summary, std::vector<Record>& out, std::string& error);
+  // Writer side: the bytes held for steps not handed over yet (each variable's frames), for tests.
+  size_t pending_bytes() const;
 
  private:
   struct Received {
@@ -148,15 +150,17 @@ class CrossRankExchange {
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable
-  // observed again in the step has its frame appended again and its earlier one dropped at hand-over.
-  // Variables keep the order they first appeared in (the summary's record order).
+  // observed again in the step has its frame appended again and its earlier one dropped (compact: at
+  // hand-over, or once the stale frames outweigh the live ones). Variables keep the order they first
+  // appeared in (the summary's record order).
   struct StepStates {
     std::string frames;
-    std::vector<uint64_t> ids;                       // per variable: (var type id, var name id)
-    std::vector<std::pair<uint32_t, uint32_t>> last;  // per variable: its last frame (offset, size) in `frames`
-    PositionTable position;                          // id -> its index in `ids` (flat: 50k variables a step)
-    bool observed_twice = false;
+    std::vector<uint64_t> ids;                   // per variable: (var type id, var name id)
+    std::vector<std::pair<size_t, size_t>> last;  // per variable: its last frame (offset, size) in `frames`
+    PositionTable position;                      // id -> its index in `ids` (flat: 50k variables a step)
+    size_t stale_bytes = 0;                      // frames of `frames` that a later one replaced
   };
+  static void compact(StepStates& step);
   std::map<int64_t, StepStates> steps_;
   size_t last_step_variables_ = 0;          // the last step's: room for the next one's
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over

@@ -1,14 +1,16 @@
 // Trace records in a binary form, as the cross-rank summaries carry them (trace/record_frames.h): a record
 // read back equals the record's kept fields exactly (a float keeps its bits, NaN included, which JSON
 // wrote as null), chunks read alone, and a malformed sequence is refused with where and why, keeping the
-// records before it.
+// records it can read.
 #include "trace/record_frames.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <variant>
 
 #include "trace/trace_reader.h"
 
@@ -47,6 +49,61 @@ std::vector<Record> decode_all(const std::string& summary) {
   std::string error;
   EXPECT_TRUE(decoder.decode(summary, out, error)) << error;
   return out;
+}
+
+// Frames written by hand (record_frames.h's layout), as another process's build may order them.
+struct HandFrames {
+  using Field = std::pair<uint16_t, std::variant<int64_t, std::string>>;  // key index, value
+  std::string bytes;
+  template <typename T>
+  void put(T v) {
+    bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  size_t open(char kind) {
+    bytes += kind;
+    put<uint32_t>(0);
+    return bytes.size();
+  }
+  void close(size_t start) {
+    const auto size = static_cast<uint32_t>(bytes.size() - start);
+    std::memcpy(bytes.data() + start - 4, &size, 4);
+  }
+  void keys(const std::vector<std::string>& names) {
+    const size_t start = open('K');
+    put<uint16_t>(static_cast<uint16_t>(names.size()));
+    for (const std::string& n : names) {
+      put<uint16_t>(static_cast<uint16_t>(n.size()));
+      bytes += n;
+    }
+    close(start);
+  }
+  void record(const std::vector<Field>& fields) {
+    const size_t start = open('R');
+    put<uint16_t>(static_cast<uint16_t>(fields.size()));
+    for (const auto& [index, value] : fields) {
+      put<uint16_t>(index);
+      if (const int64_t* i = std::get_if<int64_t>(&value)) {
+        bytes += static_cast<char>(3);
+        put<int64_t>(*i);
+      } else {
+        const std::string& text = std::get<std::string>(value);
+        bytes += static_cast<char>(5);
+        put<uint32_t>(static_cast<uint32_t>(text.size()));
+        bytes += text;
+      }
+    }
+    close(start);
+  }
+};
+
+// Keys in an order of their own: two this process interned last (so their ids sort after the required
+// ones), the later first, then the required fields.
+const std::vector<std::string> kHandKeys = {"attributes.hand_b", "attributes.hand_a", "type",     "process_id",
+                                            "thread_id",         "time",              "var_name", "var_type"};
+
+std::vector<HandFrames::Field> hand_record(const std::string& name, int64_t a, int64_t b) {
+  return {{0, b}, {1, a}, {2, std::string("state_change")}, {3, int64_t{5}}, {4, int64_t{1}}, {5, int64_t{10}},
+          {6, name}, {7, std::string("torch.nn.Parameter")}};
 }
 
 }  // namespace
@@ -128,7 +185,7 @@ TEST(RecordFrames, ARecordLargerThanAChunkIsLeftOutAndCounted) {
   EXPECT_EQ(back[1].var_name, "model.002.weight");
 }
 
-TEST(RecordFrames, AMalformedSummaryIsRefusedWithWhereAndWhyKeepingTheRecordsBefore) {
+TEST(RecordFrames, AMalformedSequenceIsRefusedWithWhereAndWhyKeepingTheRecordsItCanRead) {
   RecordFrameEncoder encoder(kAll);
   std::string good = encoder.key_frame();
   encoder.append_record(good, record_of(state_line(0)));
@@ -144,16 +201,48 @@ TEST(RecordFrames, AMalformedSummaryIsRefusedWithWhereAndWhyKeepingTheRecordsBef
   };
   refused(good.substr(0, good.size() - 3), 1, "runs past the end");
   refused("{\"var_name\": \"a\"}\n", 0, "unknown frame kind");  // a JSON summary of an older build
-  refused(good.substr(encoder.key_frame().size()), 0, "before any key frame");
-  // A record frame whose first key index points past the key frame.
+  refused(good.substr(encoder.key_frame().size()), 0, "without a key frame before it");
+  // A record frame whose first key index points past the key frame: that record only.
   std::string bad_index = good;
   const size_t first_field = encoder.key_frame().size() + 5 + 2;
   const uint16_t past = 999;
   std::memcpy(bad_index.data() + first_field, &past, sizeof past);
-  refused(bad_index, 0, "not in the key frame");
+  refused(bad_index, 1, "not in the key frame");
   // A record missing a field every record must have.
   RecordFrameEncoder without_type(keys_of({"process_id", "thread_id", "time", "var_name", "var_type"}));
   std::string untyped = without_type.key_frame();
   without_type.append_record(untyped, record_of(state_line(0)));
   refused(untyped, 0, "field 'type'");
+}
+
+TEST(RecordFrames, KeysInAnotherOrderAreReadIntoSortedFields) {
+  intern_key("attributes.hand_a");  // before hand_b: a's id is the smaller
+  intern_key("attributes.hand_b");
+  HandFrames f;
+  f.keys(kHandKeys);
+  f.record(hand_record("w", 1, 2));
+  const std::vector<Record> back = decode_all(f.bytes);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(std::is_sorted(back[0].fields.begin(), back[0].fields.end(), [](const Field& x, const Field& y) { return x.key < y.key; }));
+  EXPECT_EQ(back[0].get("attributes.hand_a")->as_int(), 1);
+  EXPECT_EQ(back[0].get("attributes.hand_b")->as_int(), 2);
+  EXPECT_EQ(back[0].var_name, "w");
+}
+
+TEST(RecordFrames, ABadRecordIsSkippedAndTheRestRead) {
+  HandFrames f;
+  f.keys(kHandKeys);
+  f.record(hand_record("first", 1, 2));
+  std::vector<HandFrames::Field> twice = hand_record("bad", 1, 2);
+  twice.push_back({1, int64_t{3}});  // attributes.hand_a again
+  f.record(twice);
+  f.record(hand_record("last", 1, 2));
+  RecordFrameDecoder decoder;
+  std::vector<Record> out;
+  std::string error;
+  EXPECT_FALSE(decoder.decode(f.bytes, out, error));
+  EXPECT_NE(error.find("'attributes.hand_a' twice"), std::string::npos) << error;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].var_name, "first");
+  EXPECT_EQ(out[1].var_name, "last");
 }
