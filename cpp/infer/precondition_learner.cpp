@@ -17,6 +17,14 @@ constexpr std::string_view kContextPrefix = "meta_vars.context_managers.";
 constexpr size_t kMaxConstantStrings = 4;  // more distinct strings than this become `consistent`
 constexpr size_t kMaxConstantNumbers = 1;  // more distinct non-strings than this become `consistent`
 
+// Identities of one run: a process's or a thread's id is another number in every run, so a precondition
+// never holds them as values (a `constant` clause), only as a relation between an example's records
+// (`consistent`: all in one process; `unequal`). A constant on them holds on no other run, or, inverted,
+// on every other run: "A is followed by B, except in process 24058" is an exception made for one
+// training program, and was a third of the alarms when invariants learned from six programs checked
+// others (docs/differences.md §Inference, eval/detection/README.md).
+bool is_run_identity(std::string_view name) { return name == "process_id" || name == "thread_id"; }
+
 bool is_candidate(std::string_view name, const std::vector<std::string>& skip) {
   if (std::none_of(std::begin(kCandidatePrefixes), std::end(kCandidatePrefixes),
                    [&](std::string_view p) { return name.starts_with(p); }))
@@ -161,7 +169,7 @@ class Learner {
     }
     // Group non-bool constants by property; too many distinct values become one `consistent`, and so do
     // two or more of a field the relation keeps consistent (a Consistency invariant learned on a model of
-    // four parameters pairs them by name, as one of forty does).
+    // four parameters pairs them by name, as one of forty does), and any of a run's identities.
     std::map<std::string, std::vector<std::string>> by_prop;
     for (const auto& [key, cand] : exact)
       if (cand.clause.type == ClauseType::Constant && cand.clause.prop_dtype != "bool")
@@ -172,7 +180,7 @@ class Learner {
       const Clause& first = exact[members.front()].clause;
       const bool keep = members.size() > 1 && std::find(keys_.keep_consistent.begin(), keys_.keep_consistent.end(),
                                                         first.prop_name) != keys_.keep_consistent.end();
-      if (!keep && strings <= kMaxConstantStrings && others <= kMaxConstantNumbers) continue;
+      if (!keep && !is_run_identity(first.prop_name) && strings <= kMaxConstantStrings && others <= kMaxConstantNumbers) continue;
       Clause consistent = Clause::make(ClauseType::Consistent, first.prop_name, first.prop_dtype, {}, first.additional_path);
       std::set<uint32_t> ids;
       for (const std::string& k : members) {

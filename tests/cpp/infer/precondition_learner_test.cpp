@@ -14,10 +14,14 @@ namespace {
 // Single-record examples built from (stage, step, flag) fields.
 struct Examples {
   std::deque<Record> records;
-  std::vector<ExampleView> make(std::initializer_list<std::tuple<const char*, int, bool>> rows) {
+  std::vector<ExampleView> make(std::initializer_list<std::tuple<const char*, int, bool>> rows, int64_t process = -1) {
     std::vector<ExampleView> out;
     for (const auto& [stage, step, flag] : rows) {
       Record r;
+      if (process >= 0) {  // a run's identities: this process and its main thread
+        r.set(intern_key("process_id"), Value::integer(process));
+        r.set(intern_key("thread_id"), Value::integer(140000000000 + process));
+      }
       r.set(intern_key("meta_vars.stage"), Value::string(stage));
       r.set(intern_key("meta_vars.step"), Value::integer(step));
       r.set(intern_key("meta_vars.flag"), Value::boolean(flag));
@@ -195,4 +199,30 @@ TEST(PreconditionLearner, SamplingHonoursTheOptions) {
   const std::string s = to_json(sampled->to_value()), f = to_json(full->to_value());
   EXPECT_NE(s, f);
   EXPECT_NE(f.find("training"), std::string::npos);
+}
+
+// A process's or a thread's id is another number in every run: a precondition that holds them as values
+// would hold on no other run, or (inverted) exempt one training run's process and hold on every other.
+TEST(PreconditionLearner, ARunsProcessAndThreadIdsAreNeverAPreconditionsValues) {
+  Examples ex;
+  auto pos = ex.make({{"training", 1, true}, {"training", 2, true}}, 100);
+  auto neg = ex.make({{"training", 1, true}, {"training", 2, true}}, 200);
+  // Only the process tells them apart: nothing that another run could meet.
+  EXPECT_TRUE(learn_precondition_group(pos, neg, {}, {}).disjuncts.empty()) << render(learn_precondition_group(pos, neg, {}, {}));
+  // Positives in two processes, the negatives in a third: no "except in process 300" either.
+  auto spread = ex.make({{"training", 1, true}}, 100);
+  for (const ExampleView& e : ex.make({{"training", 2, true}}, 101)) spread.push_back(e);
+  auto third = ex.make({{"training", 3, true}, {"training", 4, true}}, 300);
+  const PreconditionGroup g = learn_precondition_group(spread, third, {}, {});
+  for (const Conjunction& c : g.disjuncts)
+    for (const Clause& clause : c.clauses)
+      EXPECT_FALSE(clause.type == ClauseType::Constant && (clause.prop_name == "process_id" || clause.prop_name == "thread_id"))
+          << render(g);
+  // What does tell them apart is still found, beside the ids.
+  auto testing = ex.make({{"testing", 1, true}, {"testing", 2, true}}, 200);
+  const PreconditionGroup by_stage = learn_precondition_group(pos, testing, {}, {});
+  ASSERT_EQ(by_stage.disjuncts.size(), 1u) << render(by_stage);
+  for (const Clause& clause : by_stage.disjuncts[0].clauses)
+    EXPECT_FALSE(clause.type == ClauseType::Constant && clause.prop_name == "process_id") << render(by_stage);
+  for (const auto& n : testing) EXPECT_FALSE(by_stage.holds(n)) << render(by_stage);
 }
