@@ -4,12 +4,15 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check/online/peer_store.h"
@@ -30,6 +33,8 @@ class MemoryPeerStore final : public PeerStore {
       : data_(std::move(data)), group_(group), connected_(connected) {}
 
   void set_connected(bool on) { connected_ = on; }
+  // A slow store: each call waits this long first (a network round trip), outside the data's lock.
+  std::atomic<int> call_delay_ms{0};
 
   std::optional<PeerGroup> connect() override {
     if (!connected_) return std::nullopt;
@@ -72,6 +77,7 @@ class MemoryPeerStore final : public PeerStore {
   // Runs `f` on the shared data under its lock, counting the call; throws while the store is failing.
   template <typename F>
   auto locked(F&& f) -> decltype(f()) {
+    if (const int delay = call_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     std::lock_guard<std::mutex> lock(data_->mutex);
     ++data_->ops;
     if (data_->failing) throw std::runtime_error("store unavailable");

@@ -472,7 +472,6 @@ void CrossRankExchange::io_loop() {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   while (true) {
     if (!stopping_) wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms));
-    if (stopping_ && !deadline) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.final_wait_ms);
     const bool connected = !disabled_ && connect(lock);
     if (connected) {
       publish(lock);
@@ -488,6 +487,12 @@ void CrossRankExchange::io_loop() {
     }
     stats_.io_cpu_ns = thread_cpu_ns();
     if (stopping_) {
+      // From the first round that sees the end, which may be this one: finish() can set stopping_ while a
+      // round runs (its store calls are made without the lock). The deadline was set only at a round's
+      // start before, and a round that met the end mid-way read an empty deadline as long past: it gave up
+      // at once, reported its peer as stopped and never fetched the last steps (a divergence at step 7 of a
+      // 26-step run went unseen in 1 of 4 runs).
+      if (!deadline) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.final_wait_ms);
       bool complete = outbox_.empty() && last_published_.has_value();
       for (const auto& [peer, next] : cursor_)
         if (last_published_ && next <= *last_published_ && !stats_.lagging.count(peer)) complete = false;
