@@ -88,6 +88,7 @@ CrossRankExchange::~CrossRankExchange() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    stopped_at_ = std::chrono::steady_clock::now();
     outbox_.clear();
   }
   wake_.notify_all();
@@ -207,6 +208,7 @@ std::vector<Record> CrossRankExchange::finish() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     stopping_ = true;
+    stopped_at_ = std::chrono::steady_clock::now();
     wake_.notify_all();
     drained_.wait_for(lock, std::chrono::milliseconds(options_.final_wait_ms + 1000), [&] { return done_; });
   }
@@ -469,7 +471,6 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
 
 void CrossRankExchange::io_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  std::optional<std::chrono::steady_clock::time_point> deadline;
   while (true) {
     if (!stopping_) wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms));
     const bool connected = !disabled_ && connect(lock);
@@ -487,17 +488,17 @@ void CrossRankExchange::io_loop() {
     }
     stats_.io_cpu_ns = thread_cpu_ns();
     if (stopping_) {
-      // From the first round that sees the end, which may be this one: finish() can set stopping_ while a
-      // round runs (its store calls are made without the lock). The deadline was set only at a round's
-      // start before, and a round that met the end mid-way read an empty deadline as long past: it gave up
-      // at once, reported its peer as stopped and never fetched the last steps (a divergence at step 7 of a
-      // 26-step run went unseen in 1 of 4 runs).
-      if (!deadline) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.final_wait_ms);
+      // Counted from when finish() set stopping_, which may have been in the middle of this round (its store
+      // calls are made without the lock). The deadline was once set only at a round's start, and a round
+      // that met the end mid-way read an empty one as long past: it gave up at once, reported its peer as
+      // stopped and never fetched the last steps (a divergence at step 7 of a 26-step run went unseen in 1
+      // of 4 runs).
+      const auto deadline = stopped_at_ + std::chrono::milliseconds(options_.final_wait_ms);
       bool complete = outbox_.empty() && last_published_.has_value();
       for (const auto& [peer, next] : cursor_)
         if (last_published_ && next <= *last_published_ && !stats_.lagging.count(peer)) complete = false;
       if (complete || disabled_ || !connected) break;
-      if (std::chrono::steady_clock::now() >= *deadline) {
+      if (std::chrono::steady_clock::now() >= deadline) {
         report_missing_at_end();
         break;
       }

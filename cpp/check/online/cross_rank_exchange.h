@@ -173,6 +173,9 @@ class CrossRankExchange {
   std::deque<std::pair<int64_t, std::string>> outbox_;  // step -> summary, in step order
   std::vector<Received> inbox_;
   bool stopping_ = false;  // finish(): the last steps are in the outbox
+  // When stopping_ was set: the I/O thread's final wait and finish()'s wait for it count from the same
+  // moment (final_wait_ms, and finish() 1 s more), whatever round the I/O thread was in.
+  std::chrono::steady_clock::time_point stopped_at_{};
   bool done_ = false;      // the I/O thread has finished its last round
   CrossRankStats stats_;
 

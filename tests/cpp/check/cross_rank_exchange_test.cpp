@@ -210,7 +210,7 @@ TEST(CrossRankExchange, TheEndArrivingMidRoundStillWaitsForThePeersLastSteps) {
   CrossRankOptions o;
   o.poll_ms = 2;
   auto slow = std::make_unique<MemoryPeerStore>(data, PeerGroup{0, 2});
-  slow->call_delay_ms = 20;  // 6 steps to publish: a round of about 250 ms
+  slow->call_delay_ms = 20;  // 6 steps to publish: a round of about 200 ms
   CrossRankExchange rank0(std::move(slow), o, {"attributes.data"});
   CrossRankExchange rank1(std::make_unique<MemoryPeerStore>(data, PeerGroup{1, 2}), o, {"attributes.data"});
   constexpr int kSteps = 6;
