@@ -15,13 +15,6 @@ uint64_t mix(uint64_t h, uint64_t x) {
   return h ^ (h >> 29);
 }
 
-// splitmix64's finalizer: a bijection, so a 64-bit key's mix is as exact a key as the key itself.
-uint64_t mix_key(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 bool listed(const Clause& c, const Value& v) {
   return std::any_of(c.values.begin(), c.values.end(), [&](const Value& x) { return x == v; });
 }
@@ -106,36 +99,6 @@ bool PairCondition::constants_hold(const std::vector<const Value*>& projection) 
   for (size_t i = 0; i < key_.size(); ++i)
     if (key_[i]->type == ClauseType::Constant && !listed(*key_[i], *projection[i])) return false;
   return true;
-}
-
-void PositionTable::reserve(size_t entries) {
-  size_t slots = 64;
-  while (slots < 2 * entries) slots *= 2;
-  if (slots > slots_.size()) grow(slots);
-}
-
-void PositionTable::grow(size_t slots) {
-  std::vector<Slot> old(slots);
-  old.swap(slots_);
-  const size_t wrap = slots_.size() - 1;
-  for (const Slot& s : old)
-    if (s.value != kNone)
-      for (size_t i = s.hash & wrap;; i = (i + 1) & wrap)
-        if (slots_[i].value == kNone) {
-          slots_[i] = s;
-          break;
-        }
-}
-
-void PositionTable::insert(uint64_t hash, uint32_t value) {
-  if (2 * (used_ + 1) > slots_.size()) grow(std::max<size_t>(64, 2 * slots_.size()));
-  const size_t wrap = slots_.size() - 1;
-  for (size_t i = hash & wrap;; i = (i + 1) & wrap)
-    if (slots_[i].value == kNone) {
-      slots_[i] = Slot{hash, value};
-      ++used_;
-      return;
-    }
 }
 
 bool StepEndIndex::project(const PairEnd& x, std::vector<const Value*>& out) const {

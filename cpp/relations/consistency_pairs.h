@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/position_table.h"
 #include "invariant/precondition.h"
 #include "trace/record.h"
 
@@ -97,39 +98,6 @@ class UniformValues {
 struct PairTally {
   uint64_t triggered = 0;   // pairs the precondition admits
   uint64_t violations = 0;  // ... whose values differ
-};
-
-// Positions (uint32) found by a 64-bit hash: open addressing, linear probing, never erased, at most half
-// full. A step's index creates a group per key and follows an instance per end; with pairs by name (the
-// DDP invariant as inference learns it) groups hold two ends, and a node-based map per group and per
-// instance cost more than the judging (bench/README.md, consistency_scale).
-class PositionTable {
- public:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
-  void reserve(size_t entries);
-  // The value stored under `hash` that `same(value)` accepts (a key that is the hash itself: any), or
-  // nullptr.
-  template <class Same>
-  uint32_t* find(uint64_t hash, Same&& same) {
-    if (slots_.empty()) return nullptr;
-    const size_t wrap = slots_.size() - 1;
-    for (size_t i = hash & wrap;; i = (i + 1) & wrap) {
-      Slot& s = slots_[i];
-      if (s.value == kNone) return nullptr;
-      if (s.hash == hash && same(s.value)) return &s.value;
-    }
-  }
-  // Stores `value` under `hash` (the caller found none for its key).
-  void insert(uint64_t hash, uint32_t value);
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t value = kNone;  // kNone: free
-  };
-  void grow(size_t slots);
-  std::vector<Slot> slots_;  // size 0 or a power of two
-  size_t used_ = 0;
 };
 
 // The ends of one side at one step, in the order added (positions 0, 1, ...).

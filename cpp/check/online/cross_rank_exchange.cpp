@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "trace/trace_reader.h"
 #include "trace/value.h"
 
 namespace traincheck {
@@ -72,11 +71,6 @@ std::vector<KeyId> kept_keys(const std::set<std::string>& fields) {
   return kept;
 }
 
-// A variable's id, (var type id, var name id), as a hash for the step's table: multiplied by an odd
-// constant, its high bits depend on both ids and its low bits on the name id alone, which a model's
-// variables make dense (the table indexes by the low bits: no two of them collide while it is larger).
-uint64_t spread(uint64_t id) { return id * 0x9E3779B97F4A7C15ULL; }
-
 }  // namespace
 
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
@@ -107,14 +101,14 @@ void CrossRankExchange::observe(const Record& r) {
   const size_t offset = step.frames.size();
   encoder_.append_record(step.frames, r);
   const std::pair<size_t, size_t> frame{offset, step.frames.size() - offset};
-  if (uint32_t* at = step.position.find(spread(id), [&](uint32_t i) { return step.ids[i] == id; })) {
+  if (uint32_t* at = step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; })) {
     step.stale_bytes += step.last[*at].second;
     step.last[*at] = frame;
     // A step that lasts (gradient accumulation, a tracker writing many times in a step) would keep every
     // record it saw: its last ones only, once the stale ones outweigh them.
     if (2 * step.stale_bytes > step.frames.size()) compact(step);
   } else {
-    step.position.insert(spread(id), static_cast<uint32_t>(step.ids.size()));
+    step.position.insert(mix_key(id), static_cast<uint32_t>(step.ids.size()));
     step.ids.push_back(id);
     step.last.push_back(frame);
   }

@@ -8,7 +8,8 @@
 //   thread under the session's lock: it keeps, per step, the last record of each local variable of a
 //   type some check compares across ranks, and when the step has ended (a record of a later step was
 //   seen) turns it into that step's summary: one binary record per variable with only the fields the
-//   checks read (record_frames.h). It hands summaries to the I/O thread and takes the peers' summaries that arrived, parsed.
+//   checks read (trace/record_frames.h). It hands summaries to the I/O thread and takes the peers'
+//   summaries that arrived, read back.
 // - the I/O thread, the only one that touches the store. Store calls may need the GIL (the c10d store is
 //   a Python object), and the writer thread must never wait for it: the recorder's locks are held there
 //   (a fork on the training thread, which holds the GIL, waits for them). The training thread never
@@ -43,10 +44,10 @@
 #include <vector>
 
 #include "check/online/peer_store.h"
-#include "trace/record_frames.h"
-#include "relations/consistency_pairs.h"
+#include "common/position_table.h"
 #include "trace/key_table.h"
 #include "trace/record.h"
+#include "trace/record_frames.h"
 
 namespace traincheck {
 
@@ -65,8 +66,9 @@ struct CrossRankOptions {
 
 // Store payloads are bounded whatever the model size: torch's TCPStore drops the connection (the job's
 // own) on a message over 8 MiB, and a summary is about 200 bytes per variable (10 MB at 50k parameters).
-// A summary up to kInlineSummaryBytes travels in its step key; a larger one is cut between records
-// (chunk_record_frames: each chunk starts with the summary's key frame and reads alone) into chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>", and the step key says how many.
+// A summary up to kInlineSummaryBytes travels in its step key; a larger one is cut between records into
+// chunks of at most kMaxStoreValueBytes under "s<step>/r<rank>/c<i>" (chunk_record_frames: each starts
+// with the summary's key frame and reads alone), and the step key says how many.
 // Every store call moves at most kMaxStoreValueBytes (multi_get of step keys: a batch of at most
 // kMaxStoreValueBytes / kInlineSummaryBytes of them).
 inline constexpr size_t kMaxStoreValueBytes = size_t{1} << 20;
@@ -83,7 +85,7 @@ struct CrossRankStats {
   uint64_t store_errors = 0;
   uint64_t steps_skipped = 0;      // (peer, step) pairs never compared: the peer lagged or stopped
   uint64_t chunks_published = 0;   // chunk keys written (summaries over kInlineSummaryBytes)
-  uint64_t chunks_missing = 0;     // chunks of a peer's summary gone before they were read (its lines not compared)
+  uint64_t chunks_missing = 0;     // chunks of a peer's summary gone before they were read (its records not compared)
   uint64_t lines_too_large = 0;    // summary records over kMaxStoreValueBytes, never published
   uint64_t io_cpu_ns = 0;          // CPU time of the I/O thread (store calls, GIL hand-overs included)
   std::string last_error;
@@ -146,7 +148,7 @@ class CrossRankExchange {
 
   const CrossRankOptions options_;
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
-  RecordFrameEncoder encoder_;            // this rank's summaries: the identity and the fields the checks read
+  RecordFrameEncoder encoder_;        // this rank's summaries: the identity and the fields the checks read
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable
