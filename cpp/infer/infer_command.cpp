@@ -1,13 +1,17 @@
 #include "infer/infer_command.h"
 
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <ostream>
 #include <set>
 
 #include "common/assert.h"
 #include "common/cli_args.h"
 #include "common/console_text.h"
+#include "infer/across_programs.h"
 #include "infer/engine.h"
+#include "pack/vet_report.h"
 #include "relations/registry.h"
 #include "trace/trace_store.h"
 
@@ -33,6 +37,55 @@ bool select_relations(const ArgParser& args, std::vector<const Relation*>& out, 
   return true;
 }
 
+enum class AcrossPrograms { Auto, On, Off };
+
+// The traces grouped by the program they were collected from (across_programs.h), in the order first met.
+// A trace of an unknown program is its own group, named by its folder (or trace name), and counted in
+// `unknown`.
+std::vector<ProgramTraces> group_by_program(const std::vector<TraceStore>& traces, const std::vector<std::string>& folders,
+                                            size_t& unknown) {
+  std::vector<ProgramTraces> groups;
+  std::map<std::string, size_t> index;
+  unknown = 0;
+  const size_t first_folder = traces.size() - folders.size();  // -t files, when given, are the first trace
+  for (size_t i = 0; i < traces.size(); ++i) {
+    std::string program = i >= first_folder ? program_of_trace_folder(folders[i - first_folder]) : "";
+    if (program.empty()) {
+      ++unknown;
+      program = i >= first_folder ? folders[i - first_folder] : traces[i].name();
+    }
+    auto [it, fresh] = index.emplace(program, groups.size());
+    if (fresh) groups.push_back({program, {}});
+    groups[it->second].traces.push_back(&traces[i]);
+  }
+  return groups;
+}
+
+bool parse_across_programs(const std::string& text, AcrossPrograms& out) {
+  if (text == "auto") out = AcrossPrograms::Auto;
+  else if (text == "on") out = AcrossPrograms::On;
+  else if (text == "off") out = AcrossPrograms::Off;
+  else return false;
+  return true;
+}
+
+size_t count_verdicts(const VetResult& result, size_t ClassTally::*field) {
+  size_t n = 0;
+  for (const auto& [name, t] : result.by_class) n += t.*field;
+  return n;
+}
+
+void report_across_programs(const AcrossProgramsResult& r, const std::string& report_path, std::ostream& err) {
+  err << "[infer] learned across " << r.programs.size() << " programs: " << r.candidates.size() << " candidates, "
+      << count_verdicts(r.vetting, &ClassTally::kept) << " kept; left out: violated on a program "
+      << count_verdicts(r.vetting, &ClassTally::violated) << ", passed on fewer than " << r.rule.min_programs
+      << " programs " << count_verdicts(r.vetting, &ClassTally::too_few_programs) << ", evidence from a call made once per run "
+      << count_verdicts(r.vetting, &ClassTally::seen_once_per_run) << ", fixing the device "
+      << count_verdicts(r.vetting, &ClassTally::device_bound) << ", fixing the step number "
+      << count_verdicts(r.vetting, &ClassTally::step_bound) << " (each candidate's verdict: " << console_text(report_path)
+      << ")\n";
+}
+
 }  // namespace
 
 int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
@@ -45,6 +98,11 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
   args.flag({"--disable-precond-sampling"}, "disable_precond_sampling", "use every example in precondition inference");
   args.option({"--precond-sampling-threshold"}, "precond_sampling_threshold", "examples kept per list when sampling", "10000", "N");
   args.option({"-b", "--backend"}, "backend", "accepted for compatibility; ignored", "pandas", "NAME");
+  args.option({"--across-programs"}, "across_programs",
+              "learn from several programs as a pack is vetted (docs/analysis.md §Learning across programs): auto (when "
+              "the trace folders come from two scripts or more), on, off",
+              "auto", "MODE");
+  args.option({"--min-programs"}, "min_programs", "across programs: programs an invariant must pass on", "2", "N");
   args.flag({"-d", "--debug"}, "debug", "verbose progress");
   args.option({"-j", "--num-workers", "--threads"}, "threads", "parallel workers (threads; 0: one per core)", "0", "N");
   std::string error;
@@ -60,13 +118,23 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
     err << args.usage() << "traincheck-infer: error: one of -t/--traces or -f/--trace-folders is required\n";
     return 2;
   }
+  AcrossPrograms across = AcrossPrograms::Auto;
+  if (!parse_across_programs(args.get("across_programs"), across)) {
+    err << "traincheck-infer: error: --across-programs takes auto, on or off, got '" << console_text(args.get("across_programs")) << "'\n";
+    return 2;
+  }
+  size_t min_programs = 2;
   InferOptions options;
   try {
+    const long long m = std::stoll(args.get("min_programs"));
+    if (m < 1) throw std::out_of_range("min_programs");
+    min_programs = static_cast<size_t>(m);
     options.precondition.sampling = !args.flag_set("disable_precond_sampling");
     options.precondition.sampling_threshold = std::stoul(args.get("precond_sampling_threshold"));
     options.threads = std::stoul(args.get("threads"));
   } catch (const std::exception&) {
-    err << "traincheck-infer: error: --precond-sampling-threshold and -j/--num-workers take a non-negative integer\n";
+    err << "traincheck-infer: error: --precond-sampling-threshold and -j/--num-workers take a non-negative integer, "
+           "--min-programs a positive one\n";
     return 2;
   }
   options.progress = &err;
@@ -90,13 +158,43 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
       err << "[infer] trace " << console_text(t.name()) << ": " << t.records().size() << " records, " << t.calls().size() << " calls, "
           << t.var_instances().size() << " variables\n";
     }
-    InferResult result = infer_invariants(ptrs, relations, options);
     const std::string output = args.get("output");
-    write_invariant_file(output, result.invariants);
-    write_failed_file(output + ".failed", result.failed);
+    size_t unknown = 0;
+    const std::vector<ProgramTraces> programs = group_by_program(traces, args.get_list("trace_folders"), unknown);
+    const bool learn_across = across == AcrossPrograms::On || (across == AcrossPrograms::Auto && programs.size() >= 2 && unknown == 0);
+    if (across == AcrossPrograms::On && programs.size() < 2) {
+      err << "traincheck-infer: error: --across-programs on needs traces of two programs or more; these are all of "
+          << console_text(programs.front().name) << "\n";
+      return 2;
+    }
+    if (across == AcrossPrograms::Auto && !learn_across && programs.size() >= 2)
+      err << "[infer] " << unknown << " trace(s) name no script (no env_dump.txt): the traces are pooled as runs of one "
+             "program; --across-programs on treats each such folder as a program of its own\n";
+    size_t hypotheses = 0, written = 0, failed = 0;
+    if (learn_across) {
+      const AcrossProgramsResult result = infer_across_programs(programs, relations, options, min_programs);
+      const std::vector<Invariant> kept = result.invariants();
+      write_invariant_file(output, kept);
+      write_failed_file(output + ".failed", result.failed);
+      const std::string report = output + ".vetting.json";
+      std::ofstream out(report);
+      out << vet_report_json(result.vetting, result.programs, result.rule);
+      if (!out) throw std::runtime_error(report + ": cannot write");
+      report_across_programs(result, report, err);
+      hypotheses = result.hypotheses;
+      written = kept.size();
+      failed = result.failed.size();
+    } else {
+      InferResult result = infer_invariants(ptrs, relations, options);
+      write_invariant_file(output, result.invariants);
+      write_failed_file(output + ".failed", result.failed);
+      hypotheses = result.hypotheses;
+      written = result.invariants.size();
+      failed = result.failed.size();
+    }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    err << "[infer] " << result.hypotheses << " hypotheses: " << result.invariants.size() << " invariants written to " << output
-        << ", " << result.failed.size() << " failed (" << secs << " s)\n";
+    err << "[infer] " << hypotheses << " hypotheses: " << written << " invariants written to " << output << ", " << failed
+        << " failed (" << secs << " s)\n";
   } catch (const std::exception& e) {
     err << "traincheck-infer: error: " << e.what() << "\n";
     return 1;

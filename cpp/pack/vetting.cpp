@@ -1,5 +1,7 @@
 #include "pack/vetting.h"
 
+#include <algorithm>
+
 #include "trace/key_table.h"
 
 namespace traincheck {
@@ -12,6 +14,7 @@ const char* vet_verdict_name(VetVerdict v) {
     case VetVerdict::Violated: return "violated on a correct program";
     case VetVerdict::TooFewPrograms: return "triggered on too few programs";
     case VetVerdict::OneFamily: return "triggered in too few families";
+    case VetVerdict::SeenOncePerRun: return "its evidence is a call made once per run";
     case VetVerdict::ClassDoesNotGeneralise: return "its class does not generalise";
     case VetVerdict::NotChecked: return "not checked";
   }
@@ -89,6 +92,16 @@ bool is_step_bound(const Invariant& invariant) {
   return false;
 }
 
+std::vector<std::string> repeated_evidence_apis(const Invariant& invariant) {
+  std::vector<std::string> out;
+  const std::vector<std::string> apis = named_apis(invariant);
+  if (apis.size() == 2 && invariant.relation == "FunctionLeadRelation") out.push_back(apis[0]);
+  if (apis.size() == 2 && invariant.relation == "FunctionCoverRelation") out.push_back(apis[1]);
+  for (const Param& p : invariant.params)
+    if (p.type == ParamType::Api && p.arguments && !p.arguments->is_null()) out.push_back(p.api_full_name);
+  return out;
+}
+
 std::string hypothesis_class(const Invariant& invariant) {
   for (const Param& p : invariant.params)
     if (p.type == ParamType::Api && p.arguments && !p.arguments->is_null()) return invariant.relation + " with argument values";
@@ -122,6 +135,21 @@ struct OutcomeTable {
   }
 };
 
+// Rule (g): an API its evidence needs repeated was called at most once per thread in every program it
+// passed on, of the programs whose repeated calls are known (none known: the rule does not apply).
+bool seen_once_per_run(const Invariant& inv, const std::vector<VetProgram>& programs, const std::vector<std::string>& passed_on) {
+  for (const std::string& api : repeated_evidence_apis(inv)) {
+    bool known = false, repeated = false;
+    for (const VetProgram& p : programs) {
+      if (!p.repeated_calls || std::find(passed_on.begin(), passed_on.end(), p.name) == passed_on.end()) continue;
+      known = true;
+      repeated = repeated || p.repeated_calls->count(api) > 0;
+    }
+    if (known && !repeated) return true;
+  }
+  return false;
+}
+
 // Judges candidate `c` on every program but `left_out` (npos: on all).
 VetDecision judge(const Invariant& inv, size_t c, const OutcomeTable& table, const std::vector<VetProgram>& programs,
                   const VetRule& rule, size_t left_out = std::string::npos) {
@@ -147,6 +175,7 @@ VetDecision judge(const Invariant& inv, size_t c, const OutcomeTable& table, con
   else if (!d.violated_on.empty()) d.verdict = VetVerdict::Violated;
   else if (d.passed_on.size() < rule.min_programs) d.verdict = VetVerdict::TooFewPrograms;
   else if (d.families_passed.size() < rule.min_families) d.verdict = VetVerdict::OneFamily;
+  else if (seen_once_per_run(inv, programs, d.passed_on)) d.verdict = VetVerdict::SeenOncePerRun;
   else d.verdict = VetVerdict::Kept;
   return d;
 }
@@ -175,6 +204,7 @@ void count(ClassTally& t, VetVerdict v) {
     case VetVerdict::Violated: ++t.violated; break;
     case VetVerdict::TooFewPrograms: ++t.too_few_programs; break;
     case VetVerdict::OneFamily: ++t.one_family; break;
+    case VetVerdict::SeenOncePerRun: ++t.seen_once_per_run; break;
     case VetVerdict::ClassDoesNotGeneralise: ++t.class_excluded; break;
     case VetVerdict::NotChecked: ++t.not_checked; break;
   }

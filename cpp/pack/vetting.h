@@ -12,6 +12,13 @@
 // program's own count, and a clause on it stands in for something else (the optimizer's first call, when
 // Adam creates its state), which a second optimizer step in step 1, a resumed run or a loop counting from
 // 0 breaks (`is_step_bound`);
+// and (g), where the programs' traces are at hand (learning across programs, infer/across_programs.h), its
+// evidence is not a call made once per run: each API it needs repeated (`repeated_evidence_apis`: the
+// call that closes an order's window, Lead's first API "before its next call" and Cover's second "before
+// every call"; an API held to argument values) was called at least twice on one thread in a program it
+// passed on. From a call made once per run, "`manual_seed` is followed by `kaiming_uniform_`" is a
+// script's set-up sequence (another program seeds after building its model, or has no Linear layer) and
+// "`manual_seed` calls `_manual_seed_impl(seed=1)`" the seed the scripts chose, not rules of training;
 // rule (c), leaving one program out of the learning keeps that program clean, is measured rather than
 // enforced: for each program, the candidates the other programs learned, vetted on the other programs, that
 // it violates (`leave_one_out`). That is the pack's false-alarm estimate on a program it never saw, and
@@ -32,6 +39,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,9 +59,14 @@ struct VetProgram {
   std::string name, family;
   std::set<std::string> learned;  // identities its own inference produced
   OutcomesByIdentity outcomes;     // every candidate checked on its trace
+  // Rule (g): the functions its traces call at least twice on one thread. Unknown (rule (g) off) when
+  // the vetting has only check results, as traincheck-vet does.
+  std::optional<std::set<std::string>> repeated_calls;
 };
 
-enum class VetVerdict { Kept, DeviceBound, StepBound, Violated, TooFewPrograms, OneFamily, ClassDoesNotGeneralise, NotChecked };
+enum class VetVerdict {
+  Kept, DeviceBound, StepBound, Violated, TooFewPrograms, OneFamily, SeenOncePerRun, ClassDoesNotGeneralise, NotChecked
+};
 const char* vet_verdict_name(VetVerdict v);
 
 // Whether the invariant fixes a device: a tensor attribute naming the device (is_cuda, is_cpu, device, ...)
@@ -65,6 +78,11 @@ bool is_device_bound(const Invariant& invariant);
 // Whether a clause of its precondition (any group, any disjunct) holds the step counter, meta_vars.step, to
 // values. `consistent meta_vars.step` (two records of one step, as Consistency pairs them) fixes nothing.
 bool is_step_bound(const Invariant& invariant);
+
+// Rule (g): the APIs the invariant's evidence needs called more than once per run: the call closing an
+// order's window (FunctionLead: its first API; FunctionCover: its second) and every API held to argument
+// values. Empty for most invariants.
+std::vector<std::string> repeated_evidence_apis(const Invariant& invariant);
 
 // The class rule (e) judges the invariant with: its relation's name, followed by " with argument values"
 // when one of its APIs is held to argument values.
@@ -80,7 +98,7 @@ struct VetDecision {
 
 struct ClassTally {
   size_t candidates = 0, kept = 0, device_bound = 0, step_bound = 0, violated = 0, too_few_programs = 0, one_family = 0,
-         class_excluded = 0, not_checked = 0;
+         seen_once_per_run = 0, class_excluded = 0, not_checked = 0;
   size_t loo_programs_alarmed = 0;  // programs that, left out, violate one of its invariants (before (e))
   bool generalises = true;          // (e)
 };

@@ -11,6 +11,7 @@
 #include "check/check_command.h"
 #include "golden_update.h"
 #include "infer/infer_command.h"
+#include "run_command.h"
 
 namespace fs = std::filesystem;
 using namespace traincheck;
@@ -32,15 +33,6 @@ void expect_golden(const fs::path& actual, const std::string& golden_name) {
   EXPECT_EQ(slurp(actual), slurp(golden)) << "differs from " << golden;
 }
 
-int run(int (*command)(int, const char* const*, std::ostream&), std::vector<std::string> args, std::string& log) {
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream err;
-  const int rc = command(static_cast<int>(argv.size()), argv.data(), err);
-  log = err.str();
-  return rc;
-}
-
 class CliEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -58,7 +50,7 @@ TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
   std::string log;
   const std::string inv = (out_ / "invariants.json").string();
   // -j1: the original's spelling of the worker count (ours: --threads); the output is the same at any count.
-  ASSERT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), (kData / "good_run2").string(), "-o", inv,
+  ASSERT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), (kData / "good_run2").string(), "-o", inv,
                                     "-b", "pandas", "-j1"},
                 log),
             0)
@@ -67,7 +59,7 @@ TEST_F(CliEndToEnd, InferThenCheckFindsTheInjectedBugsAtTheirSteps) {
   ASSERT_TRUE(fs::exists(inv + ".failed"));
 
   const fs::path results = out_ / "results";
-  ASSERT_EQ(run(run_check_command, {"traincheck-check", "-f", (kData / "buggy_run").string(), (kData / "good_run1").string(), "-i", inv,
+  ASSERT_EQ(run_command(run_check_command, {"traincheck-check", "-f", (kData / "buggy_run").string(), (kData / "good_run1").string(), "-i", inv,
                                     "-o", results.string(), "--num-workers", "2"},
                 log),
             0)
@@ -112,24 +104,24 @@ TEST_F(CliEndToEnd, RelationFiltersAndBadInputsFail) {
   std::string log;
   const std::string inv = (out_ / "inv.json").string();
   // Without the relations that hold on this single-thread run, nothing is learned.
-  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--disable-relation",
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--disable-relation",
                                     "APIContainRelation", "FunctionCoverRelation", "FunctionLeadRelation"},
                 log),
             0);
   EXPECT_EQ(slurp(inv), "");
-  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--enable-relation",
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "-o", inv, "--enable-relation",
                                     "FunctionLeadRelation"},
                 log),
             0);
   EXPECT_NE(slurp(inv), "");
   EXPECT_EQ(slurp(inv).find("APIContainRelation"), std::string::npos);
-  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "--enable-relation", "NoSuchRelation"}, log), 2);
-  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "--bogus"}, log), 2);
-  EXPECT_EQ(run(run_check_command, {"traincheck-check", "-f", (kData / "good_run1").string()}, log), 2);  // -i required
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", (kData / "good_run1").string(), "--enable-relation", "NoSuchRelation"}, log), 2);
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "--bogus"}, log), 2);
+  EXPECT_EQ(run_command(run_check_command, {"traincheck-check", "-f", (kData / "good_run1").string()}, log), 2);  // -i required
   // A malformed trace line in the middle is an error naming the file and line.
   const fs::path broken = out_ / "broken";
   fs::create_directories(broken);
   std::ofstream(broken / "trace_API_1_1.log") << "{\"a\":\n{\"b\":1}\n";
-  EXPECT_EQ(run(run_infer_command, {"traincheck-infer", "-f", broken.string(), "-o", inv}, log), 1);
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", broken.string(), "-o", inv}, log), 1);
   EXPECT_NE(log.find("trace_API_1_1.log:1"), std::string::npos) << log;
 }

@@ -21,7 +21,7 @@ Invariant lead(const std::string& a, const std::string& b) {
 
 VetProgram program(std::string name, std::string family, const std::vector<Invariant>& all,
                    const std::vector<CheckOutcome>& outcomes, std::set<size_t> learned = {}) {
-  VetProgram p{std::move(name), std::move(family), {}, {}};
+  VetProgram p{std::move(name), std::move(family), {}, {}, std::nullopt};
   for (size_t i = 0; i < all.size(); ++i) {
     p.outcomes[all[i].identity()] = outcomes[i];
     if (learned.count(i)) p.learned.insert(all[i].identity());
@@ -167,6 +167,48 @@ TEST(Vetting, HypothesesThatFixArgumentValuesAreJudgedAsAClassApartFromTheirRela
   EXPECT_EQ(r.decisions[2].verdict, VetVerdict::Violated);
   EXPECT_EQ(r.decisions[3].verdict, VetVerdict::Violated);
   EXPECT_EQ(r.kept().size(), 2u);
+}
+
+Invariant cover(const std::string& a, const std::string& b) {
+  Invariant inv = lead(a, b);
+  inv.relation = "FunctionCoverRelation";
+  return inv;
+}
+
+TEST(Vetting, RuleGNamesTheCallsWhoseRepeatsTheEvidenceNeeds) {
+  EXPECT_EQ(repeated_evidence_apis(lead("seed", "init")), std::vector<std::string>{"seed"});  // "before seed's next call"
+  EXPECT_EQ(repeated_evidence_apis(cover("zero_grad", "step")), std::vector<std::string>{"step"});  // "before every step"
+  EXPECT_EQ(repeated_evidence_apis(contains("manual_seed", "seed_impl", R"({"seed": {"int": 1}})")),
+            std::vector<std::string>{"seed_impl"});
+  EXPECT_TRUE(repeated_evidence_apis(contains("step", "is_complex")).empty());
+  EXPECT_TRUE(repeated_evidence_apis(same_dtype("relu")).empty());
+}
+
+TEST(Vetting, RuleGDropsWhatOnlyACallMadeOncePerRunShowed) {
+  // Learning across programs: "seed leads init" and the seed's value were seen where `seed` and
+  // `seed_impl` ran once per run, a script's set-up; "zero_grad leads step" repeats in one program it
+  // passed on (m2), and a containment without argument values needs no repeat.
+  const std::vector<Invariant> c = {lead("seed", "init"), lead("zero_grad", "step"), cover("zero_grad", "step"),
+                                    contains("manual_seed", "seed_impl", R"({"seed": {"int": 1}})"),
+                                    contains("step", "is_complex")};
+  std::vector<VetProgram> programs = {program("m1", "mlp", c, {P, P, P, P, P}), program("m2", "cnn", c, {P, P, P, P, P})};
+  programs[0].repeated_calls = std::set<std::string>{"step"};
+  programs[1].repeated_calls = std::set<std::string>{"zero_grad", "step", "is_complex"};
+  VetResult r = vet(c, programs, VetRule{2, 1});
+  EXPECT_EQ(r.decisions[0].verdict, VetVerdict::SeenOncePerRun);
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.decisions[2].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.decisions[3].verdict, VetVerdict::SeenOncePerRun);
+  EXPECT_EQ(r.decisions[4].verdict, VetVerdict::Kept);
+  EXPECT_EQ(r.by_class.at("FunctionLeadRelation").seen_once_per_run, 1u);
+  // A repeat only counts in a program the invariant passed on: m2 no longer triggers "zero_grad leads step".
+  programs[1].outcomes[c[1].identity()] = N;
+  r = vet(c, programs, VetRule{1, 1});
+  EXPECT_EQ(r.decisions[1].verdict, VetVerdict::SeenOncePerRun);
+  // Without the traces (traincheck-vet reads check folders only), rule (g) does not apply.
+  for (VetProgram& p : programs) p.repeated_calls.reset();
+  r = vet(c, programs, VetRule{1, 1});
+  for (const VetDecision& d : r.decisions) EXPECT_EQ(d.verdict, VetVerdict::Kept) << d.invariant->text_description.str();
 }
 
 TEST(Vetting, AnInvariantThatFixesTheDeviceIsNeverKept) {
