@@ -1,6 +1,7 @@
 #include "infer/infer_command.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -185,6 +186,7 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
       written = kept.size();
       failed = result.failed.size();
     } else {
+      std::filesystem::remove(output + ".vetting.json");  // an earlier run's, about invariants no longer there
       InferResult result = infer_invariants(ptrs, relations, options);
       write_invariant_file(output, result.invariants);
       write_failed_file(output + ".failed", result.failed);

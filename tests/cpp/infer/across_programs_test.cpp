@@ -125,6 +125,9 @@ TEST(InferAcrossPrograms, FoldersNamingNoScriptArePooledUnlessAskedOtherwise) {
   ASSERT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", a.string(), b.string(), "-o", inv, "--across-programs", "on"}, log), 0) << log;
   EXPECT_NE(log.find("[infer] learned across 2 programs: "), std::string::npos) << log;
   EXPECT_TRUE(fs::exists(inv + ".vetting.json"));
+  // Pooled again into the same file: the report of the earlier run goes with the invariants it was about.
+  ASSERT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", a.string(), b.string(), "-o", inv}, log), 0) << log;
+  EXPECT_FALSE(fs::exists(inv + ".vetting.json"));
 }
 
 TEST(InferAcrossPrograms, BadSettingsAreRefusedNamingTheOption) {
