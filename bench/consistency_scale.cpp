@@ -153,6 +153,34 @@ bool read_back(Exchange& exchange, JsonParser& parser, const std::string& summar
   return false;
 }
 
+// Whether this build's checker judges a peer's step that has this rank's digest without its records
+// (cross_rank_exchange.h, step_digest.h), and so its exchange skips fetching it. A baseline build without
+// digests reads every peer's summary.
+template <typename Checker>
+bool judges_by_digest(const Checker& checker) {
+  if constexpr (requires { checker.peer_steps_by_digest(); }) return checker.peer_steps_by_digest();
+  return false;
+}
+
+template <typename Options>
+void set_match_by_digest(Options& options, bool on) {
+  if constexpr (requires { options.match_by_digest; }) options.match_by_digest = on;
+}
+
+// The two ranks' digests of a step are equal (untimed: the peer computes its own, and this rank's I/O
+// thread compares them).
+template <typename Exchange>
+bool digests_equal(const Exchange& exchange, const std::vector<Record>& own, const std::vector<Record>& peer) {
+  if constexpr (requires { exchange.digest_of(own); }) return exchange.digest_of(own) == exchange.digest_of(peer);
+  return false;
+}
+
+// What the writer thread does with a matched step: tells the checker (timed).
+template <typename Checker>
+void step_matched(Checker& checker, int64_t step, int64_t process_id) {
+  if constexpr (requires { checker.peer_step_matched(step, process_id); }) checker.peer_step_matched(step, process_id);
+}
+
 int arg(int argc, char** argv, const char* name, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
@@ -173,6 +201,7 @@ int main(int argc, char** argv) {
   const bool alone = ranks == 1 && arg(argc, argv, "--alone", 1) != 0;
   const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
   uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
+  bool peer_steps_matched = false;  // some peer step was judged by digest
   bool idled = false;
   {
     OnlineCheckerOptions options;
@@ -184,10 +213,13 @@ int main(int argc, char** argv) {
     // ended, turns them into the step's summary for the store (an in-memory one here; its I/O thread's
     // CPU is not counted, as it is not the writer's).
     std::unique_ptr<CrossRankExchange> exchange;
+    const bool by_digest = judges_by_digest(checker);
     if (ranks > 1) {
+      CrossRankOptions cross_rank;
+      set_match_by_digest(cross_rank, by_digest);
       exchange = std::make_unique<CrossRankExchange>(
           std::make_unique<testing::MemoryPeerStore>(std::make_shared<testing::MemoryStoreData>(), PeerGroup{0, ranks}),
-          CrossRankOptions{}, checker.peer_fields());
+          cross_rank, checker.peer_fields());
       checker.set_peer_state_observer([&exchange](const Record& r) { exchange->observe(r); });
     }
     // Peers' summaries as their exchanges publish them (made untimed: their cost is the peers'), read
@@ -196,16 +228,28 @@ int main(int argc, char** argv) {
     for (int step = 0; step < steps; ++step) {
       const std::string own = step_lines(0, step, params, shapes);
       std::vector<std::string> peers;
-      if (exchange)
-        for (int r = 1; r < ranks; ++r) peers.push_back(published_summary(*exchange, read_trace_text("peer", step_lines(r, step, params, shapes)).records));
+      std::vector<bool> matched;
+      if (exchange) {
+        const std::vector<Record> own_records = by_digest ? read_trace_text("own", own).records : std::vector<Record>{};
+        for (int r = 1; r < ranks; ++r) {
+          const std::vector<Record> records = read_trace_text("peer", step_lines(r, step, params, shapes)).records;
+          peers.push_back(published_summary(*exchange, records));
+          matched.push_back(by_digest && digests_equal(*exchange, own_records, records));
+        }
+      }
       const uint64_t t0 = thread_cpu_ns();
       checker.add_lines("trace_VAR_100_7.log", own);
       checker.end_batch();
       if (exchange) exchange->exchange(checker.current_step());
       const uint64_t t1 = thread_cpu_ns();
-      for (const std::string& summary : peers) {
+      for (size_t p = 0; p < peers.size(); ++p) {
+        if (matched[p]) {  // not fetched, not read: the checker is told
+          step_matched(checker, step, 101 + static_cast<int64_t>(p));
+          peer_steps_matched = true;
+          continue;
+        }
         std::vector<Record> records;
-        if (!read_back(*exchange, peer_parser, summary, records)) return 1;
+        if (!read_back(*exchange, peer_parser, peers[p], records)) return 1;
         for (const Record& r : records) checker.check_peer_step_end(r);
       }
       const uint64_t t2 = thread_cpu_ns();
@@ -219,8 +263,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   const double per_step = 1e-6 / std::max(1, steps - 1);
   std::printf("{\"params\": %d, \"invariants\": %d, \"ranks\": %d, \"own_ms_per_step\": %.3f, \"peer_ms_per_step\": %.3f, "
-              "\"violations\": %llu, \"alone\": %s}\n",
+              "\"violations\": %llu, \"alone\": %s, \"peer_steps_by_digest\": %s}\n",
               params, count, ranks, checked_ns * per_step, peer_ns * per_step, static_cast<unsigned long long>(violations),
-              idled ? "true" : "false");
+              idled ? "true" : "false", peer_steps_matched ? "true" : "false");
   return 0;
 }

@@ -123,6 +123,13 @@ class OnlineCheck {
   // through the job's store): only for checks whose interest asks for peer_step_ends. A peer's record is
   // compared with this process's instances, never with another peer's (that rank compares its own).
   virtual void on_peer_step_end(const Record& record, std::vector<OnlineViolation>& violations) {}
+  // Whether a peer's step whose summary has this process's digest for the step (the same variables with
+  // the same contents, the ranks' own identities aside: check/online/cross_rank_exchange.h) can be judged
+  // without its records: nothing it compares could then differ. Asked of checks with peer_step_ends.
+  virtual bool judges_peer_steps_by_digest() const { return false; }
+  // Such a step of the peer process `process_id`, whose records were not sent: what the check would have
+  // learned from them (their pairs admitted, their instances' histories), without a violation.
+  virtual void on_peer_step_matched(int64_t step, int64_t process_id) {}
   // The driver's promise that every record it feeds stays valid, at its address, as long as the check
   // lives (replay_check feeds the stored trace's records): the check may keep pointers where it would
   // keep copies (HeldRecord). Call before the first record.

@@ -81,6 +81,14 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
   // Another rank's step end: its instance's step ends with this record at once (cross-rank checking).
   void on_peer_step_end(const Record& record, std::vector<OnlineViolation>& violations) override;
+  // Every member pairs only the ends of one variable name (a `consistent var_name` clause, as the
+  // invariants inference learns from data-parallel runs have): a peer's step with this process's digest
+  // holds, for each of this process's ends, one twin with its value, so no pair of the step can violate.
+  bool judges_peer_steps_by_digest() const override;
+  // Marks the members whose pairs the step would have admitted as triggered, and remembers the step, so
+  // that a peer instance first seen at a later step starts with its twin's history (whether its value
+  // had changed by then), as it would have from the records skipped.
+  void on_peer_step_matched(int64_t step, int64_t process_id) override;
   size_t members() const override { return members_.size(); }
   bool triggered() const override;  // any member's
   bool member_triggered(size_t member) const override { return members_.at(member)->triggered; }
@@ -127,6 +135,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     Name var_name;
     std::optional<Value> value[2];  // per side: the last non-NaN value
     bool changed[2] = {false, false};  // per side: the value has changed once (past the initial state)
+    // Per side, for a peer's twin after matched steps (on_peer_step_matched): the step of the first
+    // change, and the value before it.
+    int64_t changed_at[2] = {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()};
+    std::optional<Value> first_value[2];
     std::optional<End> current[2];     // per side: the step now running, its last record so far
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
@@ -197,6 +209,13 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   // The process ids of the instances seen: one per rank, and per process of the run with variables of the
   // compared types (traincheck-onlinecheck following a run's folder); never pruned, as instances are not.
   std::vector<int64_t> processes_;
+  std::optional<int64_t> local_process_;         // the process of the records on_record sees first
+  std::map<int64_t, int64_t> last_matched_step_;  // peer process -> its last step matched by digest
+  // A new peer instance's history, from its twin in this process, when the peer's steps so far matched.
+  void inherit_history(Instance& peer, int side, const Record& record, int64_t step);
+  // Whether every unequal clause of the member's condition is on a rank's own identity (process, thread,
+  // rank): then a pair of twins from two ranks is admitted exactly when either end alone is.
+  static bool differs_only_by_rank(const PairCondition& condition);
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 

@@ -41,7 +41,12 @@
 // ranks publish through the job's store (check/online/cross_rank_exchange.h), given to on_peer_step_end. A
 // peer's end is final when it arrives, so it is finished at once and compared with this process's ends
 // of the same step (never with another peer's: that pair is the peers' own to compare). Pairing by step
-// is unchanged, so a rank that publishes late is judged as if it had not lagged.
+// is unchanged, so a rank that publishes late is judged as if it had not lagged. A peer's step whose
+// digest equalled this process's comes as on_peer_step_matched, without its records, and only to a check
+// whose members all pair the ends of one variable name (judges_peer_steps_by_digest): there, every
+// end of this process has one twin in the peer's step, with its value, so nothing can differ. The step
+// still triggers the members whose pairs would have been admitted, and a peer instance first seen at a
+// later step takes its twin's history up to the last matched step (inherit_history).
 #include <algorithm>
 #include <array>
 #include <iterator>
@@ -174,7 +179,11 @@ ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Reco
 bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, int64_t step) {
   const Value* value = state_value(r, key_[side]);
   if (value == nullptr) return false;
-  if (inst.value[side] && starts_new_state(&*inst.value[side], *value)) inst.changed[side] = true;  // a change
+  if (inst.value[side] && starts_new_state(&*inst.value[side], *value) && !inst.changed[side]) {  // the first change
+    inst.changed[side] = true;
+    inst.changed_at[side] = step;
+  }
+  if (!inst.first_value[side]) inst.first_value[side] = *value;
   inst.value[side] = *value;
   const bool compared = !(skip_initial_[side] && !inst.changed[side]);
   if (inst.current[side]) {  // the step's running end moves on: assigned in place, its storage reused
@@ -191,6 +200,7 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
 
 void ConsistencyOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
   if (!valid_ || r.type != RecordType::StateChange) return;
+  if (!local_process_) local_process_ = r.process_id;
   const int64_t step = ConsistencyRelation::step_of(r);
   for (int side = 0; side < (symmetric_ ? 1 : 2); ++side) {
     if (r.var_type != type_[side] || state_value(r, key_[side]) == nullptr) continue;
@@ -209,10 +219,69 @@ void ConsistencyOnlineCheck::on_peer_step_end(const Record& r, std::vector<Onlin
     if (r.var_type != type_[side]) continue;
     Instance& inst = instance_of(r);
     inst.peer = true;
+    if (!inst.value[side]) inherit_history(inst, side, r, step);
     if (!update(inst, side, r, step)) continue;
     finish_step(inst, side, violations);
     prune();
   }
+}
+
+bool ConsistencyOnlineCheck::differs_only_by_rank(const PairCondition& condition) {
+  return std::all_of(condition.unequal_clauses().begin(), condition.unequal_clauses().end(), [](const Clause* c) {
+    const std::string_view name = c->prop_name;
+    const size_t dot = name.rfind('.');
+    return c->additional_path.is_null() &&
+           (name == "process_id" || name == "thread_id" || name == "meta_vars._DATA_PARALLEL_RANK" ||
+            is_tool_attribute(dot == std::string_view::npos ? name : name.substr(dot + 1)));
+  });
+}
+
+bool ConsistencyOnlineCheck::judges_peer_steps_by_digest() const {
+  if (!valid_ || !symmetric_) return false;
+  return std::all_of(members_.begin(), members_.end(), [](const std::unique_ptr<Member>& m) {
+    const PairCondition& c = *m->condition;
+    return c.groupable() && std::any_of(c.key_clauses().begin(), c.key_clauses().end(), [](const Clause* k) {
+             return k->prop_name == "var_name" && k->additional_path.is_null();
+           });
+  });
+}
+
+void ConsistencyOnlineCheck::on_peer_step_matched(int64_t step, int64_t process_id) {
+  if (!valid_) return;
+  auto [last, fresh] = last_matched_step_.try_emplace(process_id, step);
+  if (!fresh) last->second = std::max(last->second, step);
+  // The twins' pairs are admitted where this process's end alone is (their unequal properties differ by
+  // rank only; otherwise whether they would have been is not known, and the member is left as it is).
+  auto ended = ended_[0].find(step);
+  if (ended == ended_[0].end()) return;
+  std::vector<const Value*> projection;
+  for (const std::unique_ptr<Member>& m : members_) {
+    if (m->triggered || !differs_only_by_rank(*m->condition)) continue;
+    for (const End& e : ended->second.ends)
+      if (!e.instance->peer && e.compared && m->condition->admits(e.record, projection)) {
+        m->triggered = true;
+        break;
+      }
+  }
+}
+
+void ConsistencyOnlineCheck::inherit_history(Instance& peer, int side, const Record& r, int64_t step) {
+  auto matched = last_matched_step_.find(r.process_id);
+  if (matched == last_matched_step_.end() || matched->second >= step || !local_process_) return;
+  VarInstanceKey key = VarInstanceKey::of(r);
+  key.process_id = *local_process_;
+  auto twin = instances_.find(key);
+  if (twin == instances_.end() || !twin->second.first_value[side]) return;
+  // Up to the last matched step the peer's values were the twin's: changed by then if the twin's were,
+  // else still the twin's first value, against which this record's value is a change or not.
+  const Instance& t = twin->second;
+  if (t.changed_at[side] <= matched->second) {
+    peer.changed[side] = true;
+    peer.changed_at[side] = t.changed_at[side];
+  } else {
+    peer.value[side] = *t.first_value[side];
+  }
+  peer.first_value[side] = *t.first_value[side];
 }
 
 bool ConsistencyOnlineCheck::needs_other_processes() const {

@@ -64,8 +64,9 @@ class PairCondition {
   bool admits(const Record& record, std::vector<const Value*>& out) const;
   size_t key_size() const { return key_.size(); }
   size_t unequal_size() const { return unequal_.size(); }
-  // Groupable only: the clauses a pair must differ on (UniformValues).
+  // Groupable only: the clauses a pair must differ on (UniformValues), and those it must agree on.
   const std::vector<const Clause*>& unequal_clauses() const { return unequal_; }
+  const std::vector<const Clause*>& key_clauses() const { return key_; }
   // A record's value of an `unequal` clause's property as a pair reads it: nullptr when the record can be
   // in no pair (absent, NaN, unhashable).
   static const Value* unequal_value(const Clause& clause, const Record& record);

@@ -51,6 +51,8 @@ void CheckDispatcher::index_checks() {
   by_peer_var_type_.clear();
   peer_var_types_.clear();
   peer_fields_.clear();
+  peer_checks_.clear();
+  bool all_by_digest = true;
   for (size_t c = 0; c < checks_.size(); ++c) {
     const CheckEntry& entry = checks_[c];
     for (size_t m = 0; m < entry.members.size(); ++m) {
@@ -66,8 +68,11 @@ void CheckDispatcher::index_checks() {
     if (interest.peer_step_ends) {
       for (const std::string& t : interest.var_types) by_peer_var_type_[t].push_back(id);
       peer_fields_.insert(interest.peer_fields.begin(), interest.peer_fields.end());
+      peer_checks_.push_back(id);
+      all_by_digest = all_by_digest && entry.check->judges_peer_steps_by_digest();
     }
   }
+  peer_steps_by_digest_ = !peer_checks_.empty() && all_by_digest;
   for (const auto& [type, ids] : by_peer_var_type_) peer_var_types_.push_back(type);
   std::sort(peer_var_types_.begin(), peer_var_types_.end());
   // The context managers' records are wanted too (with no check of their own unless one names them).
@@ -117,6 +122,10 @@ void CheckDispatcher::dispatch_peer_step_end(const Record& r) {
     checks_[id].check->on_peer_step_end(r, found_);
     report_found(checks_[id]);
   }
+}
+
+void CheckDispatcher::dispatch_peer_step_matched(int64_t step, int64_t process_id) {
+  for (uint32_t id : peer_checks_) checks_[id].check->on_peer_step_matched(step, process_id);
 }
 
 void CheckDispatcher::end_trace() {

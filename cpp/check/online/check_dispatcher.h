@@ -45,6 +45,11 @@ class CheckDispatcher {
   void dispatch(const Record& record);
   // Another rank's step end (a record of a peer var type): offered to the checks that asked for them.
   void dispatch_peer_step_end(const Record& record);
+  // A peer's step that matched this process's by digest (OnlineCheck::on_peer_step_matched).
+  void dispatch_peer_step_matched(int64_t step, int64_t process_id);
+  // Whether every check that takes peers' step ends judges a matched step without its records (and there
+  // is one): then the exchange may skip fetching such steps.
+  bool peer_steps_by_digest() const { return peer_steps_by_digest_; }
   // The trace has ended: every check judges what only the end decides (OnlineCheck::on_trace_end).
   void end_trace();
 
@@ -93,6 +98,8 @@ class CheckDispatcher {
   std::vector<uint32_t> all_records_;  // checks that want every record
   Table by_peer_var_type_;             // checks that take other ranks' step ends, by var type
   std::vector<std::string> peer_var_types_;
+  std::vector<uint32_t> peer_checks_;  // the checks in by_peer_var_type_, each once
+  bool peer_steps_by_digest_ = false;
   std::set<std::string> peer_fields_;
   std::function<void(const Record&)> peer_state_observer_;
   std::vector<OnlineViolation> found_;  // scratch

@@ -22,6 +22,9 @@ namespace {
 constexpr const char* kIdentityFields[] = {"type",     "process_id", "thread_id",       "time",
                                            "var_name", "var_type",   "meta_vars.step", "meta_vars.stage",
                                            "meta_vars._DATA_PARALLEL_RANK"};
+// Of those, what names the rank itself: left out of a step's digest (step_digest.h), with the tool's own
+// attributes the checks read (a tensor's data address, `_TRAINCHECK_data_ID`: another in every process).
+constexpr const char* kRankIdentityFields[] = {"process_id", "thread_id", "time", "meta_vars._DATA_PARALLEL_RANK"};
 // Consecutive failed store calls after which the exchange stops (the store went away: the job's process
 // group was destroyed, or the rank that served it exited).
 constexpr int kMaxConsecutiveErrors = 3;
@@ -71,10 +74,52 @@ std::vector<KeyId> kept_keys(const std::set<std::string>& fields) {
   return kept;
 }
 
+std::vector<KeyId> rank_identity_keys(const std::set<std::string>& fields) {
+  std::vector<KeyId> keys;
+  for (const char* f : kRankIdentityFields) keys.push_back(intern_key(f));
+  for (const std::string& f : fields) {
+    const KeyId k = intern_key(f);
+    const std::string_view name = key_name(k);
+    const size_t dot = name.rfind('.');
+    if (is_tool_attribute(dot == std::string_view::npos ? name : name.substr(dot + 1))) keys.push_back(k);
+  }
+  return keys;
+}
+
+// A step key's first line: "<chunks>", or "<chunks> <digest> <process id>" with match_by_digest.
+struct StepHeader {
+  size_t chunks = 0;
+  std::optional<uint64_t> digest;
+  int64_t process_id = 0;
+};
+
+std::optional<StepHeader> parse_step_header(std::string_view line) {
+  const std::string text(line);
+  const char* p = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  StepHeader h;
+  h.chunks = static_cast<size_t>(std::strtoull(p, &end, 10));
+  if (end == p || errno == ERANGE) return std::nullopt;
+  if (*end == '\0') return h;
+  p = end;
+  const uint64_t digest = std::strtoull(p, &end, 16);
+  if (end == p || errno == ERANGE) return h;  // no digest: fetched as before
+  p = end;
+  const long long pid = std::strtoll(p, &end, 10);
+  if (end == p || errno == ERANGE || *end != '\0') return h;
+  h.digest = digest;
+  h.process_id = pid;
+  return h;
+}
+
 }  // namespace
 
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
-    : options_(options), store_(std::move(store)), encoder_(kept_keys(fields)) {
+    : options_(options),
+      store_(std::move(store)),
+      encoder_(kept_keys(fields)),
+      digester_(kept_keys(fields), rank_identity_keys(fields)) {
   io_ = std::thread([this] { io_loop(); });
 }
 
@@ -94,6 +139,8 @@ CrossRankExchange::~CrossRankExchange() {
 void CrossRankExchange::observe(const Record& r) {
   if (!r.has_step) return;
   if (next_to_publish_ && r.step < *next_to_publish_) return;  // a step already published
+  process_id_ = r.process_id;
+  const uint64_t digest = options_.match_by_digest ? digester_.of(r) : 0;
   auto [it, added] = steps_.try_emplace(r.step);
   StepStates& step = it->second;
   if (added) step.position.reserve(last_step_variables_);
@@ -104,6 +151,7 @@ void CrossRankExchange::observe(const Record& r) {
   if (uint32_t* at = step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; })) {
     step.stale_bytes += step.last[*at].second;
     step.last[*at] = frame;
+    step.digests[*at] = digest;
     // A step that lasts (gradient accumulation, a tracker writing many times in a step) would keep every
     // record it saw: its last ones only, once the stale ones outweigh them.
     if (2 * step.stale_bytes > step.frames.size()) compact(step);
@@ -111,6 +159,7 @@ void CrossRankExchange::observe(const Record& r) {
     step.position.insert(mix_key(id), static_cast<uint32_t>(step.ids.size()));
     step.ids.push_back(id);
     step.last.push_back(frame);
+    step.digests.push_back(digest);
   }
 }
 
@@ -124,6 +173,12 @@ void CrossRankExchange::compact(StepStates& step) {
   }
   step.frames.swap(live);
   step.stale_bytes = 0;
+}
+
+uint64_t CrossRankExchange::digest_of(const std::vector<Record>& records) const {
+  std::vector<uint64_t> variables;
+  for (const Record& r : records) variables.push_back(digester_.of(r));
+  return StepDigester::combine(variables);
 }
 
 std::string CrossRankExchange::summary_of(const std::vector<Record>& records) const {
@@ -147,19 +202,23 @@ void CrossRankExchange::hand_over_ended(int64_t last_ended) {
   if (last_ended < *next_to_publish_) return;
   // Many steps at once (a fast loop, the store came late, a long pause): the newest ones, as many as
   // the window holds (peers cannot compare older ones).
-  std::vector<std::pair<int64_t, std::string>> ended;
+  std::vector<Outgoing> ended;
   size_t bytes = 0;
+  static const std::vector<uint64_t> kNoVariables;
   for (int64_t s = last_ended; s >= *next_to_publish_; --s) {
     std::string text = encoder_.key_frame();
+    const std::vector<uint64_t>* digests = &kNoVariables;
     if (auto it = steps_.find(s); it != steps_.end()) {
       StepStates& step = it->second;
       if (s == last_ended) last_step_variables_ = step.ids.size();
       if (step.stale_bytes > 0) compact(step);  // each variable's last frame, in the order they first appeared
       text += step.frames;
+      digests = &step.digests;
     }
     bytes += text.size();
     if (beyond_window(ended.size() + 1, bytes)) break;
-    ended.emplace_back(s, std::move(text));
+    const uint64_t digest = options_.match_by_digest ? StepDigester::combine(*digests) : 0;
+    ended.push_back(Outgoing{s, std::move(text), digest, process_id_});
   }
   std::reverse(ended.begin(), ended.end());
   steps_.erase(steps_.begin(), steps_.upper_bound(last_ended));
@@ -181,12 +240,20 @@ std::vector<Record> CrossRankExchange::take_received() {
   std::vector<Record> records;
   std::string error;
   for (const Received& summary : got)
-    if (!decoder_.decode(summary.text, records, error)) {  // its records before the bad one are kept
+    if (summary.matched_process) {
+      matched_.push_back(MatchedPeerStep{summary.step, summary.rank, *summary.matched_process});
+    } else if (!decoder_.decode(summary.text, records, error)) {  // its records before the bad one are kept
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.store_errors;
       stats_.last_error = "rank " + std::to_string(summary.rank) + ", step " + std::to_string(summary.step) + ": " + error;
     }
   return records;
+}
+
+std::vector<MatchedPeerStep> CrossRankExchange::take_matched() {
+  std::vector<MatchedPeerStep> out;
+  out.swap(matched_);
+  return out;
 }
 
 std::vector<Record> CrossRankExchange::exchange(std::optional<int64_t> current_step) {
@@ -266,7 +333,7 @@ bool CrossRankExchange::connect(std::unique_lock<std::mutex>& lock) {
 void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
   const int rank = stats_.group->rank;
   while (!outbox_.empty() && !disabled_) {
-    auto [step, text] = std::move(outbox_.front());
+    auto [step, text, digest, process_id] = std::move(outbox_.front());
     outbox_.pop_front();
     for (int peer : stats_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
     const size_t bytes = text.size();
@@ -282,7 +349,13 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
     std::vector<std::string> chunks;
     if (text.size() > kInlineSummaryBytes) chunks = chunk_record_frames(text, kMaxStoreValueBytes, too_large);
     stats_.lines_too_large += too_large;
-    const std::string step_value = std::to_string(chunks.size()) + "\n" + (chunks.empty() ? text : std::string());
+    std::string header = std::to_string(chunks.size());
+    if (options_.match_by_digest) {
+      char hex[24];
+      std::snprintf(hex, sizeof hex, " %llx", static_cast<unsigned long long>(digest));
+      header += hex + (" " + std::to_string(process_id));
+    }
+    const std::string step_value = header + "\n" + (chunks.empty() ? text : std::string());
     lock.unlock();
     uint64_t ops = 0;
     try {
@@ -301,7 +374,7 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
       }
       lock.lock();
       consecutive_errors_ = 0;
-      own_keys_.push_back(OwnKey{step, chunks.size(), bytes});
+      own_keys_.push_back(OwnKey{step, chunks.size(), bytes, digest});
       own_bytes_ += bytes;
       last_published_ = step;
       ++stats_.steps_published;
@@ -315,15 +388,17 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-std::string CrossRankExchange::assemble(const std::string& value, int64_t step, int peer, uint64_t& ops, uint64_t& missing) {
+std::string CrossRankExchange::assemble(const std::string& value, int64_t step, int peer, uint64_t& ops, uint64_t& missing,
+                                        std::optional<uint64_t> own_digest, std::optional<int64_t>& matched_process) {
   const size_t eol = value.find('\n');
   if (eol == std::string::npos) return {};
-  size_t chunks = 0;
-  try {
-    chunks = static_cast<size_t>(std::stoull(value.substr(0, eol)));
-  } catch (const std::exception&) {
+  const std::optional<StepHeader> header = parse_step_header(std::string_view(value).substr(0, eol));
+  if (!header) return {};
+  if (options_.match_by_digest && own_digest && header->digest == own_digest) {
+    matched_process = header->process_id;
     return {};
   }
+  const size_t chunks = header->chunks;
   if (chunks == 0) return value.substr(eol + 1);
   std::string text;
   for (size_t i = 0; i < chunks; ++i) {
@@ -394,8 +469,16 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
         wanted.push_back(peer);
         keys.push_back(key_of(step, peer));
       }
+    std::optional<uint64_t> own_digest;
+    for (const OwnKey& k : own_keys_)
+      if (k.step == step) own_digest = k.digest;
     lock.unlock();
-    std::vector<std::pair<int, std::string>> got;
+    struct Got {
+      int peer;
+      std::string text;
+      std::optional<int64_t> matched_process;
+    };
+    std::vector<Got> got;
     std::vector<std::pair<int, std::string>> latest;  // of the peers whose summary is not there: their latest key
     bool all = false;
     uint64_t ops = 0, missing = 0;
@@ -411,14 +494,17 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
                                                keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), from + kBatch)));
           std::vector<std::string> values = store_->multi_get(batch);
           ++ops;
-          for (size_t i = 0; i < batch.size() && i < values.size(); ++i)
-            got.emplace_back(wanted[from + i], assemble(values[i], step, wanted[from + i], ops, missing));
+          for (size_t i = 0; i < batch.size() && i < values.size(); ++i) {
+            Got& g = got.emplace_back(Got{wanted[from + i], {}, std::nullopt});
+            g.text = assemble(values[i], step, g.peer, ops, missing, own_digest, g.matched_process);
+          }
         }
       } else if (behind) {
         for (size_t i = 0; i < wanted.size(); ++i) {
           ops += 2;
           if (store_->check({keys[i]})) {
-            got.emplace_back(wanted[i], assemble(store_->multi_get({keys[i]}).at(0), step, wanted[i], ops, missing));
+            Got& g = got.emplace_back(Got{wanted[i], {}, std::nullopt});
+            g.text = assemble(store_->multi_get({keys[i]}).at(0), step, g.peer, ops, missing, own_digest, g.matched_process);
           } else if (store_->check({latest_key(wanted[i])})) {
             ++ops;
             latest.emplace_back(wanted[i], store_->multi_get({latest_key(wanted[i])}).at(0));
@@ -436,13 +522,14 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
       return;
     }
     consecutive_errors_ = 0;
-    for (auto& [peer, text] : got) {
+    for (auto& [peer, text, matched_process] : got) {
       if (stats_.lagging.erase(peer))
         std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
                      static_cast<long long>(step));
       ++stats_.summaries_received;
-      stats_.records_received += count_record_frames(text);
-      inbox_.push_back(Received{step, peer, std::move(text)});
+      if (matched_process) ++stats_.summaries_matched;
+      else stats_.records_received += count_record_frames(text);
+      inbox_.push_back(Received{step, peer, std::move(text), matched_process});
       cursor_[peer] = step + 1;
     }
     for (const auto& [peer, value] : latest) {
@@ -474,9 +561,9 @@ void CrossRankExchange::io_loop() {
     } else {
       // Not connected yet: keep only the steps peers can still compare once it is.
       size_t bytes = 0;
-      for (const auto& [step, text] : outbox_) bytes += text.size();
+      for (const Outgoing& o : outbox_) bytes += o.text.size();
       while (!outbox_.empty() && beyond_window(outbox_.size(), bytes)) {
-        bytes -= outbox_.front().second.size();
+        bytes -= outbox_.front().text.size();
         outbox_.pop_front();
       }
     }

@@ -25,6 +25,10 @@
 // is reported on stderr as lagging or stopped and skipped (compared again from the steps it publishes
 // later), and a peer's step older than that peer's own window is skipped: nothing ever waits for a key,
 // so a dead rank never hangs the others.
+//
+// A step key's value starts with a line "<chunks>" (match_by_digest: "<chunks> <digest, hex> <process
+// id>"), then the summary itself when it has no chunks. A peer's step whose digest equals this rank's is
+// not fetched further: its records are not read, and take_matched() reports it.
 #pragma once
 
 #include <chrono>
@@ -44,6 +48,7 @@
 #include <vector>
 
 #include "check/online/peer_store.h"
+#include "check/online/step_digest.h"
 #include "common/position_table.h"
 #include "trace/key_table.h"
 #include "trace/record.h"
@@ -62,6 +67,17 @@ struct CrossRankOptions {
   size_t keep_bytes = size_t{1} << 20;  // and more steps while this rank's kept summaries fit in this
   int poll_ms = 20;          // how often the I/O thread looks again for summaries not there yet
   int final_wait_ms = 2000;  // at the end, how long to wait for the peers' last steps
+  // Publish each step's digest (step_digest.h) with its summary, and do not fetch a peer's step whose
+  // digest equals this rank's: its records are not read, it is reported by take_matched(). Only when
+  // the checks judge such a step without them (OnlineChecker::peer_steps_by_digest).
+  bool match_by_digest = false;
+};
+
+// A peer's step whose digest equalled this rank's (CrossRankOptions::match_by_digest).
+struct MatchedPeerStep {
+  int64_t step = 0;
+  int rank = 0;
+  int64_t process_id = 0;  // the peer's, from its step key
 };
 
 // Store payloads are bounded whatever the model size: torch's TCPStore drops the connection (the job's
@@ -80,6 +96,7 @@ struct CrossRankStats {
   uint64_t steps_published = 0;
   uint64_t bytes_published = 0;
   uint64_t summaries_received = 0;
+  uint64_t summaries_matched = 0;  // of those, steps with this rank's digest: their records not fetched
   uint64_t records_received = 0;
   uint64_t store_ops = 0;
   uint64_t store_errors = 0;
@@ -117,6 +134,8 @@ class CrossRankExchange {
   // The trace has ended: every step has, the last one too. Publishes them, waits up to final_wait_ms for
   // the peers' summaries of the steps this rank ended, stops the I/O thread and returns what arrived.
   std::vector<Record> finish();
+  // The peers' steps matched by digest that arrived with the last exchange() or finish() (each once).
+  std::vector<MatchedPeerStep> take_matched();
 
   CrossRankStats stats() const;
   // The summary a step whose variables' last records are `records` publishes (record_frames.h), and
@@ -124,6 +143,8 @@ class CrossRankExchange {
   // for tests and benchmarks, the same code the exchange runs.
   std::string summary_of(const std::vector<Record>& records) const;
   bool read_summary(std::string_view summary, std::vector<Record>& out, std::string& error);
+  // The digest a step whose variables' last records are `records` publishes (step_digest.h).
+  uint64_t digest_of(const std::vector<Record>& records) const;
   // Writer side: the bytes held for steps not handed over yet (each variable's frames), for tests.
   size_t pending_bytes() const;
 
@@ -132,6 +153,13 @@ class CrossRankExchange {
     int64_t step;
     int rank;
     std::string text;
+    std::optional<int64_t> matched_process;  // matched by digest (text empty): the peer's process
+  };
+  struct Outgoing {
+    int64_t step;
+    std::string text;
+    uint64_t digest;
+    int64_t process_id;
   };
   void hand_over_ended(int64_t last_ended);
   std::vector<Record> take_received();
@@ -149,6 +177,7 @@ class CrossRankExchange {
   const CrossRankOptions options_;
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
   RecordFrameEncoder encoder_;        // this rank's summaries: the identity and the fields the checks read
+  StepDigester digester_;             // their digests (match_by_digest)
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable
@@ -159,6 +188,7 @@ class CrossRankExchange {
     std::string frames;
     std::vector<uint64_t> ids;                   // per variable: (var type id, var name id)
     std::vector<std::pair<size_t, size_t>> last;  // per variable: its last frame (offset, size) in `frames`
+    std::vector<uint64_t> digests;               // per variable: its last record's (match_by_digest)
     PositionTable position;                      // id -> its index in `ids` (flat: 50k variables a step)
     size_t stale_bytes = 0;                      // frames of `frames` that a later one replaced
   };
@@ -167,12 +197,14 @@ class CrossRankExchange {
   size_t last_step_variables_ = 0;          // the last step's: room for the next one's
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
   RecordFrameDecoder decoder_;
+  int64_t process_id_ = 0;                  // this rank's, from the records observed
+  std::vector<MatchedPeerStep> matched_;    // take_received()'s, for take_matched()
 
   // Shared with the I/O thread.
   mutable std::mutex mutex_;
   std::condition_variable wake_;     // the I/O thread waits on it
   std::condition_variable drained_;  // finish() waits on it
-  std::deque<std::pair<int64_t, std::string>> outbox_;  // step -> summary, in step order
+  std::deque<Outgoing> outbox_;  // in step order
   std::vector<Received> inbox_;
   bool stopping_ = false;  // finish(): the last steps are in the outbox
   // When stopping_ was set: the I/O thread's final wait and finish()'s wait for it count from the same
@@ -184,11 +216,14 @@ class CrossRankExchange {
   // The I/O thread's own.
   std::map<int, int64_t> cursor_;            // peer -> the next step wanted from it
   // A peer's summary from its step key's value (fetching its chunks, one store call each); `ops` counts
-  // the calls. Without the lock.
-  std::string assemble(const std::string& step_value, int64_t step, int peer, uint64_t& ops, uint64_t& missing);
+  // the calls. Without the lock. With match_by_digest, a value whose digest is `own_digest` (this rank's
+  // for the step) is not fetched: empty, and `matched_process` set to the peer's process.
+  std::string assemble(const std::string& step_value, int64_t step, int peer, uint64_t& ops, uint64_t& missing,
+                       std::optional<uint64_t> own_digest, std::optional<int64_t>& matched_process);
   struct OwnKey {
     int64_t step;
     size_t chunks, bytes;
+    uint64_t digest;
   };
   std::deque<OwnKey> own_keys_;  // this rank's keys still in the store, oldest first
   size_t own_bytes_ = 0;         // their summaries' size

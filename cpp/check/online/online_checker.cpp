@@ -56,6 +56,10 @@ void OnlineChecker::check_peer_step_end(const Record& r) {
   if (!ended_) dispatcher_->dispatch_peer_step_end(r);
 }
 
+void OnlineChecker::peer_step_matched(int64_t step, int64_t process_id) {
+  if (!ended_) dispatcher_->dispatch_peer_step_matched(step, process_id);
+}
+
 void OnlineChecker::add_lines(std::string_view source, std::string_view text) {
   if (!ended_) feed_->add_lines(source, text);
 }

@@ -101,6 +101,10 @@ class OnlineChecker {
   }
   // Another rank's step end (a record of a peer var type): offered to the checks that asked for them.
   void check_peer_step_end(const Record& record);
+  // Another rank's step whose summary had this process's digest (cross_rank_exchange.h): judged without
+  // its records. Only when peer_steps_by_digest().
+  void peer_step_matched(int64_t step, int64_t process_id);
+  bool peer_steps_by_digest() const { return dispatcher_->peer_steps_by_digest(); }
   // Every record to come is one process's and no peer step end will come: the checks that only pair
   // records of two processes are fed nothing (CheckDispatcher::assume_one_process). Before the first
   // record; returns how many invariants idle.

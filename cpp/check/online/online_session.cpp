@@ -113,6 +113,9 @@ TcRecordSink OnlineSession::sink() {
 bool OnlineSession::enable_cross_rank(std::unique_ptr<PeerStore> store, CrossRankOptions options) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (checker_->peer_var_types().empty()) return false;
+  // Replicas in sync publish equal digests: a peer's step with this rank's is not fetched when every
+  // check that compares across ranks can judge it so (step_digest.h).
+  options.match_by_digest = checker_->peer_steps_by_digest();
   cross_rank_ = std::make_unique<CrossRankExchange>(std::move(store), options, checker_->peer_fields());
   checker_->set_peer_state_observer([exchange = cross_rank_.get()](const Record& r) { exchange->observe(r); });
   return true;
@@ -125,7 +128,15 @@ std::optional<CrossRankStats> OnlineSession::cross_rank_stats() const {
 }
 
 void OnlineSession::check_peer_ends_locked(const std::vector<Record>& ends) {
-  for (const Record& r : ends) checker_->check_peer_step_end(r);
+  // In step order, matched steps among the others (both come in step order): a peer instance first seen
+  // at a step takes its history from the peer's steps matched before it.
+  const std::vector<MatchedPeerStep> matched = cross_rank_->take_matched();
+  size_t m = 0;
+  for (const Record& r : ends) {
+    for (; m < matched.size() && matched[m].step < r.step; ++m) checker_->peer_step_matched(matched[m].step, matched[m].process_id);
+    checker_->check_peer_step_end(r);
+  }
+  for (; m < matched.size(); ++m) checker_->peer_step_matched(matched[m].step, matched[m].process_id);
 }
 
 uint64_t OnlineSession::fail_locked(const char* what) {

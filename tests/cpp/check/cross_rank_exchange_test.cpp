@@ -539,3 +539,98 @@ TEST(CrossRankExchange, APeerMissingOnlyItsLastStepsAtTheEndIsNotLagging) {
   EXPECT_TRUE(job.ranks[0].stats().lagging.empty());
   EXPECT_TRUE(job.violations().empty());
 }
+
+namespace {
+
+// The invariant inference learns from data-parallel runs: replicas of one parameter (`consistent
+// var_name`), on two ranks. Its check judges a peer's step by digest.
+std::string learned_invariant() {
+  std::ifstream in(fs::path(TC_TEST_DATA_DIR) / "relation_cases" / "consistency" / "ranks_learned" / "expected_invariants.jsonl");
+  std::string line;
+  std::getline(in, line);
+  return line + "\n";
+}
+
+// Feeds `steps` steps of `lines(rank, step)` to a job's two ranks, each step judged before the next,
+// and closes them.
+template <typename Lines>
+void run_steps(Job& job, int steps, Lines&& lines) {
+  for (int step = 0; step < steps; ++step) {
+    for (int r = 0; r < 2; ++r) job.ranks[r].feed(lines(r, step));
+    job.settle([&] {
+      for (const Rank& r : job.ranks)
+        if (r.stats().summaries_received < static_cast<uint64_t>(step)) return false;
+      return true;
+    });
+  }
+  for (Rank& r : job.ranks) r.sink.on_close(r.sink.context);
+}
+
+}  // namespace
+
+TEST(CrossRankExchange, RanksInSyncExchangeDigestsAndOnlyADivergentStepsRecords) {
+  Job job("digest", 2, Job::fast_options(), learned_invariant());
+  const int kSteps = 8, kDiverge = 5;
+  run_steps(job, kSteps, [&](int r, int step) { return step_lines(r, step, r == 1 && step == kDiverge ? 424242 : 0); });
+  // The divergent step's parameter 0, seen by each rank, as with every record fetched; nothing else.
+  const auto found = job.violations();
+  ASSERT_EQ(found.size(), 2u);
+  for (const auto& records : found) {
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(records[0].second, kDiverge);
+    EXPECT_EQ(records[1].second, kDiverge);
+    EXPECT_NE(records[0].first, records[1].first);
+  }
+  for (const Rank& r : job.ranks) {
+    const CrossRankStats st = r.stats();
+    EXPECT_GE(st.summaries_received, static_cast<uint64_t>(kSteps - 1));
+    // Every step but the divergent one matched: only its records came.
+    EXPECT_EQ(st.summaries_matched, st.summaries_received - 1);
+    EXPECT_EQ(st.records_received, static_cast<uint64_t>(kParams));
+    EXPECT_EQ(r.session->counts().triggered, 1u);  // its pairs were judged, if not read
+  }
+}
+
+TEST(CrossRankExchange, AParameterFirstChangingDifferentlyAfterMatchedStepsIsStillCompared) {
+  // Parameter 0 stays at its first value until step 4 on both ranks, then changes, differently on each.
+  // The peer's instance is first seen at step 4 (steps 0-3 matched): its history comes from its twin, so
+  // its step-4 end is a change, not an initial state left out, and the pair is judged as offline.
+  Job job("digest_first_change", 2, Job::fast_options(), learned_invariant());
+  const int kChange = 4;
+  auto lines = [&](int r, int step) {
+    std::string text = step_lines(r, step);
+    const std::string from = "\"data\":" + std::to_string(1000003LL + 7919LL * step);
+    const int64_t frozen = step < kChange ? 1 : 2 + (r == 1 ? 5 : 0);
+    text.replace(text.find(from), from.size(), "\"data\":" + std::to_string(frozen));
+    return text;
+  };
+  run_steps(job, 7, lines);
+  const auto found = job.violations();
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0][0].second, kChange);
+  for (const Rank& r : job.ranks) EXPECT_GE(r.stats().summaries_matched, static_cast<uint64_t>(kChange - 1));
+}
+
+TEST(CrossRankExchange, InvariantsThatPairDifferentVariablesFetchEveryStep) {
+  // The original's DDP invariant pairs every two parameters of one size, across names: equal digests
+  // do not tell its verdicts, so every step's records come.
+  Job job("no_digest", 2);
+  run_steps(job, 4, [](int r, int step) { return step_lines(r, step); });
+  for (const Rank& r : job.ranks) {
+    EXPECT_EQ(r.stats().summaries_matched, 0u);
+    EXPECT_GE(r.stats().records_received, static_cast<uint64_t>(3 * kParams));
+  }
+}
+
+TEST(CrossRankExchange, RanksInSyncReadNoPeerRecordAndTheInvariantIsStillJudged) {
+  // Every step matched: no record of the peer is read, and the invariant counts as triggered (its pairs
+  // were admitted and held), not as one whose precondition never held.
+  Job job("digest_in_sync", 2, Job::fast_options(), learned_invariant());
+  run_steps(job, 6, [](int r, int step) { return step_lines(r, step); });
+  EXPECT_TRUE(job.violations().empty());
+  for (const Rank& r : job.ranks) {
+    EXPECT_EQ(r.stats().records_received, 0u);
+    EXPECT_GE(r.stats().summaries_matched, 5u);
+    EXPECT_EQ(r.session->counts().triggered, 1u);
+  }
+}
