@@ -111,6 +111,9 @@ def test_a_good_ddp_run_reports_nothing_and_each_rank_compares_its_peer(tmp_path
         cr = s["cross_rank"]
         assert cr["world_size"] == 2 and cr["store_errors"] == 0 and cr["lagging"] == []
         assert cr["summaries_received"] >= 7  # every ended step of the peer
+        # Replicas in sync: the learned invariant pairs replicas of one name, so the peer's steps with this
+        # rank's digest are judged without being fetched (step_digest.h), and all of them match.
+        assert cr["summaries_matched"] == cr["summaries_received"] and cr["records_received"] == 0
         assert s["violations"] == 0 and s["triggered"] >= 1  # pairs were compared
 
 

@@ -340,6 +340,7 @@ Value OnlineSession::summary_locked() const {
                                         {"steps_published", n(st.steps_published)},
                                         {"bytes_published", n(st.bytes_published)},
                                         {"summaries_received", n(st.summaries_received)},
+                                        {"summaries_matched", n(st.summaries_matched)},
                                         {"records_received", n(st.records_received)},
                                         {"store_ops", n(st.store_ops)},
                                         {"store_errors", n(st.store_errors)},
