@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -139,6 +140,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     // change, and the value before it.
     int64_t changed_at[2] = {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()};
     std::optional<Value> first_value[2];
+    int64_t latest_step[2] = {0, 0};  // per side: the step of `value`
     std::optional<End> current[2];     // per side: the step now running, its last record so far
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
@@ -211,6 +213,9 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::vector<int64_t> processes_;
   std::optional<int64_t> local_process_;         // the process of the records on_record sees first
   std::map<int64_t, int64_t> last_matched_step_;  // peer process -> its last step matched by digest
+  std::set<int64_t> matched_steps_;               // steps some peer matched (pruned with ended_)
+  // Marks the members a twin pair of `end` (this process's) would trigger; whether one is left untriggered.
+  bool trigger_by_twin(const End& end);
   // A new peer instance's history, from its twin in this process, when the peer's steps so far matched.
   void inherit_history(Instance& peer, int side, const Record& record, int64_t step);
   // Whether every unequal clause of the member's condition is on a rank's own identity (process, thread,

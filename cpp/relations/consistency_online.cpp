@@ -185,6 +185,7 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
   }
   if (!inst.first_value[side]) inst.first_value[side] = *value;
   inst.value[side] = *value;
+  inst.latest_step[side] = step;
   const bool compared = !(skip_initial_[side] && !inst.changed[side]);
   if (inst.current[side]) {  // the step's running end moves on: assigned in place, its storage reused
     End& e = *inst.current[side];
@@ -219,7 +220,7 @@ void ConsistencyOnlineCheck::on_peer_step_end(const Record& r, std::vector<Onlin
     if (r.var_type != type_[side]) continue;
     Instance& inst = instance_of(r);
     inst.peer = true;
-    if (!inst.value[side]) inherit_history(inst, side, r, step);
+    inherit_history(inst, side, r, step);
     if (!update(inst, side, r, step)) continue;
     finish_step(inst, side, violations);
     prune();
@@ -250,24 +251,34 @@ void ConsistencyOnlineCheck::on_peer_step_matched(int64_t step, int64_t process_
   if (!valid_) return;
   auto [last, fresh] = last_matched_step_.try_emplace(process_id, step);
   if (!fresh) last->second = std::max(last->second, step);
-  // The twins' pairs are admitted where this process's end alone is (their unequal properties differ by
-  // rank only; otherwise whether they would have been is not known, and the member is left as it is).
-  auto ended = ended_[0].find(step);
-  if (ended == ended_[0].end()) return;
-  std::vector<const Value*> projection;
+  matched_steps_.insert(step);
+  // This process's ends of the step that have ended; those still running are judged when they end
+  // (finish_step).
+  if (auto ended = ended_[0].find(step); ended != ended_[0].end())
+    for (const End& e : ended->second.ends)
+      if (!e.instance->peer && !trigger_by_twin(e)) break;
+}
+
+bool ConsistencyOnlineCheck::trigger_by_twin(const End& end) {
+  // The twin's pair is admitted where this process's end alone is, when the pair's unequal properties
+  // differ by rank only; otherwise whether it would have been is not known, and the member is left as it
+  // is. True while some member is still not triggered.
+  bool pending = false;
   for (const std::unique_ptr<Member>& m : members_) {
     if (m->triggered || !differs_only_by_rank(*m->condition)) continue;
-    for (const End& e : ended->second.ends)
-      if (!e.instance->peer && e.compared && m->condition->admits(e.record, projection)) {
-        m->triggered = true;
-        break;
-      }
+    if (end.compared && m->condition->admits(end.record, projection_)) m->triggered = true;
+    else pending = true;
   }
+  return pending;
 }
 
 void ConsistencyOnlineCheck::inherit_history(Instance& peer, int side, const Record& r, int64_t step) {
+  if (last_matched_step_.empty() || peer.changed[side]) return;
   auto matched = last_matched_step_.find(r.process_id);
   if (matched == last_matched_step_.end() || matched->second >= step || !local_process_) return;
+  // Seen before (a step fetched, then matched ones): its history stops at its last end seen; only steps
+  // matched since then are the twin's to tell.
+  if (peer.value[side] && peer.latest_step[side] >= matched->second) return;
   VarInstanceKey key = VarInstanceKey::of(r);
   key.process_id = *local_process_;
   auto twin = instances_.find(key);
@@ -278,10 +289,10 @@ void ConsistencyOnlineCheck::inherit_history(Instance& peer, int side, const Rec
   if (t.changed_at[side] <= matched->second) {
     peer.changed[side] = true;
     peer.changed_at[side] = t.changed_at[side];
-  } else {
+  } else if (!peer.value[side]) {
     peer.value[side] = *t.first_value[side];
   }
-  peer.first_value[side] = *t.first_value[side];
+  if (!peer.first_value[side]) peer.first_value[side] = *t.first_value[side];
 }
 
 bool ConsistencyOnlineCheck::needs_other_processes() const {
@@ -323,6 +334,7 @@ void ConsistencyOnlineCheck::finish_step(Instance& inst, int side, std::vector<O
   StepEnds& step = ended_at(0, done.step);  // holds the written counts and the guards
   for (size_t g = 0; g < guards_.size(); ++g) step.uniform.note(g, PairCondition::unequal_value(*guards_[g], done.record));
   if (!inst.peer) ++step.local_ends;
+  if (!inst.peer && matched_steps_.count(done.step)) trigger_by_twin(done);  // a peer's step matched by digest
   if (auto it = ended_[other_side].find(done.step); it != ended_[other_side].end()) {
     StepEnds& others = it->second;
     for (size_t i = 0; i < indexes_.size(); ++i) {
@@ -386,6 +398,7 @@ void ConsistencyOnlineCheck::prune() {
         kept_ends_ -= it->second.ends.size();
         per_side.erase(it);
       }
+    matched_steps_.erase(matched_steps_.begin(), matched_steps_.upper_bound(oldest));
   }
 }
 

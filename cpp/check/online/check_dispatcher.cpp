@@ -106,8 +106,9 @@ void CheckDispatcher::dispatch(const Record& record) {
     }
   };
   offer(all_records_);
+  // As the checks see it: with its live context managers, which a precondition may name.
   if (peer_state_observer_ && !r.is_api() && by_peer_var_type_.find(r.var_type) != by_peer_var_type_.end())
-    peer_state_observer_(record);
+    peer_state_observer_(r);
   const Table& table = r.is_api() ? by_function_ : by_var_type_;
   auto it = table.find(r.is_api() ? r.function : r.var_type);
   if (it != table.end()) offer(it->second);

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -93,14 +94,19 @@ struct StepHeader {
   int64_t process_id = 0;
 };
 
+// A summary in more chunks than this is no summary of ours (4 GiB): its chunks are not fetched one store
+// call each for ever.
+constexpr size_t kMaxChunks = 4096;
+
 std::optional<StepHeader> parse_step_header(std::string_view line) {
   const std::string text(line);
   const char* p = text.c_str();
+  if (!std::isdigit(static_cast<unsigned char>(*p))) return std::nullopt;  // strtoull takes " -1" as 2^64 - 1
   char* end = nullptr;
   errno = 0;
   StepHeader h;
   h.chunks = static_cast<size_t>(std::strtoull(p, &end, 10));
-  if (end == p || errno == ERANGE) return std::nullopt;
+  if (end == p || errno == ERANGE || h.chunks > kMaxChunks) return std::nullopt;
   if (*end == '\0') return h;
   p = end;
   const uint64_t digest = std::strtoull(p, &end, 16);
@@ -138,7 +144,15 @@ CrossRankExchange::~CrossRankExchange() {
 
 void CrossRankExchange::observe(const Record& r) {
   if (!r.has_step) return;
-  if (next_to_publish_ && r.step < *next_to_publish_) return;  // a step already published
+  if (next_to_publish_ && r.step < *next_to_publish_) {  // a step already published
+    // Its summary and digest lack this record, which this rank's check takes as the step's end: a peer's
+    // step is no longer known equal by digest, and is fetched.
+    if (options_.match_by_digest) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (late_steps_.insert(r.step).second && late_steps_.size() > kMaxLateSteps) late_steps_.erase(late_steps_.begin());
+    }
+    return;
+  }
   process_id_ = r.process_id;
   const uint64_t digest = options_.match_by_digest ? digester_.of(r) : 0;
   auto [it, added] = steps_.try_emplace(r.step);
@@ -471,7 +485,7 @@ void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
       }
     std::optional<uint64_t> own_digest;
     for (const OwnKey& k : own_keys_)
-      if (k.step == step) own_digest = k.digest;
+      if (k.step == step && !late_steps_.count(step)) own_digest = k.digest;
     lock.unlock();
     struct Got {
       int peer;

@@ -206,6 +206,10 @@ class CrossRankExchange {
   std::condition_variable drained_;  // finish() waits on it
   std::deque<Outgoing> outbox_;  // in step order
   std::vector<Received> inbox_;
+  // Steps this rank saw a record of after publishing them (observe): never matched by digest. The newest
+  // kMaxLateSteps only (older ones are long out of every window).
+  static constexpr size_t kMaxLateSteps = 1024;
+  std::set<int64_t> late_steps_;
   bool stopping_ = false;  // finish(): the last steps are in the outbox
   // When stopping_ was set: the I/O thread's final wait and finish()'s wait for it count from the same
   // moment (final_wait_ms, and finish() 1 s more), whatever round the I/O thread was in.

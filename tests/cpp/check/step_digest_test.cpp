@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -60,4 +61,25 @@ TEST(StepDigest, AStepsDigestIsTheSameInAnyOrderAndCountsItsVariables) {
   EXPECT_EQ(StepDigester::combine({a, b}), StepDigester::combine({b, a}));
   EXPECT_NE(StepDigester::combine({a, b}), StepDigester::combine({a}));
   EXPECT_NE(StepDigester::combine({a, a}), StepDigester::combine({}));
+}
+
+TEST(StepDigest, ValuesOfTwoKindsNeverMeetByTheirBits) {
+  // Regression (review): an int i and the double whose bits are i ^ 1 once hashed alike (1 and 0.0).
+  const StepDigester d = digester();
+  Record as_double = record(0, 0);
+  as_double.set(intern_key("attributes.data"), Value::real(0.0));
+  EXPECT_NE(d.of(record(0, 1)), d.of(as_double));
+}
+
+TEST(StepDigest, ArraysAreHashedValueByValueNotAsJsonText) {
+  // As JSON text an infinity, a NaN and null were all "null": [inf] and [null] were one digest.
+  const StepDigester d = digester();
+  auto with_shape = [&](Value element) {
+    Record r = record(0, 42);
+    r.set(intern_key("attributes.shape"), Value::array({std::move(element)}));
+    return d.of(r);
+  };
+  EXPECT_NE(with_shape(Value::real(std::numeric_limits<double>::infinity())), with_shape(Value::null()));
+  EXPECT_NE(with_shape(Value::real(std::numeric_limits<double>::quiet_NaN())), with_shape(Value::null()));
+  EXPECT_EQ(with_shape(Value::integer(4)), with_shape(Value::integer(4)));
 }
