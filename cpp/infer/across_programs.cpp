@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "check/checker.h"
+#include "common/console_text.h"
 
 namespace traincheck {
 
@@ -18,6 +19,7 @@ std::map<std::string, std::string> env_dump_fields(const std::filesystem::path& 
   std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written on Windows
     const size_t colon = line.find(": ");
     if (colon == std::string::npos) continue;
     const std::string key = line.substr(0, colon);
@@ -78,7 +80,7 @@ AcrossProgramsResult infer_across_programs(const std::vector<ProgramTraces>& pro
   std::map<std::string, size_t> candidate_of;
   for (const ProgramTraces& p : programs) {
     if (p.traces.empty()) throw std::invalid_argument("program " + p.name + " has no trace");
-    if (options.progress) *options.progress << "[infer] program " << p.name << ": " << p.traces.size() << " trace(s)\n";
+    if (options.progress) *options.progress << "[infer] program " << console_text(p.name) << ": " << p.traces.size() << " trace(s)\n";
     InferResult own = infer_invariants(p.traces, relations, options);
     result.hypotheses += own.hypotheses;
     VetProgram vp;
@@ -95,7 +97,8 @@ AcrossProgramsResult infer_across_programs(const std::vector<ProgramTraces>& pro
     result.programs.push_back(std::move(vp));
   }
   // Every candidate on every program's runs.
-  const CheckOptions check_options;
+  CheckOptions check_options;
+  check_options.max_violations = 0;  // whether, not where: counted, none kept
   for (size_t i = 0; i < programs.size(); ++i) {
     std::vector<CheckOutcome> folded(result.candidates.size(), CheckOutcome::NotTriggered);
     for (const TraceStore* t : programs[i].traces) {

@@ -53,7 +53,10 @@ std::vector<ProgramTraces> group_by_program(const std::vector<TraceStore>& trace
     std::string program = i >= first_folder ? program_of_trace_folder(folders[i - first_folder]) : "";
     if (program.empty()) {
       ++unknown;
-      program = i >= first_folder ? folders[i - first_folder] : traces[i].name();
+      // One folder named twice (`x` and `./x`) is one program, not two that agree by construction.
+      std::error_code ec;
+      program = i >= first_folder ? std::filesystem::weakly_canonical(folders[i - first_folder], ec).string() : traces[i].name();
+      if (ec) program = folders[i - first_folder];
     }
     auto [it, fresh] = index.emplace(program, groups.size());
     if (fresh) groups.push_back({program, {}});
@@ -127,8 +130,9 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
   size_t min_programs = 2;
   InferOptions options;
   try {
-    const long long m = std::stoll(args.get("min_programs"));
-    if (m < 1) throw std::out_of_range("min_programs");
+    size_t used = 0;
+    const long long m = std::stoll(args.get("min_programs"), &used);
+    if (m < 1 || used != args.get("min_programs").size()) throw std::out_of_range("min_programs");
     min_programs = static_cast<size_t>(m);
     options.precondition.sampling = !args.flag_set("disable_precond_sampling");
     options.precondition.sampling_threshold = std::stoul(args.get("precond_sampling_threshold"));
@@ -169,24 +173,30 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
       return 2;
     }
     if (across == AcrossPrograms::Auto && !learn_across && programs.size() >= 2)
-      err << "[infer] " << unknown << " trace(s) name no script (no env_dump.txt): the traces are pooled as runs of one "
-             "program; --across-programs on treats each such folder as a program of its own\n";
+      err << "[infer] " << unknown << " trace(s) name no script (their env_dump.txt is missing or names none): the traces "
+             "are pooled as runs of one program"
+          << (args.has("trace_folders") ? "; --across-programs on treats each such folder as a program of its own" : "") << "\n";
+    if (learn_across && min_programs > programs.size())
+      err << "[infer] warning: --min-programs " << min_programs << " is more than the " << programs.size()
+          << " programs given: no invariant can be kept\n";
     size_t hypotheses = 0, written = 0, failed = 0;
     if (learn_across) {
       const AcrossProgramsResult result = infer_across_programs(programs, relations, options, min_programs);
       const std::vector<Invariant> kept = result.invariants();
+      const std::string report = output + ".vetting.json";  // first: no invariant file without its reasons
+      std::ofstream out(report, std::ios::binary);
+      out << vet_report_json(result.vetting, result.programs, result.rule);
+      out.close();
+      if (!out) throw std::runtime_error(report + ": cannot write");
       write_invariant_file(output, kept);
       write_failed_file(output + ".failed", result.failed);
-      const std::string report = output + ".vetting.json";
-      std::ofstream out(report);
-      out << vet_report_json(result.vetting, result.programs, result.rule);
-      if (!out) throw std::runtime_error(report + ": cannot write");
       report_across_programs(result, report, err);
       hypotheses = result.hypotheses;
       written = kept.size();
       failed = result.failed.size();
     } else {
-      std::filesystem::remove(output + ".vetting.json");  // an earlier run's, about invariants no longer there
+      std::error_code ignored;  // an earlier run's, about invariants no longer there
+      std::filesystem::remove(output + ".vetting.json", ignored);
       InferResult result = infer_invariants(ptrs, relations, options);
       write_invariant_file(output, result.invariants);
       write_failed_file(output + ".failed", result.failed);

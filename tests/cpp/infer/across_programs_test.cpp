@@ -59,6 +59,9 @@ TEST(ProgramOfTraceFolder, IsTheScriptItsEnvDumpNamesMadeAbsolute) {
   EXPECT_EQ(program_of_trace_folder(dir.string()), "/home/u/projB/run.sh");
   write_env_dump(dir, "None", "None", "/home/u");
   EXPECT_EQ(program_of_trace_folder(dir.string()), "");
+  // Written on Windows: the line ends are not part of the names.
+  std::ofstream(dir / "env_dump.txt") << "Arguments:\r\npyscript: None\r\nshscript: run.sh\r\n\r\nEnvironment Variables:\r\nPWD: /w\r\n";
+  EXPECT_EQ(program_of_trace_folder(dir.string()), "/w/run.sh");
 }
 
 TEST(InferAcrossPrograms, KeepsNothingAnotherProgramViolates) {
@@ -119,7 +122,7 @@ TEST(InferAcrossPrograms, FoldersNamingNoScriptArePooledUnlessAskedOtherwise) {
   const fs::path a = trace_of("good_run1", "unknown_a", "a.py"), b = trace_of("good_run2", "unknown_b", "");
   const std::string inv = (out / "inv.json").string();
   ASSERT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", a.string(), b.string(), "-o", inv}, log), 0) << log;
-  EXPECT_NE(log.find("1 trace(s) name no script (no env_dump.txt): the traces are pooled"), std::string::npos) << log;
+  EXPECT_NE(log.find("1 trace(s) name no script (their env_dump.txt is missing or names none): the traces are pooled"), std::string::npos) << log;
   EXPECT_EQ(log.find("learned across"), std::string::npos) << log;
   // on: each such folder is a program of its own.
   ASSERT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", a.string(), b.string(), "-o", inv, "--across-programs", "on"}, log), 0) << log;
@@ -138,7 +141,21 @@ TEST(InferAcrossPrograms, BadSettingsAreRefusedNamingTheOption) {
   EXPECT_NE(log.find("--across-programs takes auto, on or off, got 'maybe'"), std::string::npos) << log;
   EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", one, "-o", inv, "--min-programs", "0"}, log), 2);
   EXPECT_NE(log.find("--min-programs a positive one"), std::string::npos) << log;
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", one, "-o", inv, "--min-programs", "2x"}, log), 2);
   EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", one, "-o", inv, "--across-programs", "on"}, log), 2);
   EXPECT_NE(log.find("--across-programs on needs traces of two programs or more"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(inv));
+}
+
+TEST(InferAcrossPrograms, OneFolderNamedTwiceIsOneProgramAndTooHighAMinimumIsSaid) {
+  std::string log;
+  const fs::path out = scratch::empty_dir("across_twice");
+  const fs::path a = trace_of("good_run1", "twice_a", "");
+  const std::string inv = (out / "inv.json").string();
+  // `x` and `x/.` are one folder: one program, which --across-programs on refuses.
+  EXPECT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", a.string(), (a / ".").string(), "-o", inv, "--across-programs", "on"}, log), 2)
+      << log;
+  const fs::path b = trace_of("good_run2", "twice_b", "b.py"), c = trace_of("good_run1", "twice_c", "c.py");
+  ASSERT_EQ(run_command(run_infer_command, {"traincheck-infer", "-f", b.string(), c.string(), "-o", inv, "--min-programs", "3"}, log), 0) << log;
+  EXPECT_NE(log.find("--min-programs 3 is more than the 2 programs given"), std::string::npos) << log;
 }
