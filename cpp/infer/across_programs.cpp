@@ -96,6 +96,8 @@ AcrossProgramsResult infer_across_programs(const std::vector<ProgramTraces>& pro
     for (FailedHypothesis& f : own.failed) result.failed.push_back(std::move(f));
     result.programs.push_back(std::move(vp));
   }
+  std::vector<const std::string*> identity_of(result.candidates.size());
+  for (const auto& [identity, c] : candidate_of) identity_of[c] = &identity;
   // Every candidate on every program's runs.
   CheckOptions check_options;
   check_options.max_violations = 0;  // whether, not where: counted, none kept
@@ -108,7 +110,7 @@ AcrossProgramsResult infer_across_programs(const std::vector<ProgramTraces>& pro
         fold(folded[c], !r.passed() ? CheckOutcome::Violated : r.triggered ? CheckOutcome::Passed : CheckOutcome::NotTriggered);
       }
     }
-    for (size_t c = 0; c < folded.size(); ++c) result.programs[i].outcomes.emplace(result.candidates[c].identity(), folded[c]);
+    for (size_t c = 0; c < folded.size(); ++c) result.programs[i].outcomes.emplace(*identity_of[c], folded[c]);
   }
   result.rule.min_programs = min_programs;
   result.rule.min_families = 1;  // families are programs here: min_programs already counts them

@@ -151,6 +151,9 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::unique_ptr<PairCondition> condition;
     uint32_t index = 0;              // its SharedIndex
     bool filters_constants = false;  // the index is shared by shape: the member checks its constants' values
+    // Every unequal clause of its condition is on a rank's own identity (is_rank_identity_key): a pair of
+    // two ranks' twins is admitted exactly where either end alone is (on_peer_step_matched).
+    bool twins_admitted_alone = false;
     bool triggered = false;
   };
   // How the ends of a step are indexed for some members: members whose conditions have one shape
@@ -218,9 +221,6 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   bool trigger_by_twin(const End& end);
   // A new peer instance's history, from its twin in this process, when the peer's steps so far matched.
   void inherit_history(Instance& peer, int side, const Record& record, int64_t step);
-  // Whether every unequal clause of the member's condition is on a rank's own identity (process, thread,
-  // rank): then a pair of twins from two ranks is admitted exactly when either end alone is.
-  static bool differs_only_by_rank(const PairCondition& condition);
   int64_t latest_ended_ = std::numeric_limits<int64_t>::min();
 };
 

@@ -55,6 +55,7 @@
 
 #include "common/assert.h"
 #include "relations/consistency.h"
+#include "trace/key_table.h"
 
 namespace traincheck {
 
@@ -96,6 +97,8 @@ ConsistencyOnlineCheck::ConsistencyOnlineCheck(const std::vector<const Invariant
     const PreconditionGroup* pre = m.precondition ? &*m.precondition : nullptr;
     m.condition = std::make_unique<PairCondition>(
         pre, [pre](const PairEnd& a, const PairEnd& b) { return !pre || pre->holds_on(*a.record, *b.record); }, false);
+    m.twins_admitted_alone = std::all_of(m.condition->unequal_clauses().begin(), m.condition->unequal_clauses().end(),
+                                         [](const Clause* c) { return c->additional_path.is_null() && is_rank_identity_key(c->prop_name); });
   }
   share_indexes();
   const auto sides = compared_sides(*invariants.front());
@@ -227,16 +230,6 @@ void ConsistencyOnlineCheck::on_peer_step_end(const Record& r, std::vector<Onlin
   }
 }
 
-bool ConsistencyOnlineCheck::differs_only_by_rank(const PairCondition& condition) {
-  return std::all_of(condition.unequal_clauses().begin(), condition.unequal_clauses().end(), [](const Clause* c) {
-    const std::string_view name = c->prop_name;
-    const size_t dot = name.rfind('.');
-    return c->additional_path.is_null() &&
-           (name == "process_id" || name == "thread_id" || name == "meta_vars._DATA_PARALLEL_RANK" ||
-            is_tool_attribute(dot == std::string_view::npos ? name : name.substr(dot + 1)));
-  });
-}
-
 bool ConsistencyOnlineCheck::judges_peer_steps_by_digest() const {
   if (!valid_ || !symmetric_) return false;
   return std::all_of(members_.begin(), members_.end(), [](const std::unique_ptr<Member>& m) {
@@ -265,7 +258,7 @@ bool ConsistencyOnlineCheck::trigger_by_twin(const End& end) {
   // is. True while some member is still not triggered.
   bool pending = false;
   for (const std::unique_ptr<Member>& m : members_) {
-    if (m->triggered || !differs_only_by_rank(*m->condition)) continue;
+    if (m->triggered || !m->twins_admitted_alone) continue;
     if (end.compared && m->condition->admits(end.record, projection_)) m->triggered = true;
     else pending = true;
   }

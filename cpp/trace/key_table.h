@@ -42,6 +42,17 @@ inline bool is_tool_attribute(std::string_view name) {
   return name.starts_with(kToolPrefix) || name.starts_with(kLegacyToolPrefix);
 }
 
+// Whether a flattened record key names the process that wrote the record rather than what it recorded:
+// its process, thread, time and data-parallel rank, and the tool's own attributes (a tensor's data
+// address, `attributes._TRAINCHECK_data_ID`). Replicas in sync differ only there (the cross-rank
+// exchange's step digests leave them out; a Consistency pair of two ranks' twins differs on them).
+inline bool is_rank_identity_key(std::string_view flat_key) {
+  if (flat_key == "process_id" || flat_key == "thread_id" || flat_key == "time" || flat_key == "meta_vars._DATA_PARALLEL_RANK")
+    return true;
+  const size_t dot = flat_key.rfind('.');
+  return is_tool_attribute(dot == std::string_view::npos ? flat_key : flat_key.substr(dot + 1));
+}
+
 // Keys the analyzer looks up on every record, interned once.
 struct WellKnownKeys {
   KeyId func_call_id, thread_id, process_id, meta_vars_step, meta_vars_stage, type, function,

@@ -23,9 +23,6 @@ namespace {
 constexpr const char* kIdentityFields[] = {"type",     "process_id", "thread_id",       "time",
                                            "var_name", "var_type",   "meta_vars.step", "meta_vars.stage",
                                            "meta_vars._DATA_PARALLEL_RANK"};
-// Of those, what names the rank itself: left out of a step's digest (step_digest.h), with the tool's own
-// attributes the checks read (a tensor's data address, `_TRAINCHECK_data_ID`: another in every process).
-constexpr const char* kRankIdentityFields[] = {"process_id", "thread_id", "time", "meta_vars._DATA_PARALLEL_RANK"};
 // Consecutive failed store calls after which the exchange stops (the store went away: the job's process
 // group was destroyed, or the rank that served it exited).
 constexpr int kMaxConsecutiveErrors = 3;
@@ -75,18 +72,6 @@ std::vector<KeyId> kept_keys(const std::set<std::string>& fields) {
   return kept;
 }
 
-std::vector<KeyId> rank_identity_keys(const std::set<std::string>& fields) {
-  std::vector<KeyId> keys;
-  for (const char* f : kRankIdentityFields) keys.push_back(intern_key(f));
-  for (const std::string& f : fields) {
-    const KeyId k = intern_key(f);
-    const std::string_view name = key_name(k);
-    const size_t dot = name.rfind('.');
-    if (is_tool_attribute(dot == std::string_view::npos ? name : name.substr(dot + 1))) keys.push_back(k);
-  }
-  return keys;
-}
-
 // A step key's first line: "<chunks>", or "<chunks> <digest> <process id>" with match_by_digest.
 struct StepHeader {
   size_t chunks = 0;
@@ -125,7 +110,7 @@ CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRank
     : options_(options),
       store_(std::move(store)),
       encoder_(kept_keys(fields)),
-      digester_(kept_keys(fields), rank_identity_keys(fields)) {
+      digester_(kept_keys(fields)) {
   io_ = std::thread([this] { io_loop(); });
 }
 

@@ -1,6 +1,5 @@
 #include "check/online/step_digest.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "common/position_table.h"
@@ -43,9 +42,9 @@ uint64_t value_hash(const Value& v) {
 
 }  // namespace
 
-StepDigester::StepDigester(const std::vector<KeyId>& kept, const std::vector<KeyId>& rank_identity) {
+StepDigester::StepDigester(const std::vector<KeyId>& kept) {
   for (KeyId k : kept) {
-    if (std::find(rank_identity.begin(), rank_identity.end(), k) != rank_identity.end()) continue;
+    if (is_rank_identity_key(key_name(k))) continue;
     if (k >= key_hash_.size()) key_hash_.resize(k + 1, 0);
     key_hash_[k] = short_text_hash(key_name(k)) | 1;  // never 0: 0 marks a field left out
   }

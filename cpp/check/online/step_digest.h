@@ -20,8 +20,8 @@ namespace traincheck {
 
 class StepDigester {
  public:
-  // `kept`: the fields a summary keeps; `rank_identity`: those of them left out of the digest.
-  StepDigester(const std::vector<KeyId>& kept, const std::vector<KeyId>& rank_identity);
+  // `kept`: the fields a summary keeps; those naming the rank itself (is_rank_identity_key) are left out.
+  explicit StepDigester(const std::vector<KeyId>& kept);
   // One variable's record.
   uint64_t of(const Record& record) const;
   // A step's, from its variables' digests (any order).

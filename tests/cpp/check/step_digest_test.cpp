@@ -24,12 +24,11 @@ Record record(int rank, int64_t data, const std::string& name = "model.0.weight"
 }
 
 StepDigester digester() {
-  std::vector<KeyId> kept, identity;
+  std::vector<KeyId> kept;
   for (const char* f : {"type", "process_id", "thread_id", "time", "var_name", "var_type", "meta_vars.step", "meta_vars.stage",
-                        "meta_vars._DATA_PARALLEL_RANK", "attributes.data", "attributes.shape"})
+                        "meta_vars._DATA_PARALLEL_RANK", "attributes.data", "attributes.shape", "attributes._TRAINCHECK_data_ID"})
     kept.push_back(intern_key(f));
-  for (const char* f : {"process_id", "thread_id", "time", "meta_vars._DATA_PARALLEL_RANK"}) identity.push_back(intern_key(f));
-  return StepDigester(kept, identity);
+  return StepDigester(kept);
 }
 
 }  // namespace
