@@ -48,6 +48,12 @@ void Record::set(KeyId key, Value value) {
     fields.insert(it, Field{key, std::move(value)});
 }
 
+void Record::share_fields() {
+  if (!shared_fields.is_null() || fields.empty()) return;
+  shared_fields = Value::object(std::move(fields));
+  fields = {};
+}
+
 std::string_view Record::func_call_id() const {
   const Value* v = get(keys().func_call_id);
   return v != nullptr && v->is_string() ? std::string_view(v->as_string()) : std::string_view();

@@ -64,6 +64,11 @@ class Record {
   // Inserts or replaces a field, keeping the order. Call refresh_cached() after changing cached ones.
   void set(KeyId key, Value value);
 
+  // Moves the own fields into shared_fields (when it holds none), so that a copy of the record takes one
+  // reference instead of copying every field: what a record kept by several checks for steps costs
+  // (the online checker's, bench/README.md consistency_scale). Lookups see the same fields.
+  void share_fields();
+
   // The fields the typed members come from, found in one pass (nullptr: absent). The pointers stay
   // valid while the record is not changed.
   struct KnownFields {

@@ -142,7 +142,22 @@ void CrossRankExchange::observe(const Record& r) {
   const uint64_t digest = options_.match_by_digest ? digester_.of(r) : 0;
   auto [it, added] = steps_.try_emplace(r.step);
   StepStates& step = it->second;
-  if (added) step.position.reserve(last_step_variables_);
+  if (added) {
+    // Room for as much as the step before had: a model's step is tens of megabytes of frames, and
+    // growing to that size copies them several times over. The key frame leads, as published.
+    step.position.reserve(last_step_variables_);
+    {
+      // A buffer the I/O thread has published from, its pages already touched: a fresh one of a model's
+      // size is page-faulted in afresh every step.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!spare_frames_.empty()) {
+        step.frames.swap(spare_frames_.back());
+        spare_frames_.pop_back();
+      }
+    }
+    step.frames.reserve(last_step_bytes_);
+    step.frames = encoder_.key_frame();
+  }
   const uint64_t id = static_cast<uint64_t>(r.var_type.id()) << 32 | r.var_name.id();
   const size_t offset = step.frames.size();
   encoder_.append_record(step.frames, r);
@@ -162,9 +177,10 @@ void CrossRankExchange::observe(const Record& r) {
   }
 }
 
-void CrossRankExchange::compact(StepStates& step) {
+void CrossRankExchange::compact(StepStates& step) const {
   std::string live;
   live.reserve(step.frames.size() - step.stale_bytes);
+  live = encoder_.key_frame();
   for (auto& [offset, size] : step.last) {
     const size_t moved = live.size();
     live.append(step.frames, offset, size);
@@ -205,14 +221,19 @@ void CrossRankExchange::hand_over_ended(int64_t last_ended) {
   size_t bytes = 0;
   static const std::vector<uint64_t> kNoVariables;
   for (int64_t s = last_ended; s >= *next_to_publish_; --s) {
-    std::string text = encoder_.key_frame();
+    std::string text;
     const std::vector<uint64_t>* digests = &kNoVariables;
     if (auto it = steps_.find(s); it != steps_.end()) {
       StepStates& step = it->second;
-      if (s == last_ended) last_step_variables_ = step.ids.size();
       if (step.stale_bytes > 0) compact(step);  // each variable's last frame, in the order they first appeared
-      text += step.frames;
+      if (s == last_ended) {
+        last_step_variables_ = step.ids.size();
+        last_step_bytes_ = step.frames.size();
+      }
+      text = std::move(step.frames);  // the key frame, then the frames
       digests = &step.digests;
+    } else {
+      text = encoder_.key_frame();
     }
     bytes += text.size();
     if (beyond_window(ended.size() + 1, bytes)) break;
@@ -384,6 +405,10 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
       note_error(e);
     }
     stats_.store_ops += ops;
+    if (spare_frames_.size() < kSpareFrameBuffers) {
+      text.clear();
+      spare_frames_.push_back(std::move(text));
+    }
   }
 }
 

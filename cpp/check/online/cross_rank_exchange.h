@@ -185,16 +185,17 @@ class CrossRankExchange {
   // hand-over, or once the stale frames outweigh the live ones). Variables keep the order they first
   // appeared in (the summary's record order).
   struct StepStates {
-    std::string frames;
+    std::string frames;                          // the key frame, then the variables' record frames
     std::vector<uint64_t> ids;                   // per variable: (var type id, var name id)
     std::vector<std::pair<size_t, size_t>> last;  // per variable: its last frame (offset, size) in `frames`
     std::vector<uint64_t> digests;               // per variable: its last record's (match_by_digest)
     PositionTable position;                      // id -> its index in `ids` (flat: 50k variables a step)
     size_t stale_bytes = 0;                      // frames of `frames` that a later one replaced
   };
-  static void compact(StepStates& step);
+  void compact(StepStates& step) const;
   std::map<int64_t, StepStates> steps_;
   size_t last_step_variables_ = 0;          // the last step's: room for the next one's
+  size_t last_step_bytes_ = 0;              // its frames' size, likewise
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
   RecordFrameDecoder decoder_;
   int64_t process_id_ = 0;                  // this rank's, from the records observed
@@ -205,6 +206,9 @@ class CrossRankExchange {
   std::condition_variable wake_;     // the I/O thread waits on it
   std::condition_variable drained_;  // finish() waits on it
   std::deque<Outgoing> outbox_;  // in step order
+  // Published summaries' buffers, for the writer's next steps (observe).
+  static constexpr size_t kSpareFrameBuffers = 2;
+  std::vector<std::string> spare_frames_;
   std::vector<Received> inbox_;
   // Steps this rank saw a record of after publishing them (observe): never matched by digest. The newest
   // kMaxLateSteps only (older ones are long out of every window).

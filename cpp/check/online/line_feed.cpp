@@ -61,7 +61,8 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
   padded_.assign(text);
   padded_.append(kJsonPadding, '\0');
   auto seen = sources_.find(source);
-  if (seen == sources_.end()) seen = sources_.emplace(std::string(source), SourceProgress{}).first;
+  if (seen == sources_.end())
+    seen = sources_.emplace(std::string(source), SourceProgress{static_cast<uint32_t>(sources_.size()), 0, std::nullopt}).first;
   SourceProgress& progress = seen->second;
   const char* data = padded_.data();
   std::string error;
@@ -82,15 +83,25 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
     last_b = b;
     last_e = e;
     last_parsed = false;
-    if (!may_be_wanted(std::string_view(data + b, e - b))) continue;
-    if (!parse_trace_line(*parser_, data + b, e - b, r, error)) {
-      note_bad_line(source, progress.lines, error);
-      continue;
+    const std::string_view line(data + b, e - b);
+    const bool built = templates_.build(progress.index, line, r);
+    if (!built) {
+      if (!may_be_wanted(line)) continue;
+      if (!parse_trace_line(*parser_, line.data(), line.size(), r, error)) {
+        note_bad_line(source, progress.lines, error);
+        continue;
+      }
     }
     last_parsed = true;
     progress.last_time = r.time;
     on_parsed_(r);
-    if (interest_.record(r)) pending_.push_back(std::move(r));
+    if (!interest_.record(r)) continue;
+    if (!built) {
+      // Only wanted records' lines become templates: a line nothing wants is skipped unparsed anyway.
+      templates_.learn(progress.index, line, r);
+      r.share_fields();  // checks keep copies of it, some for steps
+    }
+    pending_.push_back(std::move(r));
   }
   // The last line's time bounds what this source has delivered (end_batch's horizon); a line nothing
   // wanted was not parsed above.

@@ -4,7 +4,9 @@
 // "var_type" value names nothing wanted is skipped before parsing (parsing is most of a record's cost, and
 // most records of a run are of APIs no invariant names); the others are parsed with the trace reader's
 // line parser (same rules and messages) and, if wanted, kept until end_batch(), which hands them over in
-// time order (stable: each source keeps its order). A batch is one pass over every stream (a recorder
+// time order (stable: each source keeps its order). A state line of a variable whose earlier line of
+// the same source was kept is built from that line's template when it matches (var_line_templates.h),
+// not parsed: the same record. A batch is one pass over every stream (a recorder
 // writer pass, a poll of traincheck-onlinecheck), so records of different files are merged by time within
 // it. A bad line is counted and named (source:line), never thrown.
 #pragma once
@@ -18,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "check/online/var_line_templates.h"
 #include "trace/record.h"
 
 namespace traincheck {
@@ -50,6 +53,7 @@ class LineFeed {
   std::optional<int64_t> last_time(std::string_view source) const;
   uint64_t lines() const { return lines_; }          // non-blank lines given
   uint64_t bad_lines() const { return bad_lines_; }  // lines that did not parse
+  const VarLineTemplates& templates() const { return templates_; }
   // The last bad-line messages ("source:line: what"), at most 20.
   const std::vector<std::string>& recent_errors() const { return recent_errors_; }
 
@@ -62,6 +66,7 @@ class LineFeed {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   struct SourceProgress {
+    uint32_t index = 0;  // the source's, for its templates
     uint64_t lines = 0;
     std::optional<int64_t> last_time;
   };
@@ -71,6 +76,7 @@ class LineFeed {
   std::unique_ptr<JsonParser> parser_;
   std::string padded_;           // the batch text plus the parser's padding
   std::vector<Record> pending_;  // this batch's wanted records
+  VarLineTemplates templates_;
   std::unordered_map<std::string, SourceProgress, StringHash, std::equal_to<>> sources_;
   std::vector<std::string> recent_errors_;
   uint64_t lines_ = 0;

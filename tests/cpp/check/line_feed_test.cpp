@@ -1,5 +1,5 @@
 // The online checker's line feed (check/online/line_feed.h): lines nothing wants are never parsed, a bad
-// line is named by source and line, and a batch's records come out merged by time, holding back those
+// line is named by source and line, state lines built from templates are the records parsing gives, and a batch's records come out merged by time, holding back those
 // past a horizon.
 #include "check/online/line_feed.h"
 
@@ -7,6 +7,10 @@
 
 #include <string>
 #include <vector>
+
+#include "check/record_description.h"
+#include "trace/json_parse.h"
+#include "trace/trace_reader.h"
 
 using namespace traincheck;
 
@@ -66,4 +70,38 @@ TEST(LineFeed, ABadLineIsCountedAndNamedBySourceAndLineNumber) {
   ASSERT_EQ(feed.recent_errors().size(), 1u);
   EXPECT_EQ(feed.recent_errors()[0].rfind("a.log:2: ", 0), 0u) << feed.recent_errors()[0];
   EXPECT_EQ(fed.parsed.size(), 2u);
+}
+
+TEST(LineFeed, StateLinesBuiltFromTemplatesAreTheRecordsParsingGives) {
+  auto state_line = [](const std::string& name, int rank, int step) {
+    return "{\"var_name\":\"" + name + "\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":" + std::to_string(10 + rank) +
+           ",\"thread_id\":1,\"meta_vars\":{\"step\":" + std::to_string(step) +
+           ",\"stage\":\"training\"},\"type\":\"state_change\",\"attributes\":{\"data\":" + std::to_string(step * 7 - 20) +
+           ",\"shape\":[4]},\"time\":" + std::to_string(100 * step + rank) + "}\n";
+  };
+  std::vector<std::string> delivered;
+  LineFeed feed(FeedInterest{[] { return false; }, [](std::string_view name) { return name == "torch.nn.Parameter"; },
+                             [](const Record& r) { return r.var_type == "torch.nn.Parameter"; }},
+                [](const Record&) {});
+  std::vector<std::string> expected;
+  JsonParser parser;
+  std::string error;
+  for (int step = 0; step < 4; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      std::string text;
+      for (const char* name : {"w", "b"}) {
+        const std::string line = state_line(name, rank, step);
+        text += line;
+        std::string padded = line;
+        padded.append(kJsonPadding, '\0');
+        Record parsed;
+        ASSERT_TRUE(parse_trace_line(parser, padded.data(), line.size() - 1, parsed, error)) << error;
+        expected.push_back(describe_record(parsed));
+      }
+      feed.add_lines("r" + std::to_string(rank) + ".log", text);
+    }
+    feed.end_batch(std::nullopt, [&](const Record& r) { delivered.push_back(describe_record(r)); });
+  }
+  EXPECT_EQ(delivered, expected);  // in time order: rank 0's before rank 1's within a step
+  EXPECT_EQ(feed.templates().built(), 12u);  // every line after each source's first of a variable
 }
