@@ -14,12 +14,14 @@
 //                     [--by-name 1] [--alone 0]
 #include <time.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -73,29 +75,34 @@ std::vector<Invariant> invariants(int count, bool distinct_shapes, bool by_name)
   return out;
 }
 
-// One rank's state lines of one step: `shapes` distinct sizes (a model's layers repeat a few shapes:
-// the precondition's groups are large), replicas in sync.
+// One rank's state lines of one step, as the collector writes a parameter's sampled state
+// (record/event_formatter.cpp: every tensor attribute, about 600 bytes): `shapes` distinct sizes (a
+// model's layers repeat a few shapes: the precondition's groups are large), replicas in sync. The data
+// addresses differ by rank, as real ones do.
 std::string step_lines(int rank, int step, int params, int shapes) {
   std::string out;
-  out.reserve(static_cast<size_t>(params) * 330);
+  out.reserve(static_cast<size_t>(params) * 640);
   for (int p = 0; p < params; ++p) {
     const int rows = 1 + p % shapes;
     out += "{\"var_name\":\"model.";
     out += std::to_string(p);
-    out += ".weight\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":";
+    out += ".weight\",\"var_type\":\"torch.nn.Parameter\",\"mode\":\"sample\",\"dump_loc\":\"step_end\",\"process_id\":";
     out += std::to_string(100 + rank);
-    out += ",\"thread_id\":7,\"meta_vars\":{\"step\":";
+    out += ",\"thread_id\":140356213267328,\"meta_vars\":{\"step\":";
     out += std::to_string(step);
-    out += ",\"stage\":\"training\",\"_DATA_PARALLEL_RANK\":";
+    out += ",\"_DATA_PARALLEL_RANK\":";
     out += std::to_string(rank);
-    out += "},\"type\":\"state_change\",\"attributes\":{\"_ML_DAIKON_data_ID\":";
-    out += std::to_string(1000000 * rank + p);
+    out += ",\"stage\":\"training\"},\"type\":\"state_change\",\"attributes\":{\"_TRAINCHECK_data_ID\":";
+    out += std::to_string(2064510624136512LL + 1000000LL * rank + 4096LL * p);
     out += ",\"data\":";
     out += std::to_string(1000003LL * (p + 1) + 7919LL * step);
-    out += ",\"dtype\":\"torch.float32\",\"ndim\":2,\"nbytes\":";
+    out += ",\"dtype\":\"torch.float32\",\"grad\":null,\"grad_fn\":null,\"is_cpu\":true,\"is_cuda\":false,\"is_leaf\":true,"
+           "\"is_meta\":false,\"is_quantized\":false,\"is_sparse\":false,\"itemsize\":4,\"name\":null,\"nbytes\":";
     out += std::to_string(16 * rows);
-    out += ",\"requires_grad\":true},\"time\":";
-    out += std::to_string(1000000000LL + step * 1000000LL + p);
+    out += ",\"ndim\":2,\"requires_grad\":true,\"retains_grad\":false,\"shape\":[";
+    out += std::to_string(rows);
+    out += ",4]},\"time\":";
+    out += std::to_string(5487591657391LL + step * 1000000LL + p);
     out += "}\n";
   }
   return out;
@@ -225,10 +232,21 @@ int main(int argc, char** argv) {
     // Peers' summaries as their exchanges publish them (made untimed: their cost is the peers'), read
     // back and checked as this rank's exchange and checker do (timed).
     JsonParser peer_parser;
-    for (int step = 0; step < steps; ++step) {
-      const std::string own = step_lines(0, step, params, shapes);
+    // Every step's input is made before the first is checked: the peers' work is theirs, in other
+    // processes, and made here between steps it would leave this thread's caches and heap as the
+    // writer thread never finds them.
+    struct StepInput {
+      std::string own;
       std::vector<std::string> peers;
       std::vector<bool> matched;
+    };
+    std::vector<StepInput> inputs(static_cast<size_t>(steps));
+    for (int step = 0; step < steps; ++step) {
+      StepInput& in = inputs[static_cast<size_t>(step)];
+      in.own = step_lines(0, step, params, shapes);
+      const std::string& own = in.own;
+      std::vector<std::string>& peers = in.peers;
+      std::vector<bool>& matched = in.matched;
       if (exchange) {
         const std::vector<Record> own_records = by_digest ? read_trace_text("own", own).records : std::vector<Record>{};
         for (int r = 1; r < ranks; ++r) {
@@ -237,6 +255,11 @@ int main(int argc, char** argv) {
           matched.push_back(by_digest && digests_equal(*exchange, own_records, records));
         }
       }
+    }
+    for (int step = 0; step < steps; ++step) {
+      const std::string& own = inputs[static_cast<size_t>(step)].own;
+      const std::vector<std::string>& peers = inputs[static_cast<size_t>(step)].peers;
+      const std::vector<bool>& matched = inputs[static_cast<size_t>(step)].matched;
       const uint64_t t0 = thread_cpu_ns();
       checker.add_lines("trace_VAR_100_7.log", own);
       checker.end_batch();
@@ -253,6 +276,10 @@ int main(int argc, char** argv) {
         for (const Record& r : records) checker.check_peer_step_end(r);
       }
       const uint64_t t2 = thread_cpu_ns();
+      // The training's step, during which the exchange's I/O thread publishes this one (its CPU is not
+      // the writer's) and hands the buffer back: 1.4 s at 50k parameters (bench/README.md), a fraction
+      // of it here.
+      if (exchange) std::this_thread::sleep_for(std::chrono::milliseconds(params / 250));
       if (step > 0) {
         checked_ns += t1 - t0;
         peer_ns += t2 - t1;

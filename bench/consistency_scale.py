@@ -171,7 +171,7 @@ def main() -> int:
                     wall, out = None, ""
                     if key not in timed_out:
                         wall, _, out = run_limited([str(binary), "--params", str(n), "--invariants", str(count), "--ranks",
-                                                    str(world), "--alone", str(int(alone)), "--steps", "3",
+                                                    str(world), "--alone", str(int(alone)), "--steps", "8",
                                                     "--distinct-shapes", str(int(variant == "distinct shapes")),
                                                     "--by-name", str(int(variant == "by name"))],
                                                    limit)

@@ -54,6 +54,12 @@ void Record::share_fields() {
   fields = {};
 }
 
+bool Record::shadows_shared_fields() const {
+  if (!shared_fields.is_object()) return false;
+  const Object& shared = shared_fields.as_object();
+  return std::any_of(fields.begin(), fields.end(), [&](const Field& f) { return find_sorted(shared, f.key) != nullptr; });
+}
+
 std::string_view Record::func_call_id() const {
   const Value* v = get(keys().func_call_id);
   return v != nullptr && v->is_string() ? std::string_view(v->as_string()) : std::string_view();

@@ -48,6 +48,10 @@ class Record {
   uint32_t line = 0;  // 1-based line in that file
   RecordType type = RecordType::FunctionPre;
   bool has_step = false;
+  // A hint: shared_fields is one field set that many records share (a template's:
+  // check/online/var_line_templates.h), so what is derived from it is worth keeping
+  // (check/online/shared_fields_memo.h). Fits in the padding.
+  bool shared_fields_common = false;
 
   bool is_api() const { return type != RecordType::StateChange; }
   // API records; not cached, since every call has its own (a view into the field's payload).
@@ -68,6 +72,9 @@ class Record {
   // reference instead of copying every field: what a record kept by several checks for steps costs
   // (the online checker's, bench/README.md consistency_scale). Lookups see the same fields.
   void share_fields();
+  // Whether an own field has the key of a shared one (set() on a record with shared fields): then the
+  // record's fields are not its own ones plus its shared ones.
+  bool shadows_shared_fields() const;
 
   // The fields the typed members come from, found in one pass (nullptr: absent). The pointers stay
   // valid while the record is not changed.

@@ -105,29 +105,54 @@ RecordFrameEncoder::RecordFrameEncoder(const std::vector<KeyId>& kept) {
   patch<uint16_t>(key_frame_, kFrameHeader, count);
 }
 
+namespace {
+
+void append_value(std::string& out, const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::Null: out += static_cast<char>(kNull); break;
+    case ValueKind::Bool: out += static_cast<char>(v.as_bool() ? kTrue : kFalse); break;
+    case ValueKind::Int: out += static_cast<char>(kInt), put<int64_t>(out, v.as_int()); break;
+    case ValueKind::Double: out += static_cast<char>(kDouble), put<double>(out, v.as_double()); break;
+    case ValueKind::String: out += static_cast<char>(kString), put_text(out, v.as_string()); break;
+    case ValueKind::Array:
+    case ValueKind::Object: out += static_cast<char>(kJson), put_text(out, to_json(v)); break;
+  }
+}
+
+}  // namespace
+
+uint16_t RecordFrameEncoder::append_fields(std::string& out, const Field* begin, const Field* end) const {
+  uint16_t count = 0;
+  for (const Field* f = begin; f != end; ++f) {
+    if (f->key >= index_of_.size() || index_of_[f->key] < 0) continue;
+    ++count;
+    put<uint16_t>(out, static_cast<uint16_t>(index_of_[f->key]));
+    append_value(out, f->value);
+  }
+  return count;
+}
+
 void RecordFrameEncoder::append_record(std::string& out, const Record& r) const {
   const size_t start = out.size();
   out += kRecordFrame;
   put<uint32_t>(out, 0);
   put<uint16_t>(out, 0);
   uint16_t fields = 0;
-  r.for_each_field([&](const Field& f) {
-    if (f.key >= index_of_.size() || index_of_[f.key] < 0) return;
-    ++fields;
-    put<uint16_t>(out, static_cast<uint16_t>(index_of_[f.key]));
-    const Value& v = f.value;
-    switch (v.kind()) {
-      case ValueKind::Null: out += static_cast<char>(kNull); break;
-      case ValueKind::Bool: out += static_cast<char>(v.as_bool() ? kTrue : kFalse); break;
-      case ValueKind::Int: out += static_cast<char>(kInt), put<int64_t>(out, v.as_int()); break;
-      case ValueKind::Double: out += static_cast<char>(kDouble), put<double>(out, v.as_double()); break;
-      case ValueKind::String: out += static_cast<char>(kString), put_text(out, v.as_string()); break;
-      case ValueKind::Array:
-      case ValueKind::Object: out += static_cast<char>(kJson), put_text(out, to_json(v)); break;
-    }
-  });
+  r.for_each_field([&](const Field& f) { fields += append_fields(out, &f, &f + 1); });
   patch<uint32_t>(out, start + 1, static_cast<uint32_t>(out.size() - start - kFrameHeader));
   patch<uint16_t>(out, start + kFrameHeader, fields);
+}
+
+void RecordFrameEncoder::append_frame(std::string& out, const Field* begin, const Field* end, std::string_view encoded,
+                                      uint16_t encoded_count) const {
+  const size_t start = out.size();
+  out += kRecordFrame;
+  put<uint32_t>(out, 0);
+  put<uint16_t>(out, 0);
+  const uint16_t fields = append_fields(out, begin, end);
+  out.append(encoded);
+  patch<uint32_t>(out, start + 1, static_cast<uint32_t>(out.size() - start - kFrameHeader));
+  patch<uint16_t>(out, start + kFrameHeader, static_cast<uint16_t>(fields + encoded_count));
 }
 
 std::vector<std::string> chunk_record_frames(std::string_view sequence, size_t max_bytes, uint64_t& too_large) {

@@ -41,6 +41,12 @@ class RecordFrameEncoder {
   const std::string& key_frame() const { return key_frame_; }
   // Appends the record's 'R' frame.
   void append_record(std::string& out, const Record& record) const;
+  // Appends the encoded fields among [begin, end) that are kept; returns how many.
+  uint16_t append_fields(std::string& out, const Field* begin, const Field* end) const;
+  // Appends an 'R' frame of the kept fields among [begin, end), then `encoded`: `encoded_count` more
+  // fields as append_fields wrote them (a record's shared fields, encoded once; the decoder orders a
+  // frame's fields itself).
+  void append_frame(std::string& out, const Field* begin, const Field* end, std::string_view encoded, uint16_t encoded_count) const;
 
  private:
   std::vector<int32_t> index_of_;  // by KeyId: its index in the key frame, -1 when not kept

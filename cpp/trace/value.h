@@ -98,6 +98,8 @@ class Value {
   bool same_payload(const Value& o) const { return has_node() && o.has_node() && node() == o.node(); }
   // The shared payload's address (strings, arrays, objects), or null for a scalar: equal ids, equal values.
   const void* payload_id() const { return has_node() ? static_cast<const void*>(node()) : nullptr; }
+  // How many Values share the payload (0 for a scalar): a snapshot, other threads may copy or drop theirs.
+  uint32_t payload_references() const { return has_node() ? node()->refs.load(std::memory_order_relaxed) : 0; }
   // A string's id in the name table (trace/name.h), kept in its shared payload by Name::of so that the
   // records sharing the payload are named without hashing the text again: 0 until then (and for "").
   // Strings only.

@@ -139,7 +139,25 @@ void CrossRankExchange::observe(const Record& r) {
     return;
   }
   process_id_ = r.process_id;
-  const uint64_t digest = options_.match_by_digest ? digester_.of(r) : 0;
+  const SharedSummary* shared = nullptr;
+  if (r.shared_fields_common && r.shared_fields.is_object() && !r.shadows_shared_fields())
+    shared = &shared_summaries_.find(r.shared_fields, [&](const Value& fields) {
+      const Object& o = fields.as_object();
+      SharedSummary summary;
+      summary.count = encoder_.append_fields(summary.frame_fields, o.data(), o.data() + o.size());
+      if (options_.match_by_digest)
+        for (const Member& m : o) summary.digest += digester_.field_digest(m);
+      return summary;
+    });
+  uint64_t digest = 0;
+  if (options_.match_by_digest) {
+    if (shared == nullptr) {
+      digest = digester_.of(r);
+    } else {
+      digest = shared->digest;
+      for (const Field& f : r.fields) digest += digester_.field_digest(f);
+    }
+  }
   auto [it, added] = steps_.try_emplace(r.step);
   StepStates& step = it->second;
   if (added) {
@@ -160,7 +178,8 @@ void CrossRankExchange::observe(const Record& r) {
   }
   const uint64_t id = static_cast<uint64_t>(r.var_type.id()) << 32 | r.var_name.id();
   const size_t offset = step.frames.size();
-  encoder_.append_record(step.frames, r);
+  if (shared == nullptr) encoder_.append_record(step.frames, r);
+  else encoder_.append_frame(step.frames, r.fields.data(), r.fields.data() + r.fields.size(), shared->frame_fields, shared->count);
   const std::pair<size_t, size_t> frame{offset, step.frames.size() - offset};
   if (uint32_t* at = step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; })) {
     step.stale_bytes += step.last[*at].second;

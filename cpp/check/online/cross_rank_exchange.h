@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "check/online/peer_store.h"
+#include "check/online/shared_fields_memo.h"
 #include "check/online/step_digest.h"
 #include "common/position_table.h"
 #include "trace/key_table.h"
@@ -178,6 +179,13 @@ class CrossRankExchange {
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
   RecordFrameEncoder encoder_;        // this rank's summaries: the identity and the fields the checks read
   StepDigester digester_;             // their digests (match_by_digest)
+  // A record's shared fields, encoded and digested once for all the records sharing them.
+  struct SharedSummary {
+    std::string frame_fields;
+    uint16_t count = 0;
+    uint64_t digest = 0;
+  };
+  SharedFieldsMemo<SharedSummary> shared_summaries_;
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable

@@ -50,11 +50,13 @@ StepDigester::StepDigester(const std::vector<KeyId>& kept) {
   }
 }
 
+uint64_t StepDigester::field_digest(const Field& f) const {
+  return f.key < key_hash_.size() && key_hash_[f.key] != 0 ? mix_key(key_hash_[f.key] ^ mix_key(value_hash(f.value))) : 0;
+}
+
 uint64_t StepDigester::of(const Record& record) const {
   uint64_t sum = 0;
-  record.for_each_field([&](const Field& f) {
-    if (f.key < key_hash_.size() && key_hash_[f.key] != 0) sum += mix_key(key_hash_[f.key] ^ mix_key(value_hash(f.value)));
-  });
+  record.for_each_field([&](const Field& f) { sum += field_digest(f); });
   return sum;
 }
 

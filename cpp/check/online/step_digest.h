@@ -22,8 +22,10 @@ class StepDigester {
  public:
   // `kept`: the fields a summary keeps; those naming the rank itself (is_rank_identity_key) are left out.
   explicit StepDigester(const std::vector<KeyId>& kept);
-  // One variable's record.
+  // One variable's record: the sum of its fields' digests.
   uint64_t of(const Record& record) const;
+  // One field's part of it (0 for a field not digested).
+  uint64_t field_digest(const Field& f) const;
   // A step's, from its variables' digests (any order).
   static uint64_t combine(const std::vector<uint64_t>& variables);
 

@@ -312,6 +312,7 @@ bool VarLineTemplates::learn(uint32_t source, std::string_view line, const Recor
   t.base = record;
   t.base.fields = {};
   t.base.shared_fields = Value::object(std::move(shared));
+  t.base.shared_fields_common = true;
   if (it == variables_.end()) {
     names_.push_back(std::make_unique<std::string>(name));
     key.name = *names_.back();

@@ -1,7 +1,8 @@
 // In-process cross-rank checking: two ranks' sessions, each fed only its own rank's records, exchange
 // step summaries through a store (in memory here; the job's c10d store in training) and find the
 // divergent rank within one step, on both ranks; a lagging rank is no false alarm, a dead one is reported
-// and never waited for, old keys are deleted, and a store that fails turns the exchange off.
+// and never waited for, old keys are deleted, a store that fails turns the exchange off, and records built
+// from templates are summarised as their parsed selves.
 #include "check/online/cross_rank_exchange.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "check/online/online_session.h"
+#include "check/online/var_line_templates.h"
 #include "relations/ddp_invariant.h"
 #include "scratch_dir.h"
 #include "testing/memory_peer_store.h"
@@ -670,4 +672,75 @@ TEST(CrossRankExchange, AStepThisRankRecordedAgainAfterPublishingItIsFetchedNotM
   for (const Record& r : got) EXPECT_EQ(r.step, 1);
   rank0.finish();
   rank1.finish();
+}
+
+TEST(CrossRankExchange, RecordsBuiltFromTemplatesAreSummarisedAsTheirParsedSelves) {
+  // A rank's records built from its lines' templates share their static fields, which the exchange
+  // encodes and digests once per set (shared_fields_memo.h). Its peer here parses every line: equal
+  // digests still (the peer's step is matched), and the records read back are the parsed ones.
+  auto data = std::make_shared<MemoryStoreData>();
+  const std::set<std::string> fields = {"attributes.data", "attributes.nbytes"};
+  auto built = [](int rank, int steps) {  // each step's records, from templates after the first
+    VarLineTemplates templates;
+    JsonParser parser;
+    std::string error;
+    std::vector<std::vector<Record>> out;
+    for (int step = 0; step < steps; ++step) {
+      out.emplace_back();
+      const std::string text = step_lines(rank, step);
+      for (size_t at = 0; at < text.size();) {
+        const size_t eol = text.find('\n', at);
+        const std::string line = text.substr(at, eol - at);
+        at = eol + 1;
+        Record r;
+        if (!templates.build(0, line, r)) {
+          std::string padded = line + std::string(kJsonPadding, '\0');
+          EXPECT_TRUE(parse_trace_line(parser, padded.data(), line.size(), r, error)) << error;
+          templates.learn(0, line, r);
+        }
+        EXPECT_EQ(r.shared_fields_common, step > 0);
+        out.back().push_back(std::move(r));
+      }
+    }
+    return out;
+  };
+  for (bool match : {true, false}) {
+    CrossRankOptions options = Job::fast_options();
+    options.match_by_digest = match;
+    CrossRankExchange rank0(std::make_unique<MemoryPeerStore>(data, PeerGroup{0, 2}), options, fields);
+    CrossRankExchange rank1(std::make_unique<MemoryPeerStore>(data, PeerGroup{1, 2}), options, fields);
+    const auto from_templates = built(0, 3);
+    for (const auto& step : from_templates)
+      for (const Record& r : step) rank0.observe(r);
+    for (int step = 0; step < 3; ++step)
+      for (const Record& r : read_trace_text("rank1", step_lines(1, step)).records) rank1.observe(r);
+    std::vector<Record> got;
+    std::vector<MatchedPeerStep> matched;
+    rank0.exchange(3);
+    for (int i = 0; i < 2000 && got.size() + matched.size() * kParams < 3 * kParams; ++i) {
+      for (Record& r : rank1.exchange(3)) got.push_back(std::move(r));
+      for (const MatchedPeerStep& m : rank1.take_matched()) matched.push_back(m);
+      rank0.exchange(3);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (match) {
+      EXPECT_EQ(matched.size(), 3u);  // steps 1 and 2 built from templates: equal digests all the same
+      EXPECT_TRUE(got.empty());
+    } else {
+      ASSERT_EQ(got.size(), static_cast<size_t>(3 * kParams));
+      CrossRankExchange reader(std::make_unique<MemoryPeerStore>(std::make_shared<MemoryStoreData>(), PeerGroup{0, 2}), options,
+                               fields);
+      for (int step = 0; step < 3; ++step) {
+        std::vector<Record> expected;
+        std::string error;
+        ASSERT_TRUE(reader.read_summary(reader.summary_of(read_trace_text("rank0", step_lines(0, step)).records), expected, error))
+            << error;
+        for (int p = 0; p < kParams; ++p)
+          EXPECT_EQ(got[static_cast<size_t>(step * kParams + p)].to_value(), expected[static_cast<size_t>(p)].to_value());
+      }
+    }
+    rank0.finish();
+    rank1.finish();
+    data = std::make_shared<MemoryStoreData>();
+  }
 }

@@ -123,6 +123,37 @@ TEST(RecordFrames, ARecordReadBackHoldsExactlyItsKeptFields) {
   EXPECT_TRUE(back[0].get("attributes.none")->is_null());
 }
 
+// A record's shared fields encoded once (append_fields) and appended after its own ones read back as
+// the record, whatever the order: the same as its frame written field by field.
+TEST(RecordFrames, AFrameOfOwnFieldsThenEncodedSharedOnesReadsAsTheRecord) {
+  Record r = record_of(state_line(0, "1.5"));
+  const RecordFrameEncoder encoder(keys_of({"type", "process_id", "thread_id", "time", "var_name", "var_type",
+                                            "attributes.data", "attributes.shape", "meta_vars.step"}));
+  std::string whole = encoder.key_frame();
+  encoder.append_record(whole, r);
+  // Split: time and data own, the rest shared.
+  Record split = r;
+  split.fields.clear();
+  split.shared_fields = Value();
+  Object shared;
+  r.for_each_field([&](const Field& f) {
+    const std::string_view key = key_name(f.key);
+    (key == "time" || key == "attributes.data" ? split.fields : shared).push_back(f);
+  });
+  split.shared_fields = Value::object(shared);
+  std::string encoded;
+  const uint16_t count = encoder.append_fields(encoded, shared.data(), shared.data() + shared.size());
+  EXPECT_EQ(count, 7u);  // the kept ones of the shared fields
+  std::string parts = encoder.key_frame();
+  encoder.append_frame(parts, split.fields.data(), split.fields.data() + split.fields.size(), encoded, count);
+  const std::vector<Record> a = decode_all(whole), b = decode_all(parts);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].to_value(), a[0].to_value());
+  EXPECT_EQ(b[0].step, a[0].step);
+  EXPECT_EQ(b[0].var_name, a[0].var_name);
+}
+
 TEST(RecordFrames, FieldsNotKeptAreLeftOut) {
   const Record r = record_of(state_line(0));
   RecordFrameEncoder encoder(keys_of({"type", "process_id", "thread_id", "time", "var_name", "var_type", "attributes.data"}));
