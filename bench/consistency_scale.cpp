@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <string>
 #include <thread>
@@ -188,6 +189,14 @@ void step_matched(Checker& checker, int64_t step, int64_t process_id) {
   if constexpr (requires { checker.peer_step_matched(step, process_id); }) checker.peer_step_matched(step, process_id);
 }
 
+// This process's resident memory (VmRSS), MiB.
+double rss_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  return 0;
+}
+
 int arg(int argc, char** argv, const char* name, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
@@ -208,6 +217,7 @@ int main(int argc, char** argv) {
   const bool alone = ranks == 1 && arg(argc, argv, "--alone", 1) != 0;
   const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
   uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
+  double rss_before = 0, rss_after = 0;  // around the checked steps: what the checker holds (and the heap keeps)
   bool peer_steps_matched = false;  // some peer step was judged by digest
   bool idled = false;
   {
@@ -256,6 +266,7 @@ int main(int argc, char** argv) {
         }
       }
     }
+    rss_before = rss_mib();
     for (int step = 0; step < steps; ++step) {
       const std::string& own = inputs[static_cast<size_t>(step)].own;
       const std::vector<std::string>& peers = inputs[static_cast<size_t>(step)].peers;
@@ -286,12 +297,13 @@ int main(int argc, char** argv) {
       }
     }
     violations = checker.counts().violations;
+    rss_after = rss_mib();
   }
   std::filesystem::remove_all(dir);
   const double per_step = 1e-6 / std::max(1, steps - 1);
   std::printf("{\"params\": %d, \"invariants\": %d, \"ranks\": %d, \"own_ms_per_step\": %.3f, \"peer_ms_per_step\": %.3f, "
-              "\"violations\": %llu, \"alone\": %s, \"peer_steps_by_digest\": %s}\n",
+              "\"violations\": %llu, \"alone\": %s, \"peer_steps_by_digest\": %s, \"checker_rss_mib\": %.0f}\n",
               params, count, ranks, checked_ns * per_step, peer_ns * per_step, static_cast<unsigned long long>(violations),
-              idled ? "true" : "false", peer_steps_matched ? "true" : "false");
+              idled ? "true" : "false", peer_steps_matched ? "true" : "false", rss_after - rss_before);
   return 0;
 }

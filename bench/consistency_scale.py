@@ -143,6 +143,8 @@ def main() -> int:
     ap.add_argument("--candidate-bin", default=str(ROOT / "build/tests/cpp/cli"))
     ap.add_argument("--quick", action="store_true", help="1k and 10k tensors, 1 and 10 invariants, shorter limits")
     ap.add_argument("--limit", type=float, default=None, help="seconds per run before it is killed")
+    ap.add_argument("--steps", type=int, default=8, help="steps per in-process run (the first is not timed; "
+                    "a Consistency check's kept window fills in 16, after which it frees as much as it keeps)")
     args = ap.parse_args()
     base, cand = Path(args.baseline_bin), Path(args.candidate_bin)
     sizes = [1000, 10000] if args.quick else [1000, 10000, 50000]
@@ -171,7 +173,7 @@ def main() -> int:
                     wall, out = None, ""
                     if key not in timed_out:
                         wall, _, out = run_limited([str(binary), "--params", str(n), "--invariants", str(count), "--ranks",
-                                                    str(world), "--alone", str(int(alone)), "--steps", "8",
+                                                    str(world), "--alone", str(int(alone)), "--steps", str(args.steps),
                                                     "--distinct-shapes", str(int(variant == "distinct shapes")),
                                                     "--by-name", str(int(variant == "by name"))],
                                                    limit)

@@ -118,6 +118,9 @@ Value OnlineChecker::summary() const {
                       {"violated_invariants", make_string_array(violated)},
                       {"triggered_invariants", make_string_array(triggered)},
                       {"failed_log", Value::string(failed_log_path())},
+                      {"line_templates", make_object({{"records_built", n(feed_->templates().built())},
+                                                      {"templates", n(feed_->templates().templates())},
+                                                      {"bytes", n(feed_->templates().bytes())}})},
                       {"violation_summary", process_violation_rows_value(process_violation_rows())}});
 }
 

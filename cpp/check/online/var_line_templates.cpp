@@ -219,6 +219,7 @@ void VarLineTemplates::followed(uint32_t source, uint32_t index) {
 }
 
 bool VarLineTemplates::build(uint32_t source, std::string_view line, Record& out) {
+  if (templates_ == 0) return false;  // a process whose checks want no state line: nothing to look up
   if (source < last_.size() && valid(last_[source])) {
     const Link predicted = slab_[last_[source].index].next;
     if (valid(predicted) && match(slab_[predicted.index], line, out)) {

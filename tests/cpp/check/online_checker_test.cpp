@@ -384,6 +384,10 @@ TEST(OnlineChecker, AssumingOneProcessIdlesOnlyTheChecksThatPairRecordsOfTwoProc
     checker.add_lines("trace_VAR_100_7.log", text);
     checker.end_trace();
     EXPECT_EQ(checker.counts().records, 12u);
+    // Steps 1-3 of each parameter built from its step-0 line's template, and said so in the summary.
+    const Value summary = checker.summary();
+    EXPECT_EQ(summary.find("line_templates")->find("records_built")->as_int(), 9);
+    EXPECT_EQ(summary.find("line_templates")->find("templates")->as_int(), 3);
     EXPECT_GT(checker.counts().violations, 0u);  // different data in parameters the second pairs
     EXPECT_FALSE(checker.states()[0].check->member_triggered(checker.states()[0].member));
     EXPECT_TRUE(checker.states()[1].check->member_triggered(checker.states()[1].member));
