@@ -211,6 +211,9 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
+  // Pruned ends whose storage the next running ends reuse (update): at most a step's worth.
+  static constexpr size_t kSpareEnds = size_t{1} << 17;
+  std::vector<End> spare_ends_;
   // The process ids of the instances seen: one per rank, and per process of the run with variables of the
   // compared types (traincheck-onlinecheck following a run's folder); never pruned, as instances are not.
   std::vector<int64_t> processes_;

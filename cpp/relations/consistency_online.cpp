@@ -196,6 +196,15 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
     e.record = r;
     e.value = *value;
     e.compared = compared;
+  } else if (!spare_ends_.empty()) {  // a pruned end's storage: its record's fields are assigned in place
+    inst.current[side] = std::move(spare_ends_.back());
+    spare_ends_.pop_back();
+    End& e = *inst.current[side];
+    e.step = step;
+    e.record = r;
+    e.value = *value;
+    e.compared = compared;
+    e.instance = &inst;
   } else {
     inst.current[side] = End{step, r, *value, compared, &inst};
   }
@@ -388,7 +397,15 @@ void ConsistencyOnlineCheck::prune() {
     if (oldest == std::numeric_limits<int64_t>::max() || oldest > latest_ended_ - kKeptSteps) break;
     for (auto& per_side : ended_)
       if (auto it = per_side.find(oldest); it != per_side.end()) {
-        kept_ends_ -= it->second.ends.size();
+        StepEnds& step = it->second;
+        kept_ends_ -= step.ends.size();
+        // Kept for the next steps' ends, as many as a step has: a model's step ends 50k parameters, and
+        // each new end's record would otherwise be allocated as the pruned one's is freed.
+        step.index.clear();  // its pointers into the ends go first
+        for (End& e : step.ends) {
+          if (spare_ends_.size() >= kSpareEnds) break;
+          spare_ends_.push_back(std::move(e));
+        }
         per_side.erase(it);
       }
     matched_steps_.erase(matched_steps_.begin(), matched_steps_.upper_bound(oldest));

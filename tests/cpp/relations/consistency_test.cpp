@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <tuple>
 
 #include "case_trace.h"
@@ -121,6 +122,37 @@ TEST(Consistency, OnlineStateDoesNotGrowWithTheRunsLength) {
   EXPECT_LE(check->tracked_states(), kept_ends_bound(spec));
   // A small model keeps more than kKeptSteps steps: ranks that publish in bursts stay compared.
   EXPECT_GT(check->tracked_states(), static_cast<size_t>(4 * ConsistencyOnlineCheck::kKeptSteps) * spec.ranks * spec.params);
+}
+
+// Past kKeptEndsPerProcess the oldest steps' ends are pruned, and their storage is reused by the ends that
+// follow (ConsistencyOnlineCheck::spare_ends_): the reused ends hold their own records. A rank diverging
+// long after pruning began is found at each of its divergent steps but the last (online, the last step
+// never ends), with that step's records and values.
+TEST(Consistency, EndsReusingPrunedEndsStorageHoldTheirOwnRecords) {
+  DdpSpec spec;
+  spec.steps = 3000;  // 36k ends: pruning from about step 2700 (16k a process)
+  spec.diverge_rank = 1;
+  spec.diverge_from = 2990;
+  const std::vector<OnlineViolation> found = run_online(ddp_trace("long_diverge", spec), real_example());
+  std::set<int64_t> steps;
+  for (const OnlineViolation& v : found) {
+    ASSERT_EQ(v.records.size(), 2u);
+    const Record& a = v.records[0];
+    const Record& b = v.records[1];
+    EXPECT_EQ(a.step, b.step);
+    EXPECT_GE(a.step, spec.diverge_from);
+    EXPECT_NE(a.process_id, b.process_id);
+    for (const Record* r : {&a, &b}) {
+      EXPECT_EQ(r->get("meta_vars.step")->as_int(), r->step);
+      const int64_t base = 1000003LL * (r->var_name == "model.0.weight" ? 1 : 0) + 7919LL * r->step;
+      if (r->var_name == "model.0.weight")
+        EXPECT_EQ(r->get("attributes.data")->as_int(), base + (r->process_id == spec.base_pid + 1 ? 424242 : 0));
+    }
+    steps.insert(a.step);
+  }
+  std::set<int64_t> expected;
+  for (int64_t s = spec.diverge_from; s < spec.steps - 1; ++s) expected.insert(s);
+  EXPECT_EQ(steps, expected);
 }
 
 // The real example passing on ranks in sync and finding the divergent steps, offline and online:
