@@ -145,8 +145,9 @@ TEST(Consistency, EndsReusingPrunedEndsStorageHoldTheirOwnRecords) {
     for (const Record* r : {&a, &b}) {
       EXPECT_EQ(r->get("meta_vars.step")->as_int(), r->step);
       const int64_t base = 1000003LL * (r->var_name == "model.0.weight" ? 1 : 0) + 7919LL * r->step;
-      if (r->var_name == "model.0.weight")
+      if (r->var_name == "model.0.weight") {
         EXPECT_EQ(r->get("attributes.data")->as_int(), base + (r->process_id == spec.base_pid + 1 ? 424242 : 0));
+      }
     }
     steps.insert(a.step);
   }
