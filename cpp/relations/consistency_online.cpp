@@ -190,24 +190,22 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
   inst.value[side] = *value;
   inst.latest_step[side] = step;
   const bool compared = !(skip_initial_[side] && !inst.changed[side]);
-  if (inst.current[side]) {  // the step's running end moves on: assigned in place, its storage reused
-    End& e = *inst.current[side];
-    e.step = step;
-    e.record = r;
-    e.value = *value;
-    e.compared = compared;
-  } else if (!spare_ends_.empty()) {  // a pruned end's storage: its record's fields are assigned in place
-    inst.current[side] = std::move(spare_ends_.back());
-    spare_ends_.pop_back();
-    End& e = *inst.current[side];
-    e.step = step;
-    e.record = r;
-    e.value = *value;
-    e.compared = compared;
-    e.instance = &inst;
-  } else {
-    inst.current[side] = End{step, r, *value, compared, &inst};
+  // The step's running end moves on in place, or starts in a pruned end's storage (prune): either way its
+  // record's fields are assigned into storage already allocated.
+  if (!inst.current[side]) {
+    if (spare_ends_.empty()) {
+      inst.current[side].emplace();
+    } else {
+      inst.current[side] = std::move(spare_ends_.back());
+      spare_ends_.pop_back();
+    }
   }
+  End& e = *inst.current[side];
+  e.step = step;
+  e.record = r;
+  e.value = *value;
+  e.compared = compared;
+  e.instance = &inst;
   return true;
 }
 

@@ -139,24 +139,12 @@ void CrossRankExchange::observe(const Record& r) {
     return;
   }
   process_id_ = r.process_id;
-  const SharedSummary* shared = nullptr;
-  if (r.shared_fields_common && r.shared_fields.is_object() && !r.shadows_shared_fields())
-    shared = &shared_summaries_.find(r.shared_fields, [&](const Value& fields) {
-      const Object& o = fields.as_object();
-      SharedSummary summary;
-      summary.count = encoder_.append_fields(summary.frame_fields, o.data(), o.data() + o.size());
-      if (options_.match_by_digest)
-        for (const Member& m : o) summary.digest += digester_.field_digest(m);
-      return summary;
-    });
+  const SharedSummary* shared = shared_summary(r);
   uint64_t digest = 0;
-  if (options_.match_by_digest) {
-    if (shared == nullptr) {
-      digest = digester_.of(r);
-    } else {
-      digest = shared->digest;
-      for (const Field& f : r.fields) digest += digester_.field_digest(f);
-    }
+  if (options_.match_by_digest && shared == nullptr) digest = digester_.of(r);
+  if (options_.match_by_digest && shared != nullptr) {
+    digest = shared->digest;  // its own fields' added: the sum over all of them (StepDigester::of)
+    for (const Field& f : r.fields) digest += digester_.field_digest(f);
   }
   auto [it, added] = steps_.try_emplace(r.step);
   StepStates& step = it->second;
@@ -194,6 +182,18 @@ void CrossRankExchange::observe(const Record& r) {
     step.last.push_back(frame);
     step.digests.push_back(digest);
   }
+}
+
+const CrossRankExchange::SharedSummary* CrossRankExchange::shared_summary(const Record& r) {
+  if (!r.shared_fields_common || !r.shared_fields.is_object() || r.shadows_shared_fields()) return nullptr;
+  return &shared_summaries_.find(r.shared_fields, [&](const Value& fields) {
+    const Object& o = fields.as_object();
+    SharedSummary summary;
+    summary.count = encoder_.append_fields(summary.frame_fields, o.data(), o.data() + o.size());
+    if (options_.match_by_digest)
+      for (const Member& m : o) summary.digest += digester_.field_digest(m);
+    return summary;
+  });
 }
 
 void CrossRankExchange::compact(StepStates& step) const {

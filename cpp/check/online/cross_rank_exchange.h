@@ -186,6 +186,9 @@ class CrossRankExchange {
     uint64_t digest = 0;
   };
   SharedFieldsMemo<SharedSummary> shared_summaries_;
+  // The summary of a record's shared fields, when it has ones many records share and none shadowed;
+  // null when its frame and digest are made field by field.
+  const SharedSummary* shared_summary(const Record& r);
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable

@@ -219,7 +219,7 @@ void VarLineTemplates::followed(uint32_t source, uint32_t index) {
 }
 
 bool VarLineTemplates::build(uint32_t source, std::string_view line, Record& out) {
-  if (templates_ == 0) return false;  // a process whose checks want no state line: nothing to look up
+  if (templates() == 0) return false;  // a process whose checks want no state line: nothing to look up
   if (source < last_.size() && valid(last_[source])) {
     const Link predicted = slab_[last_[source].index].next;
     if (valid(predicted) && match(slab_[predicted.index], line, out)) {
@@ -257,14 +257,12 @@ uint32_t VarLineTemplates::store(Template t) {
   }
   slab_[index].live = true;
   bytes_ += slab_[index].cost;
-  ++templates_;
   return index;
 }
 
 void VarLineTemplates::evict(uint32_t index) {
   Template& t = slab_[index];
   bytes_ -= t.cost;
-  --templates_;
   const uint32_t generation = t.generation + 1;  // links to it go stale
   t = Template{};
   t.generation = generation;

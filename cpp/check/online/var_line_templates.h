@@ -47,7 +47,7 @@ class VarLineTemplates {
   bool learn(uint32_t source, std::string_view line, const Record& record);
 
   uint64_t built() const { return built_; }      // records built from templates
-  size_t templates() const { return templates_; }
+  size_t templates() const { return slab_.size() - free_.size(); }
   size_t bytes() const { return bytes_; }         // what the templates hold (estimated)
 
  private:
@@ -97,7 +97,6 @@ class VarLineTemplates {
   std::vector<Link> last_;  // per source: the template of its last line built or learned
   size_t budget_bytes_;
   size_t bytes_ = 0;
-  size_t templates_ = 0;
   uint64_t built_ = 0;
 };
 
