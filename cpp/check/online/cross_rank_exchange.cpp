@@ -139,11 +139,11 @@ void CrossRankExchange::observe(const Record& r) {
     return;
   }
   process_id_ = r.process_id;
-  const SharedSummary* shared = shared_summary(r);
+  const std::optional<SharedFieldsMemo<SharedSummary>::Derived> shared = shared_summary(r);
   uint64_t digest = 0;
-  if (options_.match_by_digest && shared == nullptr) digest = digester_.of(r);
-  if (options_.match_by_digest && shared != nullptr) {
-    digest = shared->digest;  // its own fields' added: the sum over all of them (StepDigester::of)
+  if (options_.match_by_digest && !shared) digest = digester_.of(r);
+  if (options_.match_by_digest && shared) {
+    digest = shared->value.digest;  // its own fields' added: the sum over all of them (StepDigester::of)
     for (const Field& f : r.fields) digest += digester_.field_digest(f);
   }
   auto [it, added] = steps_.try_emplace(r.step);
@@ -166,8 +166,8 @@ void CrossRankExchange::observe(const Record& r) {
   }
   const uint64_t id = static_cast<uint64_t>(r.var_type.id()) << 32 | r.var_name.id();
   const size_t offset = step.frames.size();
-  if (shared == nullptr) encoder_.append_record(step.frames, r);
-  else encoder_.append_frame(step.frames, r.fields.data(), r.fields.data() + r.fields.size(), shared->frame_fields, shared->count);
+  if (!shared) encoder_.append_record(step.frames, r);
+  else encoder_.append_frame(step.frames, r.fields.data(), r.fields.data() + r.fields.size(), shared->bytes, shared->value.count);
   const std::pair<size_t, size_t> frame{offset, step.frames.size() - offset};
   if (uint32_t* at = step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; })) {
     step.stale_bytes += step.last[*at].second;
@@ -184,12 +184,12 @@ void CrossRankExchange::observe(const Record& r) {
   }
 }
 
-const CrossRankExchange::SharedSummary* CrossRankExchange::shared_summary(const Record& r) {
-  if (!r.shared_fields_common || !r.shared_fields.is_object() || r.shadows_shared_fields()) return nullptr;
-  return &shared_summaries_.find(r.shared_fields, [&](const Value& fields) {
+std::optional<SharedFieldsMemo<CrossRankExchange::SharedSummary>::Derived> CrossRankExchange::shared_summary(const Record& r) {
+  if (!r.shared_fields_common || !r.shared_fields.is_object() || r.shadows_shared_fields()) return std::nullopt;
+  return shared_summaries_.find(r.shared_fields, [&](const Value& fields, std::string& frame_fields) {
     const Object& o = fields.as_object();
     SharedSummary summary;
-    summary.count = encoder_.append_fields(summary.frame_fields, o.data(), o.data() + o.size());
+    summary.count = encoder_.append_fields(frame_fields, o.data(), o.data() + o.size());
     if (options_.match_by_digest)
       for (const Member& m : o) summary.digest += digester_.field_digest(m);
     return summary;

@@ -179,16 +179,16 @@ class CrossRankExchange {
   std::unique_ptr<PeerStore> store_;  // the I/O thread's only
   RecordFrameEncoder encoder_;        // this rank's summaries: the identity and the fields the checks read
   StepDigester digester_;             // their digests (match_by_digest)
-  // A record's shared fields, encoded and digested once for all the records sharing them.
+  // A record's shared fields, encoded (the memo's bytes: `count` fields as RecordFrameEncoder::
+  // append_fields writes them) and digested once for all the records sharing them.
   struct SharedSummary {
-    std::string frame_fields;
     uint16_t count = 0;
     uint64_t digest = 0;
   };
   SharedFieldsMemo<SharedSummary> shared_summaries_;
   // The summary of a record's shared fields, when it has ones many records share and none shadowed;
-  // null when its frame and digest are made field by field.
-  const SharedSummary* shared_summary(const Record& r);
+  // nullopt when its frame and digest are made field by field.
+  std::optional<SharedFieldsMemo<SharedSummary>::Derived> shared_summary(const Record& r);
 
   // Writer side (the session's lock).
   // A step's summary as it grows: each local variable's record frame appended when observed; a variable
