@@ -151,7 +151,9 @@ void CrossRankExchange::observe(const Record& r) {
   if (added) {
     // Room for as much as the step before had: a model's step is tens of megabytes of frames, and
     // growing to that size copies them several times over. The key frame leads, as published.
-    step.position.reserve(last_step_variables_);
+    step.ids.reserve(last_step_variables_);
+    step.last.reserve(last_step_variables_);
+    step.digests.reserve(last_step_variables_);
     {
       // A buffer the I/O thread has published from, its pages already touched: a fresh one of a model's
       // size is page-faulted in afresh every step.
@@ -169,6 +171,21 @@ void CrossRankExchange::observe(const Record& r) {
   if (!shared) encoder_.append_record(step.frames, r);
   else encoder_.append_frame(step.frames, r.fields.data(), r.fields.data() + r.fields.size(), shared->bytes, shared->value.count);
   const std::pair<size_t, size_t> frame{offset, step.frames.size() - offset};
+  // A step's variables come in the order of the step before: while each is the one at its place in that
+  // order, it is new in the step (the order's variables are distinct), and nothing is looked up. The
+  // first that is not (a new variable, one observed again in the step) indexes the step's variables.
+  if (step.in_order) {
+    const size_t n = step.ids.size();
+    if (n < order_.size() && order_[n] == id) {
+      step.ids.push_back(id);
+      step.last.push_back(frame);
+      step.digests.push_back(digest);
+      return;
+    }
+    step.in_order = false;
+    step.position.reserve(std::max(last_step_variables_, n + 1));
+    for (size_t i = 0; i < n; ++i) step.position.insert(mix_key(step.ids[i]), static_cast<uint32_t>(i));
+  }
   if (uint32_t* at = step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; })) {
     step.stale_bytes += step.last[*at].second;
     step.last[*at] = frame;
@@ -248,6 +265,7 @@ void CrossRankExchange::hand_over_ended(int64_t last_ended) {
       if (s == last_ended) {
         last_step_variables_ = step.ids.size();
         last_step_bytes_ = step.frames.size();
+        order_.swap(step.ids);
       }
       text = std::move(step.frames);  // the key frame, then the frames
       digests = &step.digests;

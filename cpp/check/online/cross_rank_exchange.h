@@ -200,12 +200,16 @@ class CrossRankExchange {
     std::vector<uint64_t> ids;                   // per variable: (var type id, var name id)
     std::vector<std::pair<size_t, size_t>> last;  // per variable: its last frame (offset, size) in `frames`
     std::vector<uint64_t> digests;               // per variable: its last record's (match_by_digest)
-    PositionTable position;                      // id -> its index in `ids` (flat: 50k variables a step)
+    // id -> its index in `ids` (flat: 50k variables a step); only once the step left the order of the
+    // step before (order_).
+    bool in_order = true;
+    PositionTable position;
     size_t stale_bytes = 0;                      // frames of `frames` that a later one replaced
   };
   void compact(StepStates& step) const;
   std::map<int64_t, StepStates> steps_;
   size_t last_step_variables_ = 0;          // the last step's: room for the next one's
+  std::vector<uint64_t> order_;             // the last step handed over: its variables' ids in order
   size_t last_step_bytes_ = 0;              // its frames' size, likewise
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
   RecordFrameDecoder decoder_;

@@ -132,16 +132,21 @@ struct Job {
   }
 };
 
-// Two ranks' exchanges whose step 0 was observed: rank 0's summary of it, as rank 1 receives it (the
-// I/O threads run on their own: at most about 4 s).
-std::vector<Record> step_zero_as_received(CrossRankExchange& rank0, CrossRankExchange& rank1) {
+// Two ranks' exchanges whose step `step` was observed (and the ones before it handed over): rank 0's
+// summary of it, as rank 1 receives it (the I/O threads run on their own: at most about 4 s).
+std::vector<Record> step_as_received(CrossRankExchange& rank0, CrossRankExchange& rank1, int64_t step) {
   std::vector<Record> got;
   for (int i = 0; i < 2000 && got.empty(); ++i) {
-    rank0.exchange(1);
-    for (Record& r : rank1.exchange(1)) got.push_back(std::move(r));
+    rank0.exchange(step + 1);
+    for (Record& r : rank1.exchange(step + 1))
+      if (r.step == step) got.push_back(std::move(r));
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return got;
+}
+
+std::vector<Record> step_zero_as_received(CrossRankExchange& rank0, CrossRankExchange& rank1) {
+  return step_as_received(rank0, rank1, 0);
 }
 
 }  // namespace
@@ -183,6 +188,36 @@ TEST(CrossRankExchange, AVariableRecordedTwiceInAStepIsPublishedOnceWithItsLastR
   EXPECT_EQ(got[0].get("attributes.data")->as_int(), 1000003 + 5);
   for (int p = 1; p < kParams; ++p) EXPECT_EQ(got[p].var_name, "model." + std::to_string(p) + ".weight");
   EXPECT_EQ(rank1.stats().records_received, static_cast<uint64_t>(kParams));
+}
+
+// A step's variables are taken as new in it while they come in the order of the step before, without a
+// lookup (cross_rank_exchange.h, StepStates::in_order): a later step whose records leave that order (one
+// recorded again, a new variable, one missing, the rest reordered) still publishes each of its variables
+// once, with its last record, in the order they first appeared in the step.
+TEST(CrossRankExchange, AStepLeavingTheOrderOfTheStepBeforeStillPublishesEachVariableOnce) {
+  const auto data = std::make_shared<MemoryStoreData>();
+  CrossRankExchange rank0(std::make_unique<MemoryPeerStore>(data, PeerGroup{0, 2}), {}, {"attributes.data"});
+  CrossRankExchange rank1(std::make_unique<MemoryPeerStore>(data, PeerGroup{1, 2}), {}, {"attributes.data"});
+  constexpr int kMany = 6;
+  for (int rank = 0; rank < 2; ++rank)
+    for (const Record& r : read_trace_text("r.log", step_lines(rank, 0, 0, kMany)).records) (rank == 0 ? rank0 : rank1).observe(r);
+  ASSERT_EQ(step_as_received(rank0, rank1, 0).size(), static_cast<size_t>(kMany));
+  // Step 1 on rank 0: parameters 0 and 1 in order, 0 again (a new value), 5 before 2 (reordered), 3, and
+  // a variable step 0 did not have; parameter 4 missing.
+  const std::vector<Record> step1 = read_trace_text("r0.log", step_lines(0, 1, 0, kMany)).records;
+  const std::vector<Record> bumped = read_trace_text("r0.log", step_lines(0, 1, 7, kMany)).records;
+  std::string extra_line = step_lines(0, 1, 0, 2).substr(step_lines(0, 1, 0, 1).size());  // parameter 1's line
+  extra_line.replace(extra_line.find("model.1.weight"), 14, "model.extra.weight");
+  const Record extra = read_trace_text("r0.log", extra_line).records.at(0);
+  for (const Record* r : std::initializer_list<const Record*>{&step1[0], &step1[1], &bumped[0], &step1[5], &step1[2], &step1[3], &extra}) rank0.observe(*r);
+  for (const Record& r : read_trace_text("r1.log", step_lines(1, 1, 0, kMany)).records) rank1.observe(r);
+  const std::vector<Record> got = step_as_received(rank0, rank1, 1);
+  std::vector<std::string> names;
+  for (const Record& r : got) names.emplace_back(r.var_name.view());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.0.weight", "model.1.weight", "model.5.weight", "model.2.weight",
+                                             "model.3.weight", "model.extra.weight"}));
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].get("attributes.data")->as_int(), 1000003 + 7919 + 7);  // its last record
 }
 
 // A step that lasts (gradient accumulation: a tracker writing the parameters at every micro-step of one
