@@ -134,6 +134,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   struct Instance {
     int64_t process_id = 0;
     Name var_name;
+    VarInstanceKey key{};
+    // The instance found after this one the last time (instance_of): a process's records of a step
+    // come in the order of the step before.
+    Instance* next_found = nullptr;
     std::optional<Value> value[2];  // per side: the last non-NaN value
     bool changed[2] = {false, false};  // per side: the value has changed once (past the initial state)
     // Per side, for a peer's twin after matched steps (on_peer_step_matched): the step of the first
@@ -209,6 +213,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::vector<const Value*> projection_;  // finish_step's: the finished end's under a shared index
   std::vector<StepEndIndex*> awake_;      // finish_step's: the indexes the finished end joins
   std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
+  Instance* last_found_ = nullptr;  // instance_of's last
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
   // Pruned ends whose storage the next running ends reuse (update): at most a step's worth.

@@ -170,13 +170,24 @@ bool ConsistencyOnlineCheck::triggered() const {
 }
 
 ConsistencyOnlineCheck::Instance& ConsistencyOnlineCheck::instance_of(const Record& r) {
-  auto [it, added] = instances_.try_emplace(VarInstanceKey::of(r));
+  const VarInstanceKey key = VarInstanceKey::of(r);
+  // The one found after the last one found, the last time: at 50k parameters, hashing into the map
+  // missed the cache once per record.
+  if (last_found_ && last_found_->next_found && last_found_->next_found->key == key) {
+    last_found_ = last_found_->next_found;
+    return *last_found_;
+  }
+  auto [it, added] = instances_.try_emplace(key);
+  Instance& found = it->second;
   if (added) {
-    it->second.process_id = r.process_id;
-    it->second.var_name = r.var_name;
+    found.process_id = r.process_id;
+    found.var_name = r.var_name;
+    found.key = key;
     if (std::find(processes_.begin(), processes_.end(), r.process_id) == processes_.end()) processes_.push_back(r.process_id);
   }
-  return it->second;
+  if (last_found_) last_found_->next_found = &found;
+  last_found_ = &found;
+  return found;
 }
 
 bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, int64_t step) {
