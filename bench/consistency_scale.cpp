@@ -11,7 +11,7 @@
 // build's libraries (consistency_scale.py --baseline-libs).
 //
 //   consistency_scale --params N --invariants I [--ranks R] [--steps S] [--shapes K] [--distinct-shapes 1]
-//                     [--by-name 1] [--alone 0]
+//                     [--by-name 1] [--alone 0] [--steady-from STEP]
 #include <time.h>
 
 #include <chrono>
@@ -217,6 +217,12 @@ int main(int argc, char** argv) {
   const bool alone = ranks == 1 && arg(argc, argv, "--alone", 1) != 0;
   const std::string dir = (std::filesystem::temp_directory_path() / ("tc_consistency_scale_" + std::to_string(getpid()))).string();
   uint64_t checked_ns = 0, peer_ns = 0, violations = 0;
+  // Steps past the Consistency check's kept window (16 steps: ConsistencyOnlineCheck::kKeptSteps), when
+  // it frees as much as it keeps each step and the heap has stopped growing: what a long run pays per
+  // step. The steps before also fault in the window's pages, once per run.
+  const int steady_from = arg(argc, argv, "--steady-from", 18);
+  uint64_t steady_ns = 0;
+  int steady_steps = 0;
   double rss_before = 0, rss_after = 0;  // around the checked steps: what the checker holds (and the heap keeps)
   bool peer_steps_matched = false;  // some peer step was judged by digest
   bool idled = false;
@@ -295,15 +301,23 @@ int main(int argc, char** argv) {
         checked_ns += t1 - t0;
         peer_ns += t2 - t1;
       }
+      if (step >= steady_from) {
+        steady_ns += t2 - t0;
+        ++steady_steps;
+      }
     }
     violations = checker.counts().violations;
     rss_after = rss_mib();
   }
   std::filesystem::remove_all(dir);
   const double per_step = 1e-6 / std::max(1, steps - 1);
+  std::string steady = "null";  // too few steps to reach it
+  if (steady_steps > 0) steady = std::to_string(1e-6 * static_cast<double>(steady_ns) / steady_steps);
   std::printf("{\"params\": %d, \"invariants\": %d, \"ranks\": %d, \"own_ms_per_step\": %.3f, \"peer_ms_per_step\": %.3f, "
-              "\"violations\": %llu, \"alone\": %s, \"peer_steps_by_digest\": %s, \"checker_rss_mib\": %.0f}\n",
-              params, count, ranks, checked_ns * per_step, peer_ns * per_step, static_cast<unsigned long long>(violations),
-              idled ? "true" : "false", peer_steps_matched ? "true" : "false", rss_after - rss_before);
+              "\"steady_ms_per_step\": %s, \"violations\": %llu, \"alone\": %s, \"peer_steps_by_digest\": %s, "
+              "\"checker_rss_mib\": %.0f}\n",
+              params, count, ranks, checked_ns * per_step, peer_ns * per_step, steady.c_str(),
+              static_cast<unsigned long long>(violations), idled ? "true" : "false", peer_steps_matched ? "true" : "false",
+              rss_after - rss_before);
   return 0;
 }

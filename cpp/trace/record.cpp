@@ -42,10 +42,13 @@ const Value* Record::get(std::string_view flat_key) const {
 void Record::set(KeyId key, Value value) {
   auto it = std::lower_bound(fields.begin(), fields.end(), key,
                              [](const Field& f, KeyId k) { return f.key < k; });
-  if (it != fields.end() && it->key == key)
+  if (it != fields.end() && it->key == key) {
     it->value = std::move(value);
-  else
-    fields.insert(it, Field{key, std::move(value)});
+    return;
+  }
+  if (shared_fields_common && shared_fields.is_object() && find_sorted(shared_fields.as_object(), key) != nullptr)
+    shared_fields_common = false;
+  fields.insert(it, Field{key, std::move(value)});
 }
 
 void Record::share_fields() {

@@ -50,7 +50,9 @@ class Record {
   bool has_step = false;
   // A hint: shared_fields is one field set that many records share (a template's:
   // check/online/var_line_templates.h), so what is derived from it is worth keeping
-  // (check/online/shared_fields_memo.h). Fits in the padding.
+  // (check/online/shared_fields_memo.h); and no own field has a shared one's key (the template's own
+  // fields are those it left out of the set; set() clears the hint when it adds one that shadows), so
+  // the fields are the own ones plus the shared ones without looking. Fits in the padding.
   bool shared_fields_common = false;
 
   bool is_api() const { return type != RecordType::StateChange; }
@@ -65,7 +67,8 @@ class Record {
   template <typename F>
   void for_each_field(F&& f) const;
 
-  // Inserts or replaces a field, keeping the order. Call refresh_cached() after changing cached ones.
+  // Inserts or replaces a field, keeping the order (an own field: one shadowing a shared one clears
+  // shared_fields_common). Call refresh_cached() after changing cached ones.
   void set(KeyId key, Value value);
 
   // Moves the own fields into shared_fields (when it holds none), so that a copy of the record takes one

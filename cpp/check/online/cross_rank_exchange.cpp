@@ -202,7 +202,7 @@ void CrossRankExchange::observe(const Record& r) {
 }
 
 std::optional<SharedFieldsMemo<CrossRankExchange::SharedSummary>::Derived> CrossRankExchange::shared_summary(const Record& r) {
-  if (!r.shared_fields_common || !r.shared_fields.is_object() || r.shadows_shared_fields()) return std::nullopt;
+  if (!r.shared_fields_common || !r.shared_fields.is_object()) return std::nullopt;  // none shadowed (Record)
   return shared_summaries_.find(r.shared_fields, [&](const Value& fields, std::string& frame_fields) {
     const Object& o = fields.as_object();
     SharedSummary summary;

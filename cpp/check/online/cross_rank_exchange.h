@@ -186,7 +186,7 @@ class CrossRankExchange {
     uint64_t digest = 0;
   };
   SharedFieldsMemo<SharedSummary> shared_summaries_;
-  // The summary of a record's shared fields, when it has ones many records share and none shadowed;
+  // The summary of a record's shared fields, when it has ones many records share (none shadowed then);
   // nullopt when its frame and digest are made field by field.
   std::optional<SharedFieldsMemo<SharedSummary>::Derived> shared_summary(const Record& r);
 

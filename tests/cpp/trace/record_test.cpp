@@ -53,16 +53,20 @@ TEST(Record, SharedFieldsAreTheSameFieldsAndACopySharesThem) {
   EXPECT_FALSE(own_only.shadows_shared_fields());
 }
 
-TEST(Record, AnOwnFieldSetOverASharedOneShadowsIt) {
+TEST(Record, AnOwnFieldSetOverASharedOneShadowsItAndTheSetIsNoLongerTakenAsCommon) {
   Record r;
   r.fields.push_back({intern_key("attributes.data"), Value::integer(7)});
   r.fields.push_back({intern_key("type"), Value::string("state_change")});
   std::sort(r.fields.begin(), r.fields.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
   r.share_fields();
+  r.shared_fields_common = true;  // as a template's records have it
   r.set(intern_key("time"), Value::integer(3));  // a key the shared set lacks
+  r.set(intern_key("time"), Value::integer(4));  // and again: replaced in place
   EXPECT_FALSE(r.shadows_shared_fields());
+  EXPECT_TRUE(r.shared_fields_common);
   r.set(intern_key("attributes.data"), Value::integer(8));
   EXPECT_TRUE(r.shadows_shared_fields());
+  EXPECT_FALSE(r.shared_fields_common);  // what is derived from the shared set alone is not this record's
   EXPECT_EQ(r.get("attributes.data")->as_int(), 8);
   std::vector<std::string> texts = field_texts(r);
   EXPECT_EQ(std::count(texts.begin(), texts.end(), "attributes.data=8"), 1);
