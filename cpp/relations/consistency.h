@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/block_list.h"
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
 #include "relations/consistency_pairs.h"
@@ -129,7 +129,7 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     Record record;  // the last record of the step: the preconditions' view and evidence
     Value value;
     bool compared = true;
-    const Instance* instance = nullptr;
+    Instance* instance = nullptr;
   };
   struct Instance {
     int64_t process_id = 0;
@@ -146,6 +146,10 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::optional<Value> first_value[2];
     int64_t latest_step[2] = {0, 0};  // per side: the step of `value`
     std::optional<End> current[2];     // per side: the step now running, its last record so far
+    // Per side: its end of a pruned step, whose storage its next running end takes (update): its record
+    // shares its fields with the new one (its variable's template), so the copy changes no reference
+    // count, and its field vector fits them.
+    std::optional<End> spare[2];
     bool peer = false;                 // another rank's instance (its step ends come whole)
   };
   // One invariant's precondition, compiled for pairing (consistency_pairs.h). Held by pointer: the
@@ -171,11 +175,13 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
     std::vector<uint32_t> guards;  // its unequal properties, as positions in guards_
   };
   // The compared ends of one step on one side, kept once, and per shared index their index
-  // (consistency_pairs.h): position i of each index is ends[i] (a deque: the indexes point into it). An
-  // index is built when the step first has ends that its condition could pair (asleep()), from the ends
-  // so far, and kept up from then on.
+  // (consistency_pairs.h): position i of each index is ends[i] (ends never move: the indexes point into
+  // them; their blocks come from the check's pool, end_blocks_). An index is built when the step first
+  // has ends that its condition could pair (asleep()), from the ends so far, and kept up from then on.
+  using EndList = BlockList<End>;
   struct StepEnds {
-    std::deque<End> ends;
+    explicit StepEnds(EndList::Pool& pool) : ends(pool) {}
+    EndList ends;
     std::vector<std::optional<StepEndIndex>> index;  // per SharedIndex; empty while asleep
     std::vector<uint64_t> written;  // side 0 only, per member: violations of this step written so far
     UniformValues uniform;          // side 0 only, per guard: over both sides' ends of the step
@@ -214,11 +220,12 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::vector<StepEndIndex*> awake_;      // finish_step's: the indexes the finished end joins
   std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
   Instance* last_found_ = nullptr;  // instance_of's last
+  // Blocks of pruned steps' ends, for the next steps' (declared before ended_, which gives them back
+  // when destroyed): at most a step's worth at 50k parameters.
+  EndList::Pool end_blocks_{kSpareEndBlocks};
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
-  // Pruned ends whose storage the next running ends reuse (update): at most a step's worth.
-  static constexpr size_t kSpareEnds = size_t{1} << 17;
-  std::vector<End> spare_ends_;
+  static constexpr size_t kSpareEndBlocks = 512;  // of 256 ends: a step's at 130k parameters
   // The process ids of the instances seen: one per rank, and per process of the run with variables of the
   // compared types (traincheck-onlinecheck following a run's folder); never pruned, as instances are not.
   std::vector<int64_t> processes_;

@@ -201,15 +201,12 @@ bool ConsistencyOnlineCheck::update(Instance& inst, int side, const Record& r, i
   inst.value[side] = *value;
   inst.latest_step[side] = step;
   const bool compared = !(skip_initial_[side] && !inst.changed[side]);
-  // The step's running end moves on in place, or starts in a pruned end's storage (prune): either way its
-  // record's fields are assigned into storage already allocated.
+  // The step's running end moves on in place, or starts in the storage of the instance's pruned end
+  // (prune): either way its record's fields are assigned into storage already allocated, over the same
+  // variable's.
   if (!inst.current[side]) {
-    if (spare_ends_.empty()) {
-      inst.current[side].emplace();
-    } else {
-      inst.current[side] = std::move(spare_ends_.back());
-      spare_ends_.pop_back();
-    }
+    inst.current[side].swap(inst.spare[side]);
+    if (!inst.current[side]) inst.current[side].emplace();
   }
   End& e = *inst.current[side];
   e.step = step;
@@ -323,7 +320,7 @@ PairEnd ConsistencyOnlineCheck::pair_end(const End& e) {
 }
 
 ConsistencyOnlineCheck::StepEnds& ConsistencyOnlineCheck::ended_at(int side, int64_t step) {
-  auto [it, added] = ended_[side].try_emplace(step);
+  auto [it, added] = ended_[side].try_emplace(step, end_blocks_);
   if (added) {
     StepEnds& ends = it->second;
     ends.index.resize(indexes_.size());
@@ -408,13 +405,14 @@ void ConsistencyOnlineCheck::prune() {
       if (auto it = per_side.find(oldest); it != per_side.end()) {
         StepEnds& step = it->second;
         kept_ends_ -= step.ends.size();
-        // Kept for the next steps' ends, as many as a step has: a model's step ends 50k parameters, and
-        // each new end's record would otherwise be allocated as the pruned one's is freed.
+        // Each end's storage goes back to its instance, for its next running end (update): a model's step
+        // ends 50k parameters, and each new end's record would otherwise be allocated as the pruned one's
+        // is freed, or copied over another variable's record (its shared fields' reference count in
+        // another cache line).
         step.index.clear();  // its pointers into the ends go first
-        for (End& e : step.ends) {
-          if (spare_ends_.size() >= kSpareEnds) break;
-          spare_ends_.push_back(std::move(e));
-        }
+        const int side = static_cast<int>(&per_side - ended_);
+        for (End& e : step.ends)
+          if (!e.instance->spare[side]) e.instance->spare[side] = std::move(e);
         per_side.erase(it);
       }
     matched_steps_.erase(matched_steps_.begin(), matched_steps_.upper_bound(oldest));

@@ -48,6 +48,8 @@ class Value {
     o.word_[0] = o.word_[1] = 0;
   }
   Value& operator=(const Value& o) {
+    // The same payload (a record copied over one sharing its fields): no reference count touched.
+    if (has_node() && o.has_node() && node() == o.node()) return *this;
     Value copy(o);
     swap(copy);
     return *this;

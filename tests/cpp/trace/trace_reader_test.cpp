@@ -199,6 +199,26 @@ TEST(TraceReader, IdsAndTimesBeyondInt64AreSaturatedNotUndefined) {
   EXPECT_EQ(Value::real(-2.7).as_int(), -2);
 }
 
+TEST(Value, AssigningAValueItsOwnPayloadOrAnotherKeepsReferenceCountsExact) {
+  // Assigning a value of the same payload touches no count (a record copied over one sharing its
+  // fields: the Consistency check's reused ends); any other assignment moves one reference.
+  const Value a = Value::string(std::string(40, 'a'));
+  const Value b = Value::string(std::string(40, 'b'));
+  Value held = a;
+  EXPECT_EQ(a.payload_references(), 2u);
+  held = a;
+  const Value& self = held;
+  held = self;
+  EXPECT_EQ(a.payload_references(), 2u);
+  EXPECT_TRUE(held.same_payload(a));
+  held = b;
+  EXPECT_EQ(a.payload_references(), 1u);
+  EXPECT_EQ(b.payload_references(), 2u);
+  held = Value::integer(3);
+  EXPECT_EQ(b.payload_references(), 1u);
+  EXPECT_EQ(held.as_int(), 3);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 TEST(Value, PayloadsHeldAtFourByteAlignedSlotsAreReachableForTheLeakChecker) {
   // Found by fuzz/trace_line_fuzzer: every other Value of an array keeps its payload pointer at a
