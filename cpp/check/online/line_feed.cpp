@@ -57,16 +57,19 @@ void LineFeed::note_bad_line(std::string_view source, uint64_t line, const std::
   recent_errors_.push_back(std::string(source) + ":" + std::to_string(line) + ": " + error);
 }
 
-void LineFeed::add_lines(std::string_view source, std::string_view text) {
-  padded_.assign(text);
+bool LineFeed::parse_line(std::string_view line, Record& out, std::string& error) {
+  padded_.assign(line);
   padded_.append(kJsonPadding, '\0');
+  return parse_trace_line(*parser_, padded_.data(), line.size(), out, error);
+}
+
+void LineFeed::add_lines(std::string_view source, std::string_view text) {
   auto seen = sources_.find(source);
   if (seen == sources_.end())
     seen = sources_.emplace(std::string(source), SourceProgress{static_cast<uint32_t>(sources_.size()), 0, std::nullopt}).first;
   SourceProgress& progress = seen->second;
-  const char* data = padded_.data();
+  const char* data = text.data();
   std::string error;
-  Record r;
   size_t pos = 0;
   size_t last_b = 0, last_e = 0;  // the last non-blank line
   bool last_parsed = false;       // ... was parsed into a valid record (its time is known)
@@ -84,10 +87,13 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
     last_e = e;
     last_parsed = false;
     const std::string_view line(data + b, e - b);
-    const bool built = templates_.build(progress.index, line, r);
+    // The next pending slot: a delivered record's storage, or a new one. Kept only if wanted.
+    if (pending_count_ == pending_.size()) pending_.emplace_back();
+    Record& r = pending_[pending_count_];
+    const bool built = templates_.build(progress.index, line, r);  // assigns every member
     if (!built) {
       if (!may_be_wanted(line)) continue;
-      if (!parse_trace_line(*parser_, line.data(), line.size(), r, error)) {
+      if (!parse_line(line, r, error)) {  // over a fresh record (parse_trace_line)
         note_bad_line(source, progress.lines, error);
         continue;
       }
@@ -101,24 +107,24 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
       templates_.learn(progress.index, line, r);
       r.share_fields();  // checks keep copies of it, some for steps
     }
-    pending_.push_back(std::move(r));
+    ++pending_count_;
   }
   // The last line's time bounds what this source has delivered (end_batch's horizon); a line nothing
   // wanted was not parsed above.
-  if (last_e > last_b && !last_parsed && parse_trace_line(*parser_, data + last_b, last_e - last_b, r, error))
-    progress.last_time = r.time;
+  Record last;
+  if (last_e > last_b && !last_parsed && parse_line(std::string_view(data + last_b, last_e - last_b), last, error))
+    progress.last_time = last.time;
 }
 
 void LineFeed::end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver) {
   // One source's records usually come in time order already: a check is cheaper than a merge sort that
   // moves every record.
   const auto earlier = [](const Record& a, const Record& b) { return a.time < b.time; };
-  if (!std::is_sorted(pending_.begin(), pending_.end(), earlier)) std::stable_sort(pending_.begin(), pending_.end(), earlier);
-  size_t n = pending_.size();
+  const auto first = pending_.begin(), live_end = pending_.begin() + static_cast<std::ptrdiff_t>(pending_count_);
+  if (!std::is_sorted(first, live_end, earlier)) std::stable_sort(first, live_end, earlier);
+  size_t n = pending_count_;
   if (horizon)
-    n = static_cast<size_t>(std::upper_bound(pending_.begin(), pending_.end(), *horizon,
-                                             [](int64_t t, const Record& r) { return t < r.time; }) -
-                            pending_.begin());
+    n = static_cast<size_t>(std::upper_bound(first, live_end, *horizon, [](int64_t t, const Record& r) { return t < r.time; }) - first);
   for (size_t i = 0; i < n; ++i) {
     // A record's shared fields (a template's, var_line_templates.h) are read by every check it goes to,
     // and a model's templates are tens of megabytes: fetched a few records ahead, not waited for
@@ -130,8 +136,13 @@ void LineFeed::end_batch(std::optional<int64_t> horizon, const std::function<voi
       for (size_t b = 0; b < fields.size() * sizeof(Field); b += 64) __builtin_prefetch(bytes + b);
     }
     deliver(pending_[i]);
+    // What it holds goes now, while it is in cache; its field vector stays for the next record.
+    pending_[i].fields.clear();
+    pending_[i].shared_fields = Value();
   }
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+  // The records past the horizon move to the front (swapped: the delivered ones' storage goes behind).
+  std::rotate(first, first + static_cast<std::ptrdiff_t>(n), live_end);
+  pending_count_ -= n;
 }
 
 std::optional<int64_t> LineFeed::last_time(std::string_view source) const {

@@ -105,3 +105,50 @@ TEST(LineFeed, StateLinesBuiltFromTemplatesAreTheRecordsParsingGives) {
   EXPECT_EQ(delivered, expected);  // in time order: rank 0's before rank 1's within a step
   EXPECT_EQ(feed.templates().built(), 12u);  // every line after each source's first of a variable
 }
+
+TEST(LineFeed, RecordsInDeliveredRecordsStorageAreTheRecordsParsingGives) {
+  // A batch's records are written over the storage of records delivered before (line_feed.h): built from
+  // a template there, parsed there, held back past a horizon and moved; each still the record its line
+  // parses to alone, with nothing of the record that was there before.
+  auto state_line = [](const std::string& name, int step, const std::string& shape) {
+    return "{\"var_name\":\"" + name + "\",\"var_type\":\"torch.nn.Parameter\",\"process_id\":10,\"thread_id\":1," +
+           "\"meta_vars\":{\"step\":" + std::to_string(step) + ",\"stage\":\"training\"},\"type\":\"state_change\"," +
+           "\"attributes\":{\"data\":" + std::to_string(step * 7 - 20) + ",\"shape\":" + shape + "},\"time\":" +
+           std::to_string(100 * step + static_cast<int>(name.size())) + "}\n";
+  };
+  LineFeed feed(FeedInterest{[] { return false; },
+                             [](std::string_view name) { return name == "torch.nn.Parameter" || name == "f"; },
+                             [](const Record& r) { return r.var_type == "torch.nn.Parameter" || r.function == "f"; }},
+                [](const Record&) {});
+  const std::vector<std::vector<std::string>> batches = {
+      {state_line("w", 0, "[4]"), state_line("bias", 0, "[4]")},
+      {state_line("w", 1, "[4]"), state_line("bias", 1, "[4]"), call_line("f", 150)},  // horizon 120: bias and f wait
+      {call_line("f", 201), state_line("w", 2, "[4, 2]"), state_line("bias", 2, "[4]"), call_line("f", 260)},
+  };
+  const std::vector<std::optional<int64_t>> horizons = {std::nullopt, 120, std::nullopt};
+  std::vector<std::string> expected, delivered;
+  JsonParser parser;
+  std::string error;
+  std::vector<std::pair<int64_t, std::string>> waiting;  // (time, description) of records not yet delivered
+  for (size_t b = 0; b < batches.size(); ++b) {
+    std::string text;
+    for (const std::string& line : batches[b]) {
+      text += line;
+      std::string padded = line;
+      padded.append(kJsonPadding, '\0');
+      Record parsed;
+      ASSERT_TRUE(parse_trace_line(parser, padded.data(), line.size() - 1, parsed, error)) << error;
+      waiting.emplace_back(parsed.time, describe_record(parsed));
+    }
+    feed.add_lines("a.log", text);
+    std::stable_sort(waiting.begin(), waiting.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    while (!waiting.empty() && (!horizons[b] || waiting.front().first <= *horizons[b])) {
+      expected.push_back(waiting.front().second);
+      waiting.erase(waiting.begin());
+    }
+    feed.end_batch(horizons[b], [&](const Record& r) { delivered.push_back(describe_record(r)); });
+    EXPECT_EQ(delivered, expected) << "batch " << b;
+  }
+  EXPECT_EQ(delivered.size(), 9u);
+  EXPECT_EQ(feed.templates().built(), 3u);  // step 1's two lines and step 2's bias
+}
