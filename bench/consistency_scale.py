@@ -124,6 +124,18 @@ def plain_step_ms(params: int) -> float:
     return times[len(times) // 2]
 
 
+# The first step past the Consistency check's kept window of 16 steps (ConsistencyOnlineCheck::kKeptSteps) and
+# the one in which it first prunes.
+STEADY_FROM = 18
+
+
+def checked_ms(result: dict, steady: bool) -> float:
+    """A consistency_scale run's ms per step: the steady state's, or the mean over every timed step."""
+    if steady and result.get("steady_ms_per_step") is not None:
+        return result["steady_ms_per_step"]
+    return result["own_ms_per_step"] + result["peer_ms_per_step"]
+
+
 def fmt(x: float | None, limit: float, unit: str = "") -> str:
     return f">{limit:.0f} s" if x is None else f"{x:.1f}{unit}"
 
@@ -144,16 +156,21 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1k and 10k tensors, 1 and 10 invariants, shorter limits")
     ap.add_argument("--limit", type=float, default=None, help="seconds per run before it is killed")
     ap.add_argument("--steps", type=int, default=8, help="steps per in-process run (the first is not timed; "
-                    "a Consistency check's kept window fills in 16, after which it frees as much as it keeps)")
+                    "a Consistency check's kept window fills in 16, after which it frees as much as it keeps: from "
+                    f"{STEADY_FROM + 1} steps on, the rows are the steps from {STEADY_FROM} on, the steady state)")
+    ap.add_argument("--sizes", type=int, nargs="+", help="parameter tensors (default 1k 10k 50k; --quick 1k 10k)")
+    ap.add_argument("--counts", type=int, nargs="+", help="invariants (default 1 10 100; --quick 1 10)")
     args = ap.parse_args()
     base, cand = Path(args.baseline_bin), Path(args.candidate_bin)
-    sizes = [1000, 10000] if args.quick else [1000, 10000, 50000]
-    counts = [1, 10] if args.quick else [1, 10, 100]
+    sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 50000])
+    counts = args.counts or ([1, 10] if args.quick else [1, 10, 100])
+    steady = args.steps > STEADY_FROM
     limit = args.limit or (10.0 if args.quick else 20.0)
     # A baseline run that timed out at a size times out at every larger one (it is quadratic): skipped.
     timed_out: set[tuple] = set()
 
-    print("## In-process: writer-thread CPU per step spent checking (ms), and its share of a plain step")
+    which = f"steps {STEADY_FROM}-{args.steps - 1}, past the kept window" if steady else f"steps 1-{args.steps - 1}"
+    print(f"## In-process: writer-thread CPU per step spent checking (ms, {which}), and its share of a plain step")
     print("| tensors | invariants | ranks | plain step ms | baseline ms | candidate ms | ratio | candidate share of step |")
     print("|---|---|---|---|---|---|---|---|")
     for n in sizes:
@@ -175,12 +192,12 @@ def main() -> int:
                         wall, _, out = run_limited([str(binary), "--params", str(n), "--invariants", str(count), "--ranks",
                                                     str(world), "--alone", str(int(alone)), "--steps", str(args.steps),
                                                     "--distinct-shapes", str(int(variant == "distinct shapes")),
-                                                    "--by-name", str(int(variant == "by name"))],
+                                                    "--by-name", str(int(variant == "by name")),
+                                                    "--steady-from", str(STEADY_FROM)],
                                                    limit)
                     if wall is None:
                         timed_out.add(key)
-                    row.append(None if wall is None else (lambda r: r["own_ms_per_step"] + r["peer_ms_per_step"])(
-                        json.loads(out.strip().splitlines()[-1])))
+                    row.append(None if wall is None else checked_ms(json.loads(out.strip().splitlines()[-1]), steady))
                 share = "n/a" if row[1] is None else f"{100 * row[1] / step_ms:.1f}%"
                 label = f"{count}, {variant}" if variant else str(count)
                 print(f"| {n} | {label} | {ranks} | {step_ms:.0f} | {fmt(row[0], limit)} | {fmt(row[1], limit)} | "

@@ -159,8 +159,13 @@ StepEndIndex& ConsistencyOnlineCheck::index_of(int side, int64_t step, StepEnds&
   // Room for as many ends as the step before had (a model's step ends tens of thousands of instances):
   // growing to that size costs more than filling it.
   const auto it = ended_[side].find(step);
-  const size_t before = it == ended_[side].begin() ? 0 : std::prev(it)->second.ends.size();
-  index->reserve(std::max(before, ends.ends.size()));
+  size_t before = 0, projections_before = 0;
+  if (it != ended_[side].begin()) {
+    const StepEnds& previous = std::prev(it)->second;
+    before = previous.ends.size();
+    if (previous.index[i]) projections_before = previous.index[i]->counted_projections();
+  }
+  index->reserve(std::max(before, ends.ends.size()), projections_before);
   for (const End& e : ends.ends) index->add(pair_end(e));
   return *index;
 }

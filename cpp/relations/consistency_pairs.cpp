@@ -149,25 +149,47 @@ size_t StepEndIndex::slot_of(uint64_t hash, const std::vector<const Value*>& p, 
   }
 }
 
+void StepEndIndex::make_room_for_counts(size_t more) {
+  if (2 * (counts_used_ + more) <= counts_.size()) return;  // at most half full: probes stay short
+  size_t size = std::max<size_t>(64, 2 * counts_.size());
+  while (2 * (counts_used_ + more) > size) size *= 2;
+  std::vector<Count> old(size);
+  old.swap(counts_);
+  for (const Count& c : old)
+    if (c.representative != kNone)
+      for (size_t i = c.hash & (counts_.size() - 1);; i = (i + 1) & (counts_.size() - 1))
+        if (counts_[i].representative == kNone) {
+          counts_[i] = c;
+          break;
+        }
+}
+
+void StepEndIndex::hash_projections(const std::vector<const Value*>& p, const Value* value) {
+  // Every subset's two projections (without and with the value) hashed first and their slots fetched
+  // together: one at a time, each waited for its cache miss (a model's counted groups are megabytes).
+  const uint32_t masks = 1u << condition_->unequal_size();
+  hashes_.resize(2 * static_cast<size_t>(masks));
+  const size_t wrap = counts_.size() - 1;
+  for (uint32_t mask = 0; mask < masks; ++mask)
+    for (int with_value = 0; with_value < 2; ++with_value) {
+      const uint64_t h = projection_hash(p, with_value ? value : nullptr, mask);
+      hashes_[2 * mask + static_cast<size_t>(with_value)] = h;
+      if (!counts_.empty()) __builtin_prefetch(&counts_[h & wrap]);
+    }
+}
+
 void StepEndIndex::count(uint32_t pos, int delta) {
   const size_t width = condition_->key_size() + condition_->unequal_size();
   std::vector<const Value*>& p = count_scratch_;
   p.assign(projections_.begin() + static_cast<std::ptrdiff_t>(pos * width), projections_.begin() + static_cast<std::ptrdiff_t>((pos + 1) * width));
   const PairEnd& e = ends_[pos];
-  for (uint32_t mask = 0; mask < (1u << condition_->unequal_size()); ++mask)
-    for (const Value* value : {static_cast<const Value*>(nullptr), e.value}) {
-      if (2 * (counts_used_ + 1) > counts_.size()) {  // at most half full: probes stay short
-        std::vector<Count> old(std::max<size_t>(64, 2 * counts_.size()));
-        old.swap(counts_);
-        for (const Count& c : old)
-          if (c.representative != kNone)
-            for (size_t i = c.hash & (counts_.size() - 1);; i = (i + 1) & (counts_.size() - 1))
-              if (counts_[i].representative == kNone) {
-                counts_[i] = c;
-                break;
-              }
-      }
-      const uint64_t hash = projection_hash(p, value, mask);
+  const uint32_t masks = 1u << condition_->unequal_size();
+  make_room_for_counts(2 * static_cast<size_t>(masks));
+  hash_projections(p, e.value);
+  for (uint32_t mask = 0; mask < masks; ++mask)
+    for (int with_value = 0; with_value < 2; ++with_value) {
+      const Value* value = with_value ? e.value : nullptr;
+      const uint64_t hash = hashes_[2 * mask + static_cast<size_t>(with_value)];
       Count& c = counts_[slot_of(hash, p, value, mask)];
       if (c.representative == kNone) {
         c = Count{hash, pos};
@@ -177,13 +199,15 @@ void StepEndIndex::count(uint32_t pos, int delta) {
     }
 }
 
-uint64_t StepEndIndex::counted(const std::vector<const Value*>& p, const Value* value, uint32_t mask, bool peers_too) const {
+uint64_t StepEndIndex::counted(uint64_t hash, const std::vector<const Value*>& p, const Value* value, uint32_t mask,
+                               bool peers_too) const {
   if (counts_.empty()) return 0;
-  const Count& c = counts_[slot_of(projection_hash(p, value, mask), p, value, mask)];
+  const Count& c = counts_[slot_of(hash, p, value, mask)];
   return c.representative == kNone ? 0 : c.n[0] + (peers_too ? c.n[1] : 0);
 }
 
-void StepEndIndex::reserve(size_t ends) {
+void StepEndIndex::reserve(size_t ends, size_t projections) {
+  make_room_for_counts(projections);
   ends_.reserve(ends);
   present_.reserve(ends);
   previous_of_instance_.reserve(ends);
@@ -296,10 +320,11 @@ PairTally StepEndIndex::tally(const PairEnd& x) {
   // Inclusion-exclusion: pairs differing on every unequal property = sum over subsets S of them of
   // (-1)^|S| x (ends agreeing with x on S); with the value in the projection, those also equal to x.
   int64_t admitted_pairs = 0, equal_pairs = 0;
+  hash_projections(scratch_, x.value);
   for (uint32_t mask = 0; mask < (1u << condition_->unequal_size()); ++mask) {
     const int64_t sign = std::popcount(mask) % 2 ? -1 : 1;
-    admitted_pairs += sign * static_cast<int64_t>(counted(scratch_, nullptr, mask, !x.peer));
-    equal_pairs += sign * static_cast<int64_t>(counted(scratch_, x.value, mask, !x.peer));
+    admitted_pairs += sign * static_cast<int64_t>(counted(hashes_[2 * mask], scratch_, nullptr, mask, !x.peer));
+    equal_pairs += sign * static_cast<int64_t>(counted(hashes_[2 * mask + 1], scratch_, x.value, mask, !x.peer));
   }
   // The counts include x's own instance's ends, which never pair with x.
   if (const uint32_t* own = last_of_instance_.find(mix_key(x.instance), [](uint32_t) { return true; }))

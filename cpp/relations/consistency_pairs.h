@@ -111,8 +111,11 @@ class StepEndIndex {
   StepEndIndex(StepEndIndex&&) = default;
   StepEndIndex& operator=(StepEndIndex&&) = default;
 
-  // Room for `ends` ends without growing (an online step expects as many as the step before it had).
-  void reserve(size_t ends);
+  // Room for `ends` ends and `projections` counted projections without growing (an online step expects
+  // as many as the step before it had: a counted group's table grown by doubling was rehashed a dozen
+  // times a step at 50k parameters).
+  void reserve(size_t ends, size_t projections = 0);
+  size_t counted_projections() const { return counts_used_; }
   uint32_t add(const PairEnd& end);
   // No longer paired, counted or scanned (the offline sweep over unordered pairs).
   void remove(uint32_t position);
@@ -159,7 +162,13 @@ class StepEndIndex {
   // The unequal property j's value of the end at `position`.
   const Value* unequal_of(uint32_t position, size_t j) const;
   void count(uint32_t position, int delta);
-  uint64_t counted(const std::vector<const Value*>& projection, const Value* value, uint32_t mask, bool peers_too) const;
+  // The ends counted under `hash`, the projection_hash of (projection, value, mask).
+  uint64_t counted(uint64_t hash, const std::vector<const Value*>& projection, const Value* value, uint32_t mask,
+                   bool peers_too) const;
+  // counts_ grown, if need be, so that `more` new projections keep it at most half full.
+  void make_room_for_counts(size_t more);
+  // hashes_[2 * mask + (0: without the value, 1: with it)] for every subset mask, their slots prefetched.
+  void hash_projections(const std::vector<const Value*>& projection, const Value* value);
   // Whether the pair (x, the end at `position`) is admitted, given both are in one group.
   bool admitted(const PairEnd& x, const std::vector<const Value*>& projection, uint32_t position) const;
   bool pairs_with(const PairEnd& x, uint32_t position) const;
@@ -180,6 +189,7 @@ class StepEndIndex {
   std::vector<uint32_t> previous_of_instance_;
   std::vector<const Value*> scratch_;        // the projection of the end being judged
   std::vector<const Value*> count_scratch_;  // count()'s
+  std::vector<uint64_t> hashes_;             // hash_projections()'s
   std::vector<const Value*> add_scratch_;    // add()'s
 };
 
