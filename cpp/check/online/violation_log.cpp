@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/fd_write.h"
+#include "common/json_writer.h"
 #include "trace/value.h"
 
 namespace traincheck {
@@ -72,15 +73,20 @@ void ViolationLog::write(OnlineInvariantState& s, OnlineViolation& v) {
     }
     if (s.samples.size() < max_samples_kept_) s.samples.push_back(r);
   }
-  std::string line;
-  append_value_json(line, make_object({{"violated_id", Value::integer(static_cast<int64_t>(next_violation_id_++))},
-                                       {"invariant", s.invariant->to_value()},
-                                       {"display_name", Value::string(s.display_name)},  // ours: the label, for readers
-                                       {"check_passed", Value::boolean(false)},
-                                       {"detection_time", Value::integer(monotonic_now_ns())},
-                                       {"trace", Value::array(std::move(records))}}),
-                    JsonStyle::Spaced);
-  line += '\n';
+  if (s.invariant_json.empty()) append_value_json(s.invariant_json, s.invariant->to_value(), JsonStyle::Spaced);
+  // The object {violated_id, invariant, display_name (ours: the label, for readers), check_passed,
+  // detection_time, trace} as append_value_json writes it (JsonStyle::Spaced), the invariant's text made once.
+  std::string line = "{\"violated_id\": ";
+  append_json_int(line, static_cast<int64_t>(next_violation_id_++));
+  line += ", \"invariant\": ";
+  line += s.invariant_json;
+  line += ", \"display_name\": ";
+  append_json_string(line, s.display_name);
+  line += ", \"check_passed\": false, \"detection_time\": ";
+  append_json_int(line, monotonic_now_ns());
+  line += ", \"trace\": ";
+  append_value_json(line, Value::array(std::move(records)), JsonStyle::Spaced);
+  line += "}\n";
   if (!write_all(fd_, line)) ++write_errors_;
 }
 

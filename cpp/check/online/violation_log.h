@@ -24,6 +24,9 @@ struct OnlineInvariantState {
   const OnlineCheck* check = nullptr;      // nullptr: not checked online (owned by the dispatcher)
   uint32_t member = 0;                     // this invariant's place among the check's (OnlineCheck::members)
   std::string display_name;
+  // The invariant as its failed.log lines hold it (JSON), made at its first written violation: an
+  // invariant violated by every pair of a model's parameters writes thousands of lines a step.
+  std::string invariant_json;
   uint64_t violations = 0;
   std::set<int64_t> steps;                 // at most max_steps_kept, the earliest ones
   std::optional<int64_t> first_step, last_step;

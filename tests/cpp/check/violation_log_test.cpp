@@ -11,6 +11,7 @@
 #include <string>
 
 #include "invariant/invariant.h"
+#include "trace/json_parse.h"
 
 namespace fs = std::filesystem;
 using namespace traincheck;
@@ -70,5 +71,55 @@ TEST(ViolationLog, WritesViolationsWithRecordsAndCountsTheRestWithoutALine) {
   EXPECT_EQ(state.steps, (std::set<int64_t>{3, 4, 9}));
   EXPECT_EQ(state.samples.size(), 2u);
   EXPECT_EQ(lines_of(path), 1u);  // the counted-only violation has no line
+  fs::remove_all(dir);
+}
+
+TEST(ViolationLog, ALineIsTheViolationObjectWrittenAsJson) {
+  // The line is composed piece by piece (the invariant's text made once per invariant): it must be the
+  // object {violated_id, invariant, display_name, check_passed, detection_time, trace} as JSON, byte for
+  // byte, for every violation of an invariant and across invariants.
+  const fs::path dir = fs::temp_directory_path() / ("violation_log_json_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "failed.log").string();
+  fs::remove(path);
+  std::vector<Invariant> invariants;
+  for (const char* text : {"f is \\\"fine\\\"", "g\\nis fine"})
+    invariants.push_back(invariant_from_json(std::string("{\"text_description\": \"") + text +
+                                             "\", \"relation\": \"APIContainRelation\", \"params\": [], \"precondition\": {}, "
+                                             "\"num_positive_examples\": 1, \"num_negative_examples\": 0}"));
+  std::vector<OnlineInvariantState> states(invariants.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    states[i].invariant = &invariants[i];
+    states[i].display_name = i == 0 ? "label \"one\"" : "two";
+  }
+  {
+    ViolationLog log(path, 500, 8);
+    for (int step = 0; step < 3; ++step)
+      for (OnlineInvariantState& s : states) {
+        OnlineViolation v{{step_record(step), step_record(step + 1)}};
+        log.report(s, v);
+      }
+  }
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line); ++n) {
+    Value parsed;
+    std::string error;
+    ASSERT_TRUE(parse_json(line, parsed, error)) << error;
+    const OnlineInvariantState& s = states[n % 2];
+    const int64_t step = static_cast<int64_t>(n / 2);
+    std::string expected;
+    append_value_json(expected,
+                      make_object({{"violated_id", Value::integer(parsed.find("violated_id")->as_int())},
+                                   {"invariant", s.invariant->to_value()},
+                                   {"display_name", Value::string(s.display_name)},
+                                   {"check_passed", Value::boolean(false)},
+                                   {"detection_time", Value::integer(parsed.find("detection_time")->as_int())},
+                                   {"trace", Value::array({step_record(step).to_value(), step_record(step + 1).to_value()})}}),
+                      JsonStyle::Spaced);
+    EXPECT_EQ(line, expected) << "line " << n;
+    EXPECT_EQ(parsed.find("violated_id")->as_int(), static_cast<int64_t>(n));
+  }
+  EXPECT_EQ(n, 6u);
   fs::remove_all(dir);
 }
