@@ -57,9 +57,13 @@ void ViolationLog::count_unwritten(OnlineInvariantState& s, const OnlineViolatio
 void ViolationLog::write(OnlineInvariantState& s, OnlineViolation& v) {
   if (s.violations++ == 0) ++invariants_violated_;
   ++violations_;
+  std::optional<int64_t> step;  // the violation's: its latest record's
+  for (const Record& r : v.records)
+    if (r.has_step && (!step || r.step > *step)) step = r.step;
+  const bool written = s.lines < kLinesPerInvariant || (step && (!s.last_line_step || *step > *s.last_line_step));
   Array records;
   for (const Record& r : v.records) {
-    records.push_back(r.to_value());
+    if (written) records.push_back(r.to_value());
     if (r.has_step) {
       if (!s.first_step || r.step < *s.first_step) {
         s.first_step = r.step;
@@ -73,6 +77,12 @@ void ViolationLog::write(OnlineInvariantState& s, OnlineViolation& v) {
     }
     if (s.samples.size() < max_samples_kept_) s.samples.push_back(r);
   }
+  if (!written) {
+    ++unwritten_violations_;
+    return;
+  }
+  ++s.lines;
+  if (step && (!s.last_line_step || *step > *s.last_line_step)) s.last_line_step = step;
   if (s.invariant_json.empty()) append_value_json(s.invariant_json, s.invariant->to_value(), JsonStyle::Spaced);
   // The object {violated_id, invariant, display_name (ours: the label, for readers), check_passed,
   // detection_time, trace} as append_value_json writes it (JsonStyle::Spaced), the invariant's text made once.

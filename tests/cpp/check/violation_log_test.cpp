@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <string>
 
@@ -121,5 +122,58 @@ TEST(ViolationLog, ALineIsTheViolationObjectWrittenAsJson) {
     EXPECT_EQ(parsed.find("violated_id")->as_int(), static_cast<int64_t>(n));
   }
   EXPECT_EQ(n, 6u);
+  fs::remove_all(dir);
+}
+
+TEST(ViolationLog, PastItsLineBudgetAnInvariantWritesTheFirstViolationOfEachLaterStepAndCountsTheRest) {
+  // An invariant violated by most pairs of a model's parameters every step: its first
+  // kLinesPerInvariant violations are lines, then one line per later step; every violation counted.
+  const fs::path dir = fs::temp_directory_path() / ("violation_log_budget_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "failed.log").string();
+  fs::remove(path);
+  Invariant inv = invariant_from_json(
+      "{\"text_description\": \"everywhere\", \"relation\": \"APIContainRelation\", \"params\": [], "
+      "\"precondition\": {}, \"num_positive_examples\": 1, \"num_negative_examples\": 0}");
+  OnlineInvariantState state;
+  state.invariant = &inv;
+  constexpr uint64_t kBudget = ViolationLog::kLinesPerInvariant;
+  constexpr uint64_t kPerStep = 3000;
+  constexpr int kSteps = 6;  // the budget is spent in step 3
+  uint64_t unwritten = 0;
+  {
+    ViolationLog log(path, 500, 8);
+    for (int step = 0; step < kSteps; ++step)
+      for (uint64_t i = 0; i < kPerStep; ++i) {
+        Record r = step_record(step);
+        r.set(intern_key("meta_vars.step"), Value::integer(step));  // in its line, to count lines by step
+        OnlineViolation v{{r}};
+        log.report(state, v);
+      }
+    Record late_record = step_record(2);
+    late_record.set(intern_key("meta_vars.step"), Value::integer(2));
+    OnlineViolation late{{late_record}};  // a step that already has a line, past the budget
+    log.report(state, late);
+    OnlineViolation stepless{{Record{}}};  // no step: nothing to tell it apart, so counted only
+    log.report(state, stepless);
+    EXPECT_EQ(log.violations(), kSteps * kPerStep + 2);
+    unwritten = log.unwritten_violations();
+  }
+  std::map<int64_t, uint64_t> lines_per_step;
+  std::ifstream in(path);
+  uint64_t lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    Value parsed;
+    std::string error;
+    ASSERT_TRUE(parse_json(line, parsed, error)) << error;
+    ++lines_per_step[parsed.find("trace")->as_array().at(0).find("meta_vars.step")->as_int()];
+  }
+  // Steps 0-2 whole (9000), step 3 up to the budget (1000) and nothing more; steps 4 and 5 one line each.
+  EXPECT_EQ(lines, kBudget + 2);
+  EXPECT_EQ(lines_per_step, (std::map<int64_t, uint64_t>{{0, kPerStep}, {1, kPerStep}, {2, kPerStep},
+                                                          {3, kBudget - 3 * kPerStep}, {4, 1}, {5, 1}}));
+  EXPECT_EQ(unwritten, kSteps * kPerStep + 2 - lines);
+  EXPECT_EQ(state.violations, kSteps * kPerStep + 2);
+  EXPECT_EQ(state.last_step, 5);
   fs::remove_all(dir);
 }
