@@ -4,7 +4,6 @@
 #include "check/online/violation_log.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -12,6 +11,7 @@
 #include <string>
 
 #include "invariant/invariant.h"
+#include "scratch_dir.h"
 #include "trace/json_parse.h"
 
 namespace fs = std::filesystem;
@@ -29,6 +29,13 @@ Record step_record(int64_t step) {
   return r;
 }
 
+// An invariant of the given description (an APIContain one: what it is does not matter to the log).
+Invariant described(const std::string& description_json) {
+  return invariant_from_json("{\"text_description\": \"" + description_json +
+                             "\", \"relation\": \"APIContainRelation\", \"params\": [], \"precondition\": {}, "
+                             "\"num_positive_examples\": 1, \"num_negative_examples\": 0}");
+}
+
 size_t lines_of(const std::string& path) {
   std::ifstream in(path);
   size_t n = 0;
@@ -39,13 +46,9 @@ size_t lines_of(const std::string& path) {
 }  // namespace
 
 TEST(ViolationLog, WritesViolationsWithRecordsAndCountsTheRestWithoutALine) {
-  const fs::path dir = fs::temp_directory_path() / ("violation_log_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = scratch::empty_dir("violation_log");
   const std::string path = (dir / "failed.log").string();
-  fs::remove(path);
-  Invariant inv = invariant_from_json(
-      "{\"text_description\": \"f is fine\", \"relation\": \"APIContainRelation\", \"params\": [], "
-      "\"precondition\": {}, \"num_positive_examples\": 1, \"num_negative_examples\": 0}");
+  Invariant inv = described("f is fine");
   OnlineInvariantState state;
   state.invariant = &inv;
   size_t first_heard = 0;
@@ -79,15 +82,11 @@ TEST(ViolationLog, ALineIsTheViolationObjectWrittenAsJson) {
   // The line is composed piece by piece (the invariant's text made once per invariant): it must be the
   // object {violated_id, invariant, display_name, check_passed, detection_time, trace} as JSON, byte for
   // byte, for every violation of an invariant and across invariants.
-  const fs::path dir = fs::temp_directory_path() / ("violation_log_json_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = scratch::empty_dir("violation_log_json");
   const std::string path = (dir / "failed.log").string();
-  fs::remove(path);
   std::vector<Invariant> invariants;
   for (const char* text : {"f is \\\"fine\\\"", "g\\nis fine"})
-    invariants.push_back(invariant_from_json(std::string("{\"text_description\": \"") + text +
-                                             "\", \"relation\": \"APIContainRelation\", \"params\": [], \"precondition\": {}, "
-                                             "\"num_positive_examples\": 1, \"num_negative_examples\": 0}"));
+    invariants.push_back(described(text));
   std::vector<OnlineInvariantState> states(invariants.size());
   for (size_t i = 0; i < states.size(); ++i) {
     states[i].invariant = &invariants[i];
@@ -128,13 +127,9 @@ TEST(ViolationLog, ALineIsTheViolationObjectWrittenAsJson) {
 TEST(ViolationLog, PastItsLineBudgetAnInvariantWritesTheFirstViolationOfEachLaterStepAndCountsTheRest) {
   // An invariant violated by most pairs of a model's parameters every step: its first
   // kLinesPerInvariant violations are lines, then one line per later step; every violation counted.
-  const fs::path dir = fs::temp_directory_path() / ("violation_log_budget_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = scratch::empty_dir("violation_log_budget");
   const std::string path = (dir / "failed.log").string();
-  fs::remove(path);
-  Invariant inv = invariant_from_json(
-      "{\"text_description\": \"everywhere\", \"relation\": \"APIContainRelation\", \"params\": [], "
-      "\"precondition\": {}, \"num_positive_examples\": 1, \"num_negative_examples\": 0}");
+  Invariant inv = described("everywhere");
   OnlineInvariantState state;
   state.invariant = &inv;
   constexpr uint64_t kBudget = ViolationLog::kLinesPerInvariant;
