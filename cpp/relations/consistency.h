@@ -221,11 +221,11 @@ class ConsistencyOnlineCheck final : public OnlineCheck {
   std::unordered_map<VarInstanceKey, Instance, VarInstanceKeyHash> instances_;  // nodes: Instance addresses stable
   Instance* last_found_ = nullptr;  // instance_of's last
   // Blocks of pruned steps' ends, for the next steps' (declared before ended_, which gives them back
-  // when destroyed): at most a step's worth at 50k parameters.
+  // when destroyed): at most a step's worth at 130k parameters (512 blocks of 256 ends).
+  static constexpr size_t kSpareEndBlocks = 512;
   EndList::Pool end_blocks_{kSpareEndBlocks};
   std::map<int64_t, StepEnds> ended_[2];  // per side: step -> the compared ends of that step seen so far
   size_t kept_ends_ = 0;                  // their ends, both sides
-  static constexpr size_t kSpareEndBlocks = 512;  // of 256 ends: a step's at 130k parameters
   // The process ids of the instances seen: one per rank, and per process of the run with variables of the
   // compared types (traincheck-onlinecheck following a run's folder); never pruned, as instances are not.
   std::vector<int64_t> processes_;

@@ -174,19 +174,14 @@ void CrossRankExchange::observe(const Record& r) {
   // A step's variables come in the order of the step before: while each is the one at its place in that
   // order, it is new in the step (the order's variables are distinct), and nothing is looked up. The
   // first that is not (a new variable, one observed again in the step) indexes the step's variables.
-  if (step.in_order) {
-    const size_t n = step.ids.size();
-    if (n < order_.size() && order_[n] == id) {
-      step.ids.push_back(id);
-      step.last.push_back(frame);
-      step.digests.push_back(digest);
-      return;
-    }
+  const size_t n = step.ids.size();
+  if (step.in_order && !(n < order_.size() && order_[n] == id)) {
     step.in_order = false;
     step.position.reserve(std::max(last_step_variables_, n + 1));
     for (size_t i = 0; i < n; ++i) step.position.insert(mix_key(step.ids[i]), static_cast<uint32_t>(i));
   }
-  if (uint32_t* at = step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; })) {
+  uint32_t* at = step.in_order ? nullptr : step.position.find(mix_key(id), [&](uint32_t i) { return step.ids[i] == id; });
+  if (at != nullptr) {
     step.stale_bytes += step.last[*at].second;
     step.last[*at] = frame;
     step.digests[*at] = digest;
@@ -194,7 +189,7 @@ void CrossRankExchange::observe(const Record& r) {
     // record it saw: its last ones only, once the stale ones outweigh them.
     if (2 * step.stale_bytes > step.frames.size()) compact(step);
   } else {
-    step.position.insert(mix_key(id), static_cast<uint32_t>(step.ids.size()));
+    if (!step.in_order) step.position.insert(mix_key(id), static_cast<uint32_t>(n));
     step.ids.push_back(id);
     step.last.push_back(frame);
     step.digests.push_back(digest);

@@ -209,8 +209,8 @@ class CrossRankExchange {
   void compact(StepStates& step) const;
   std::map<int64_t, StepStates> steps_;
   size_t last_step_variables_ = 0;          // the last step's: room for the next one's
-  std::vector<uint64_t> order_;             // the last step handed over: its variables' ids in order
   size_t last_step_bytes_ = 0;              // its frames' size, likewise
+  std::vector<uint64_t> order_;             // its variables' ids, in the order they came
   std::optional<int64_t> next_to_publish_;  // the first step not yet handed over
   RecordFrameDecoder decoder_;
   int64_t process_id_ = 0;                  // this rank's, from the records observed
