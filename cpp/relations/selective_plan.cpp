@@ -32,7 +32,10 @@ void plan_invariant(const Invariant& inv, const std::string& file, size_t line, 
   if (inv.params.empty()) throw InvariantFormatError(file, line, "params", "expected a non-empty list");
   const Relation* relation = find_relation(inv.relation);  // the codec checked the name
   const RecordNeeds needs = relation->record_needs(inv);
-  PlannedInvariant planned{inv.relation, named_apis(inv)};
+  PlannedInvariant planned{inv.relation, named_apis(inv), {}};
+  for (const Param& p : inv.params)
+    if ((p.type == ParamType::VarType || p.type == ParamType::VarName) && !p.var_type.empty())
+      add_unique(planned.var_types, std::string(p.var_type));
   for (const std::string& api : planned.apis) {
     ApiRecordOptions& opts = plan.funcs[api];
     opts.dump_args |= needs.arguments;
@@ -116,6 +119,10 @@ std::string instr_opts_json(const SelectivePlan& plan) {
     append_json_string(out, plan.invariants[i].relation);
     out += ",\"apis\":";
     append_string_list(out, plan.invariants[i].apis);
+    if (!plan.invariants[i].var_types.empty()) {
+      out += ",\"var_types\":";
+      append_string_list(out, plan.invariants[i].var_types);
+    }
     out += '}';
   }
   out += "]}";

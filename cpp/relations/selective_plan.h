@@ -25,6 +25,9 @@ struct ApiRecordOptions {
 struct PlannedInvariant {
   std::string relation;
   std::vector<std::string> apis;  // the APIs it is about (not the context managers it needs)
+  // The variable types whose states it reads (its var params'): the collector tracks such variables
+  // (for torch.nn.Parameter, the parameters each optimizer steps) without being told which to track.
+  std::vector<std::string> var_types;
 };
 
 struct SelectivePlan {
@@ -38,7 +41,8 @@ SelectivePlan build_selective_plan(const std::vector<std::string>& invariant_fil
 
 // instr_opts.json as compact JSON, keys in the order the original writes them, "model_tracker_style"
 // null (the collector sets it) and ours "traincheck_invariants" (what each invariant names, for the
-// traced process' coverage report; the original ignores unknown keys).
+// traced process' coverage report and its model tracking, "var_types" only when it reads some; the
+// original ignores unknown keys).
 std::string instr_opts_json(const SelectivePlan& plan);
 
 }  // namespace traincheck

@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"traincheck-collect: error: {e}", file=sys.stderr)
         return 2
 
-    instr_opts = None
+    instr_opts, plan = None, None
     if args.invariants:
         from traincheck.instrument import selective
 
@@ -202,15 +202,18 @@ def main(argv: list[str] | None = None) -> int:
         except selective.InvariantFileError as e:
             print(f"traincheck-collect: error: {e}", file=sys.stderr)
             return 2
-        instr_opts = os.path.join(output_dir, "instr_opts.json")
-        style = args.model_tracker_style if args.models_to_track else None
-        selective.write_instr_opts(plan, instr_opts, style)
-
     online_check = None
     if args.invariants and not args.no_online_check:
         online_dir = os.path.join(output_dir, "online_check")
         online_check = {"invariants": [os.path.abspath(f) for f in args.invariants], "output_dir": online_dir,
                         "on_violation": args.on_violation}
+    # The in-process check reads parameter states: the parameters each optimizer steps are tracked whether
+    # or not --models-to-track names their model (tracking/discovery.py).
+    discover_models = online_check is not None and plan.reads_var_type("torch.nn.Parameter")
+    if plan is not None:
+        instr_opts = os.path.join(output_dir, "instr_opts.json")
+        style = args.model_tracker_style if args.models_to_track or discover_models else None
+        selective.write_instr_opts(plan, instr_opts, style)
 
     if args.copy_all_files:
         _copy_all_files(os.path.dirname(args.pyscript), output_dir)
@@ -226,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "sampling_interval": args.sampling_interval,
         "warm_up_steps": args.warm_up_steps,
         "models_to_track": args.models_to_track or [],
+        "discover_models": discover_models,
         "model_tracker_style": args.model_tracker_style,
         "tensor_hash": args.tensor_hash,
         "api_dump_stack_trace": bool(args.API_dump_stack_trace),

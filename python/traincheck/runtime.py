@@ -153,7 +153,7 @@ def _instrument(config: dict, core):
     targets = find_targets(walked, config["use_full_instr"], core.is_wrapper, instr_descriptors=descriptors)
     full = CallOptions(dump_args=True, dump_return=True, dump_stack=stack)
     full_tracked = dataclasses.replace(full, track_vars=True)
-    tracking = bool(config.get("models_to_track"))
+    tracking = bool(config.get("models_to_track") or config.get("discover_models"))
 
     def options_for(name):
         if plan is None:
@@ -235,15 +235,18 @@ def _start_cross_rank_check(online) -> None:
 
 
 def _start_tracking(config: dict, core) -> None:
-    """Model tracking (--models-to-track): the tracker gets models from the annotated script."""
-    if not config.get("models_to_track"):
+    """Model tracking: the tracker gets the models --models-to-track names from the annotated script and,
+    when the in-process check reads parameter states, finds those each optimizer steps by itself."""
+    discover = bool(config.get("discover_models"))
+    if not config.get("models_to_track") and not discover:
         return
     from torch.nn.modules.module import register_module_module_registration_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from traincheck.tracking.tracker import ModelTracker
 
-    tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"))
+    tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"),
+                           discover=discover)
     script_api.set_tracker(tracker)
     # The tool's own calls into torch are not the program's: unrecorded (they were, in every trace).
     previous = core.set_inside_recorder(True)

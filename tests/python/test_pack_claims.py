@@ -1,6 +1,7 @@
-"""Zero-setup detection with the shipped pack (issue 26): collected in-process with `-i pack:default` and
-no good run, the correct fine-tuning loop raises no alarm, and each bug the claims at optimizer steps
-tell is found by its relation while the program runs."""
+"""Zero-setup detection with the shipped pack: collected in-process with `-i pack:default` and no good run,
+the correct fine-tuning loop raises no alarm, and each bug the claims at optimizer steps tell is found by
+its relation while the program runs, whether or not --models-to-track names the model (without it, the
+tracker finds the model each optimizer steps: tracking/discovery.py)."""
 
 import glob
 import json
@@ -14,10 +15,13 @@ CLAIM_RELATIONS = {"GradientResetRelation", "TrainingModeRelation", "OptimizerHa
                    "GradientResetOnceRelation", "GradientClippedRelation"}
 
 
-def _violated_relations(tmp_path: Path, bug: str) -> set[str]:
+NAMING = {"named": ["--models-to-track", "model"], "unnamed": []}
+
+
+def _violated_relations(tmp_path: Path, bug: str, naming: str) -> set[str]:
     out = tmp_path / bug
     proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(out), "-i", "pack:default",
-                   "--models-to-track", "model", script_args=["--bug", bug])
+                   *NAMING[naming], script_args=["--bug", bug])
     assert proc.returncode == 0, proc.stderr
     summaries = glob.glob(str(out / "online_check" / "summary_*.json"))
     assert summaries, proc.stderr
@@ -29,8 +33,9 @@ def _violated_relations(tmp_path: Path, bug: str) -> set[str]:
     return violated
 
 
-def test_the_correct_loop_raises_no_alarm(tmp_path):
-    assert _violated_relations(tmp_path, "none") == set()
+@pytest.mark.parametrize("naming", NAMING)
+def test_the_correct_loop_raises_no_alarm(tmp_path, naming):
+    assert _violated_relations(tmp_path, "none", naming) == set()
 
 
 @pytest.mark.parametrize("bug, relation", [("no_zero_grad", "GradientResetRelation"),
@@ -38,5 +43,6 @@ def test_the_correct_loop_raises_no_alarm(tmp_path):
                                            ("optimizer_over_frozen", "OptimizerHasGradientsRelation"),
                                            ("zero_grad_per_micro_batch", "GradientResetOnceRelation"),
                                            ("clip_after_step", "GradientClippedRelation")])
-def test_each_bug_is_found_by_its_claim(tmp_path, bug, relation):
-    assert _violated_relations(tmp_path, bug) & CLAIM_RELATIONS == {relation}
+@pytest.mark.parametrize("naming", NAMING)
+def test_each_bug_is_found_by_its_claim(tmp_path, bug, relation, naming):
+    assert _violated_relations(tmp_path, bug, naming) & CLAIM_RELATIONS == {relation}

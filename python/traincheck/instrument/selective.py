@@ -24,6 +24,7 @@ class InvariantFileError(ValueError):
 class InvariantApis:
     relation: str
     apis: list[str]
+    var_types: list[str] = field(default_factory=list)  # the variable types whose states it reads
 
 
 @dataclass
@@ -70,6 +71,10 @@ class SelectivePlan:
             )
         invariants = [InvariantApis(**i) for i in data.get("traincheck_invariants", [])]
         return SelectivePlan(funcs, invariants, data)
+
+    def reads_var_type(self, var_type: str) -> bool:
+        """Whether some invariant reads states of `var_type` (then the collector tracks such variables)."""
+        return any(var_type in inv.var_types for inv in self.invariants)
 
     def options_for(self, api_name: str):
         opts = self.funcs.get(api_name)

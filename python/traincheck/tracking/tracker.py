@@ -57,7 +57,7 @@ import weakref
 import torch
 
 from traincheck.meta_vars import get_meta_vars
-from traincheck.tracking import shards
+from traincheck.tracking import discovery, shards
 from traincheck.tracking.digest import Digester
 
 PARAMETER_TYPE = "torch.nn.Parameter"
@@ -214,8 +214,15 @@ def _computed(grad_changed: list[_Entry]) -> None:
 
 
 class ModelTracker:
-    def __init__(self, core, style: str = "sampler", tensor_hash: str = "full"):
+    """`discover`: at each optimizer step, the models holding parameters it steps that no tracked model
+    holds are found and tracked under names of their own (tracking/discovery.py), so claims need no
+    --models-to-track."""
+
+    def __init__(self, core, style: str = "sampler", tensor_hash: str = "full", discover: bool = False):
         self.core = core
+        self.discover = discover
+        # Per optimizer, weakly: how many tensors its groups held when its parameters were last all tracked.
+        self._discovered = weakref.WeakKeyDictionary()
         self.style = style
         self.digester = Digester(tensor_hash)
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
@@ -256,6 +263,8 @@ class ModelTracker:
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
+        if self.discover:
+            self._discover_models_of(optimizer)
         entries = self._all()
         _forget_fused_writes(entries, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
@@ -290,6 +299,26 @@ class ModelTracker:
             _computed(grad_changed)
 
     # -- internals ------------------------------------------------------------------------------------
+    def _discover_models_of(self, optimizer) -> None:
+        """Track what holds the optimizer's untracked parameters. Per step this costs a count of its
+        groups' tensors; the walk runs only when the count changed (its first step, a group added)."""
+        groups = getattr(optimizer, "param_groups", ())
+        count = sum(len(group.get("params", ())) for group in groups)
+        try:
+            if self._discovered.get(optimizer) == count:
+                return
+        except TypeError:  # an optimizer-like object without weak references: walked at each step
+            pass
+        tracked = {id(e.param) for entries in self.entries.values() for e in entries}
+        missing = [p for p in discovery.optimizer_parameters(optimizer) if id(p) not in tracked]
+        if missing:
+            for name, obj in discovery.owners_of(missing, set(self.entries)):
+                self.track(obj, name)
+        try:
+            self._discovered[optimizer] = count
+        except TypeError:
+            pass
+
     def _all(self) -> list[_Entry]:
         if self._modules_registered:
             # A submodule was set somewhere since the last write (torch's global hook): it may be a tracked

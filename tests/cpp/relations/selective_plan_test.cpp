@@ -24,7 +24,8 @@ std::string slurp(const std::string& path) {
 }
 
 // The expected plans are what the Python planner wrote before the plan moved here (its
-// json.dump(indent=4) output, recompacted): the C++ plan must stay identical, key order included.
+// json.dump(indent=4) output, recompacted), with the variable types each invariant reads added: the C++
+// plan must stay identical, key order included.
 std::string expected(const std::string& name) {
   std::string text = slurp(kData + "/selective/" + name + ".instr_opts.json");
   while (!text.empty() && text.back() == '\n') text.pop_back();
