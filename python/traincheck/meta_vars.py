@@ -31,6 +31,7 @@ _policy = {"interval": 1, "warm_up": 1}
 _recorder = None  # traincheck._core once recording has started
 _recording = {"on": True, "sampled_out": False}  # the original's `not config.DISABLE_WRAPPER`, kept here before a recorder exists
 _step_end_hooks: list = []  # called at each iteration boundary, before the step number moves on
+_steps_started = [0]  # start_step() calls
 
 
 def add_step_end_hook(hook) -> None:
@@ -90,6 +91,15 @@ def is_step_sampled(step: int) -> bool:
     """The original's rule: always trace warm-up steps, then every `interval`-th step."""
     warm_up, interval = _policy["warm_up"], _policy["interval"]
     return step < warm_up or (step - warm_up) % interval == 0
+
+
+def get_step() -> int:
+    return _meta.get("step", 0)
+
+
+def steps_started() -> int:
+    """How many times start_step() ran in this process."""
+    return _steps_started[0]
 
 
 def get_meta_vars() -> dict[str, Any]:
@@ -152,6 +162,7 @@ def is_collecting() -> bool:
 
 def start_step() -> None:
     """Begin a training iteration: step 1 is the first; sampling decides whether it is recorded."""
+    _steps_started[0] += 1
     for hook in _step_end_hooks:
         hook()
     if _meta.get("stage") != "training":

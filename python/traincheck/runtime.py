@@ -260,6 +260,22 @@ def _start_tracking(config: dict, core) -> None:
     core.set_var_hook(tracker.around_api)
 
 
+def _number_steps_by_optimizer(core) -> None:
+    """Optimizer steps number the steps where no training loop is annotated (traincheck/optimizer_steps.py).
+    Registered after the tracker's hook: a step's claims and states are written before its number moves on."""
+    if "torch" not in sys.modules:  # nothing instrumented imported torch: the script's own import is left alone
+        return
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    from traincheck.optimizer_steps import OptimizerStepNumbering
+
+    previous = core.set_inside_recorder(True)
+    try:
+        register_optimizer_step_post_hook(OptimizerStepNumbering().after_optimizer_step)
+    finally:
+        core.set_inside_recorder(previous)
+
+
 def _from_the_script_on(tb, script: str):
     """The traceback from the script's first frame on: the frames before it (the launcher stub, this
     module) are ours, and a plain `python script.py` shows none of them. None when the script never ran
@@ -320,6 +336,7 @@ def main(config: dict) -> None:
     pid = os.getpid()
     atexit.register(lambda: os.getpid() == pid and _write_summary(summary_path, summary(), quiet=True))
     _start_tracking(config, core)
+    _number_steps_by_optimizer(core)
     # After the tracker's step-end hook: a step's states are recorded before a violation can stop it.
     meta_vars.add_step_end_hook(violations.deliver)  # nothing to deliver without an in-process check
     # Instrumentation leaves tens of thousands of short-lived objects (the walk over torch, the script's

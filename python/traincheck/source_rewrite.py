@@ -20,7 +20,11 @@ value holds from its assignment to the next ``start_step()``.
 Differences from the original: the rewrite works on the syntax tree rather than tokens, keeps comments and
 formatting of the file on disk (it is never rewritten), and a script that calls ``start_step()`` or
 ``start_eval_step()`` itself gets no step annotations (the original adds its own as well, so each such
-iteration would count twice).
+iteration would count twice). And a loop is also a training loop when it calls a function or method of
+the script that trains (one that calls ``.step()``/``.backward()``, or calls such a function, by name):
+the original finds no step in a loop whose batches go to ``self._run_batch(...)`` of a Trainer class
+written in the script, and numbers the whole run step 0. Where the loop is in no script the rewrite sees
+(a module of the user's package), optimizer steps number the steps instead (traincheck/optimizer_steps.py).
 """
 
 from __future__ import annotations
@@ -80,9 +84,42 @@ def _walk_as_original(loop: ast.AST):
         stack.extend(ast.iter_child_nodes(node))
 
 
-def classify_loop(loop: ast.AST) -> str | None:
-    """'training', 'eval' or None, by the original's heuristics
-    (docs/collection.md §Step and stage annotations)."""
+def _called_name(call: ast.Call) -> str | None:
+    """`f` of `f(...)` and of `anything.f(...)`."""
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+
+
+def training_functions(tree: ast.AST) -> frozenset[str]:
+    """Names of the script's functions and methods that train: they call `.step()` or `.backward()`, or call
+    (by name, as `f(...)` or `self.f(...)`) one that does. Names, not objects: a method is known by its
+    name wherever it is called from."""
+    calls: dict[str, set[str]] = {}
+    trains: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        called = calls.setdefault(node.name, set())
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Call):
+                name = _called_name(inner)
+                if isinstance(inner.func, ast.Attribute) and name in ("step", "backward"):
+                    trains.add(node.name)
+                elif name is not None:
+                    called.add(name)
+    changed = True
+    while changed:
+        changed = False
+        for name, called in calls.items():
+            if name not in trains and called & trains:
+                trains.add(name)
+                changed = True
+    return frozenset(trains)
+
+
+def classify_loop(loop: ast.AST, trains: frozenset[str] = frozenset()) -> str | None:
+    """'training', 'eval' or None, by the original's heuristics (docs/collection.md §Step and stage
+    annotations), and ours: a loop calling one of `trains` (training_functions) is a training loop."""
     kind = _iterator_kind(loop)
     if kind is not None:
         return kind
@@ -93,6 +130,8 @@ def classify_loop(loop: ast.AST) -> str | None:
             statements += 1
         if isinstance(node, ast.Call):
             inserted = _ours(node)
+            if inserted is None and _called_name(node) in trains:
+                train = True
             if isinstance(node.func, ast.Attribute) and inserted is None:
                 if node.func.attr in ("step", "backward"):
                     train = True
@@ -152,8 +191,9 @@ def _assigned_names(stmt: ast.stmt) -> list[str]:
 
 
 class _Annotator(ast.NodeTransformer):
-    def __init__(self, user_calls: set[str], models_to_track: tuple[str, ...]):
+    def __init__(self, user_calls: set[str], models_to_track: tuple[str, ...], trains: frozenset[str]):
         self.user_calls = user_calls
+        self.trains = trains
         self.models_to_track = set(models_to_track)
         self.annotate_steps = not ({"start_step", "start_eval_step"} & user_calls)
         self.loop_depth = 0
@@ -210,7 +250,7 @@ class _Annotator(ast.NodeTransformer):
         self.loop_depth -= 1
         if not self.annotate_steps:
             return node
-        kind = classify_loop(node)  # after the inner loops got theirs, as in the original
+        kind = classify_loop(node, self.trains)  # after the inner loops got theirs, as in the original
         if kind == "training":
             node.body.insert(0, ast.copy_location(_call_stmt("start_step"), node.body[0]))
         elif kind == "eval":
@@ -234,7 +274,7 @@ def annotate_source(source: str, filename: str, models_to_track: tuple[str, ...]
     """
     tree = ast.parse(source, filename=filename)
     user_calls = _user_calls(tree)
-    tree = _Annotator(user_calls, tuple(models_to_track)).visit(tree)
+    tree = _Annotator(user_calls, tuple(models_to_track), training_functions(tree)).visit(tree)
     if "annotate_stage:init" not in user_calls:
         _insert_init_stage(tree)
     ast.fix_missing_locations(tree)
