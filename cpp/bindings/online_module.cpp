@@ -56,13 +56,14 @@ NB_MODULE(_online, m) {
   m.def(
       "start",
       [](const std::vector<std::string>& invariant_files, const std::string& signatures_json, const std::string& output_dir,
-         double report_interval_s, const std::string& on_violation) {
+         double report_interval_s, const std::string& on_violation, const std::string& library_versions_json) {
         if (g_session != nullptr) throw nb::value_error("traincheck._online: already started in this process");
         const std::optional<ViolationAction> action = violation_action_from_name(on_violation);
         if (!action) throw nb::value_error(("on_violation must be log, warn or raise, not '" + on_violation + "'").c_str());
         OnlineSessionOptions o{invariant_files, signatures_json, output_dir, report_interval_s};
         o.on_violation = *action;
         try {
+          if (!library_versions_json.empty()) o.library_versions = library_versions_from_json(library_versions_json);
           g_session = new OnlineSession(std::move(o));
         } catch (const std::exception& e) {
           throw nb::value_error(e.what());
@@ -73,9 +74,11 @@ NB_MODULE(_online, m) {
         return nb::steal(capsule);
       },
       nb::arg("invariant_files"), nb::arg("signatures_json"), nb::arg("output_dir"), nb::arg("report_interval_s") = 10.0,
-      nb::arg("on_violation") = "warn",
+      nb::arg("on_violation") = "warn", nb::arg("library_versions_json") = "",
       "Load the invariants, open <output_dir>/failed.log and return the record sink capsule for _core.set_record_sink. "
-      "on_violation: 'warn' and 'raise' print each invariant's first violation on stderr as it is found.");
+      "on_violation: 'warn' and 'raise' print each invariant's first violation on stderr as it is found. "
+      "library_versions_json: {name: version} of the libraries the process runs; invariants vetted on other "
+      "versions are not checked.");
   m.def(
       "take_alerts",
       [] {

@@ -16,6 +16,7 @@
 #include "check/violation_summary.h"
 #include "common/console_text.h"
 #include "common/invariant_source.h"
+#include "invariant/version_gate.h"
 #include "relations/registry.h"
 
 namespace traincheck {
@@ -78,9 +79,15 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
     std::vector<TraceCheckReport> reports;
     std::vector<std::unique_ptr<TraceStore>> traces;
     std::set<std::string> names;
-    auto run_one = [&](std::unique_ptr<TraceStore> trace) {
+    // `folder`: where the run's env_dump.txt is; its library versions decide which invariants it checks.
+    auto run_one = [&](std::unique_ptr<TraceStore> trace, const fs::path& folder) {
       const auto t0 = std::chrono::steady_clock::now();
-      TraceCheckReport report = check_trace(*trace, invariants, options, threads);
+      const VersionGate gate = gate_by_version(invariants, read_env_dump_versions((folder / "env_dump.txt").string()));
+      std::vector<Invariant> checked_here;
+      if (gate.count > 0)
+        for (size_t i = 0; i < invariants.size(); ++i)
+          if (!gate.skipped[i]) checked_here.push_back(invariants[i]);
+      TraceCheckReport report = check_trace(*trace, gate.count > 0 ? checked_here : invariants, options, threads);
       // The results of a trace go to <out>/<name>: a name that is not one plain folder name (`..`, a
       // path) would put them elsewhere.
       const std::string base = report.name.empty() || report.name == "." || report.name == ".." ||
@@ -95,16 +102,21 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       err << "[check] " << console_text(name) << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
           << report.count_not_triggered() << " not triggered (" << secs << " s)\n";
+      if (!gate.note.empty()) err << "[check] " << console_text(name) << ": " << gate.note << "\n";
       print_violation_summary(err, name, violation_summary_rows(report), summary_rows);
       if (const std::vector<std::string> missing = trace->signatures().missing(); !missing.empty())
         err << "warning: trace '" << console_text(name) << "': " << missing_signatures_message(missing) << "\n";
       reports.push_back(std::move(report));
       traces.push_back(std::move(trace));
     };
-    if (args.has("traces")) run_one(std::make_unique<TraceStore>(TraceStore::load_files(args.get_list("traces"), read)));
+    if (args.has("traces")) {
+      const std::vector<std::string> files = args.get_list("traces");
+      run_one(std::make_unique<TraceStore>(TraceStore::load_files(files, read)),
+              files.empty() ? fs::path() : fs::path(files[0]).parent_path());
+    }
     for (const auto& [is_folder, path] : sources) {
       err << "[check] reading " << console_text(path) << "\n";
-      run_one(std::make_unique<TraceStore>(TraceStore::load_folder(path, read)));
+      run_one(std::make_unique<TraceStore>(TraceStore::load_folder(path, read)), fs::path(path));
     }
     if (!args.flag_set("no_html_report")) {
       std::ofstream html(fs::path(out_dir) / "report.html", std::ios::binary);

@@ -53,6 +53,15 @@ Value Invariant::to_value() const {
                  {intern_key("num_positive_examples"), count(num_positive_examples)},
                  {intern_key("num_negative_examples"), count(num_negative_examples)}};
   if (held_on_programs) members.push_back({intern_key("held_on_programs"), Value::integer(*held_on_programs)});
+  if (!vetted_on.empty()) {
+    Object libraries;
+    for (const auto& [library, versions] : vetted_on) {
+      Array vs;
+      for (const std::string& version : versions) vs.push_back(Value::string(version));
+      libraries.push_back({intern_key(library), Value::array(std::move(vs))});
+    }
+    members.push_back({intern_key("vetted_on"), Value::object(std::move(libraries))});
+  }
   return Value::object(std::move(members));
 }
 
@@ -103,6 +112,18 @@ Invariant invariant_from_value(const Value& v, const std::string& file, size_t l
   inv.num_positive_examples = count("num_positive_examples");
   inv.num_negative_examples = count("num_negative_examples");
   inv.held_on_programs = count("held_on_programs");
+  if (const Value* vetted = v.find("vetted_on"); vetted != nullptr && !vetted->is_null()) {
+    if (!vetted->is_object()) throw fail("vetted_on", "expected an object of library: [versions]");
+    for (const Member& m : vetted->as_object()) {
+      const std::string library(key_name(m.key));
+      if (!m.value.is_array()) throw fail("vetted_on." + library, "expected a list of versions");
+      std::vector<std::string>& versions = inv.vetted_on[library];
+      for (const Value& version : m.value.as_array()) {
+        if (!version.is_string()) throw fail("vetted_on." + library, "a version must be a string");
+        versions.push_back(version.as_string());
+      }
+    }
+  }
   return inv;
 }
 

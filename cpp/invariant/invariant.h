@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -28,6 +29,10 @@ struct Invariant {
   // Ours, in a vetted pack (pack/vetting.h): the corpus programs it held on, the reason to trust a violation
   // of it (docs/formats.md §Invariant files). Written only when set, so other files stay the original's.
   std::optional<int64_t> held_on_programs;
+  // Ours, in a vetted pack: for an invariant about how a library is implemented (Relation::version_bound),
+  // the library versions ("major.minor") the corpus ran on, by library: {"torch": ["2.13"]}. A run on
+  // another version does not check it (invariant/version_gate.h). Empty: holds on every version.
+  std::map<std::string, std::vector<std::string>> vetted_on;
 
   std::string identity() const;  // relation + canonical params
   // Equal iff identity() is, within this process; names by their interned ids (Param::compact_key), so

@@ -205,6 +205,12 @@ class Relation {
 
   // Human label for reports (docs/formats.md §report.html); empty: use text_description.
   virtual std::string display_name(const Invariant& invariant) const { return {}; }
+
+  // Whether the invariant states how a library is implemented (which functions its functions call, with
+  // which arguments, in which order), which a new release may change, rather than what training means.
+  // A vetted pack records the library versions such an invariant held on (Invariant::vetted_on), and a
+  // run on another version does not check it (invariant/version_gate.h). The default: it names a function.
+  virtual bool version_bound(const Invariant& invariant) const { return !named_apis(invariant).empty(); }
 };
 
 // An invariant's label wherever one is shown or written (failed.log's display_name, the summaries,

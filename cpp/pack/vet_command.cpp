@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/cli_args.h"
+#include "pack/version_stamp.h"
 #include "pack/vet_report.h"
 #include "pack/vetting.h"
 #include "relations/registry.h"
@@ -89,6 +90,12 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
   args.option({"--max-relation-loo-share"}, "max_relation_loo_share",
               "rule (e): ship a hypothesis class (a relation; its hypotheses with argument values apart) only if, vetted without each program in turn, it alarms on at most this share of them",
               "1", "X");
+  args.option({"--vetted-on"}, "vetted_on",
+              "the library versions the corpus ran on, LIB=VERSION[,...]: invariants about a library's implementation "
+              "record them, and runs on other versions do not check them",
+              "", "LIBS");
+  args.flag({"--stamp-only"}, "stamp_only",
+            "no vetting: write the --candidates file with --vetted-on recorded (an existing pack, stamped again)");
   std::string error;
   if (!args.parse(argc, argv, error)) {
     err << args.usage() << "traincheck-vet: error: " << error << "\n";
@@ -98,11 +105,35 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     err << args.usage();
     return 0;
   }
+  const bool stamp_only = args.flag_set("stamp_only");
   for (const char* required : {"candidates", "programs", "output"})
-    if (args.get(required).empty()) {
+    if (args.get(required).empty() && !(stamp_only && std::string(required) == "programs")) {
       err << args.usage() << "traincheck-vet: error: --" << required << " is required\n";
       return 2;
     }
+  LibraryVersions corpus_versions;
+  try {
+    if (!args.get("vetted_on").empty()) corpus_versions = parse_library_versions_flag(args.get("vetted_on"));
+  } catch (const std::invalid_argument& e) {
+    err << "traincheck-vet: error: --vetted-on: " << e.what() << "\n";
+    return 2;
+  }
+  if (stamp_only) {
+    if (corpus_versions.empty()) {
+      err << "traincheck-vet: error: --stamp-only needs --vetted-on\n";
+      return 2;
+    }
+    try {
+      std::vector<Invariant> pack = read_invariant_file(args.get("candidates"), relation_names());
+      const size_t stamped = stamp_vetted_versions(pack, corpus_versions);
+      write_invariant_file(args.get("output"), pack);
+      err << "[vet] " << stamped << " of " << pack.size() << " invariants stamped with the versions they were vetted on\n";
+      return 0;
+    } catch (const std::exception& e) {
+      err << "traincheck-vet: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   VetRule rule;
   if (!parse_count(args.get("min_programs"), "--min-programs", rule.min_programs, err) ||
       !parse_count(args.get("min_families"), "--min-families", rule.min_families, err))
@@ -128,7 +159,8 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
             << " candidate(s) have no check result on some program (checked with another candidate file?)\n";
         return 1;
       }
-    const std::vector<Invariant> kept = result.pack();
+    std::vector<Invariant> kept = result.pack();
+    stamp_vetted_versions(kept, corpus_versions);
     write_invariant_file(args.get("output"), kept);
     if (!args.get("report").empty()) {
       std::ofstream rep(args.get("report"));

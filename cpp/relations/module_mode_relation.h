@@ -18,6 +18,8 @@ class ModuleModeRelation final : public Relation {
   std::unique_ptr<OnlineCheck> make_online_check(const Invariant& invariant,
                                                  const ApiSignatures* signatures = nullptr) const override;
   std::string display_name(const Invariant& invariant) const override;
+  // A module's mode during its forward is what training means, on every version.
+  bool version_bound(const Invariant&) const override { return false; }
 };
 
 }  // namespace traincheck

@@ -116,7 +116,22 @@ def vet(candidates: Path, programs: Path, pack: Path, report: Path | None, rule:
            "--max-relation-loo-share", str(rule.max_relation_loo_share)]
     if report is not None:
         cmd += ["--report", str(report)]
+    cmd += ["--vetted-on", corpus_versions()]
     subprocess.run(cmd, check=True)
+
+
+def corpus_versions() -> str:
+    """The versions the corpus runs on, LIB=VERSION,...: invariants about a library's implementation
+    record them (traincheck-vet --vetted-on), and runs on other versions do not check them."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("torch", "transformers", "accelerate", "lightning"):
+        try:
+            found.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            pass
+    return ",".join(found)
 
 
 def loo_verify(sample: list[Entry], entries: list[Entry], out: Path, rule: Rule) -> dict[str, int]:

@@ -21,6 +21,7 @@ from traincheck import launcher, output_folder, settings
 from traincheck.violations import ACTIONS as ON_VIOLATION
 
 STYLES = ("proxy", "subclass", "sampler")
+DEFAULT_PACK = "pack:default"  # checked in-process when no -i is given, unless --no-pack
 
 
 def _parser(config_mode: bool) -> argparse.ArgumentParser:
@@ -52,7 +53,13 @@ def _parser(config_mode: bool) -> argparse.ArgumentParser:
     p.add_argument("-i", "--invariants", nargs="*", help="Invariant files, or a shipped pack by name (pack:default): selective instrumentation.")
     p.add_argument(
         "--no-online-check", action="store_true",
-        help="With -i: do not check the invariants in-process while training runs (default: check, results in <output-dir>/online_check).",
+        help="Do not check invariants in-process while training runs (default: check the -i files, or the shipped "
+             "pack without -i; results in <output-dir>/online_check).",
+    )
+    p.add_argument(
+        "--no-pack", action="store_true",
+        help="Without -i: record only, as the original does (default: also check the shipped pack, pack:default, "
+             "in-process).",
     )
     p.add_argument(
         "--on-violation", choices=ON_VIOLATION, default="warn",
@@ -94,6 +101,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error(f"on_violation must be one of {', '.join(ON_VIOLATION)}, not {args.on_violation!r}")
     if not args.pyscript:
         parser.error("the pyscript is required (-p/--pyscript or `pyscript:` in the config)")
+    if args.no_pack and args.invariants:
+        parser.error("--no-pack turns off the shipped pack checked without -i; with -i, the -i files replace it")
     # Every step is recorded and checked, with -i too (the original samples selective runs: warm-up 10,
     # then every 10th step). Selective recording of every step costs what sampling did (within noise,
     # bench/selective_inprocess.py), and sampling made in-process checks wait for a sampled step and
@@ -166,6 +175,18 @@ def write_env_dump(args: argparse.Namespace, path: str) -> None:
             f.write(f"{dist.metadata['Name']} {dist.version}\n")
 
 
+def _default_pack() -> list[str]:
+    """The shipped pack's file, checked in-process when no -i is given; none (with a warning) when the
+    installation lacks it."""
+    from traincheck import invariant_sources
+
+    try:
+        return [invariant_sources.resolve(DEFAULT_PACK)]
+    except invariant_sources.PackNotFound as e:
+        print(f"traincheck-collect: warning: nothing checked in-process ({e})", file=sys.stderr)
+        return []
+
+
 def main(argv: list[str] | None = None) -> int:
     args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
     setting_errors = settings.check_all()
@@ -193,24 +214,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"traincheck-collect: error: {e}", file=sys.stderr)
         return 2
 
+    # What the in-process check checks: the -i files, else the shipped pack (while recording in full).
+    checked = args.invariants or ([] if args.no_pack or args.no_online_check else _default_pack())
     instr_opts, plan = None, None
-    if args.invariants:
+    if checked:
         from traincheck.instrument import selective
 
         try:
-            plan = selective.build_plan(args.invariants)
+            plan = selective.build_plan(checked)
         except selective.InvariantFileError as e:
             print(f"traincheck-collect: error: {e}", file=sys.stderr)
             return 2
     online_check = None
-    if args.invariants and not args.no_online_check:
+    if checked and not args.no_online_check:
         online_dir = os.path.join(output_dir, "online_check")
-        online_check = {"invariants": [os.path.abspath(f) for f in args.invariants], "output_dir": online_dir,
+        online_check = {"invariants": [os.path.abspath(f) for f in checked], "output_dir": online_dir,
                         "on_violation": args.on_violation}
     # The in-process check reads parameter states: the parameters each optimizer steps are tracked whether
     # or not --models-to-track names their model (tracking/discovery.py).
     discover_models = online_check is not None and plan.reads_var_type("torch.nn.Parameter")
-    if plan is not None:
+    if args.invariants:  # selective instrumentation: only what the -i files name is recorded
         instr_opts = os.path.join(output_dir, "instr_opts.json")
         style = args.model_tracker_style if args.models_to_track or discover_models else None
         selective.write_instr_opts(plan, instr_opts, style)

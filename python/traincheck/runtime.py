@@ -215,7 +215,8 @@ def _start_online_check(config: dict, core, signatures: dict):
 
         interval = settings.value("TRAINCHECK_ONLINE_REPORT_INTERVAL_S")
         action = online.get("on_violation", "warn")
-        capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval, action)
+        capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval, action,
+                                json.dumps(_library_versions(config)))
         _start_cross_rank_check(_online)
         core.set_record_sink(capsule)
         violations.start_delivery(_online, action)
@@ -223,6 +224,24 @@ def _start_online_check(config: dict, core, signatures: dict):
     except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches
         print(f"traincheck: warning: online check disabled: {e}", file=sys.stderr)
         return None
+
+
+# Libraries whose internals a shipped pack's invariants may name, besides the instrumented ones.
+_VERSIONED_LIBRARIES = ("torch", "transformers", "accelerate", "lightning")
+
+
+def _library_versions(config: dict) -> dict:
+    """{distribution: version} of the libraries this process may check invariants about: invariants vetted
+    on other versions are not checked (cpp/check/version_gate.h). Read from their metadata, never imported."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for name in dict.fromkeys([*_VERSIONED_LIBRARIES, *config.get("modules_to_instr", ())]):
+        try:
+            versions[name] = version(name)
+        except (PackageNotFoundError, ValueError):
+            pass
+    return versions
 
 
 def _start_cross_rank_check(online) -> None:

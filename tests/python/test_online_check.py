@@ -67,7 +67,7 @@ def test_in_process_check_of_a_good_run_finds_nothing(tmp_path):
     assert (online / "failed.log").read_text() == ""
     assert (online / "report.html").exists() and (online / "invariants.json").exists()
     assert "online module loaded: True" in result.stdout
-    assert "traincheck-collect: online check: 0 violations of 0 invariants (1 triggered, 1 checked, 0 not checked); see " in result.stderr
+    assert "traincheck-collect: online check: no violation of 1 checks (1 triggered, 1 checked, 0 not checked)" in result.stderr
     assert result.stderr.count("online check:") == 1  # one summary, at exit
     assert "first step" not in result.stderr  # no violation table when nothing was violated
 

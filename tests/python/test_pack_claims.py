@@ -15,13 +15,15 @@ CLAIM_RELATIONS = {"GradientResetRelation", "TrainingModeRelation", "OptimizerHa
                    "GradientResetOnceRelation", "GradientClippedRelation"}
 
 
-NAMING = {"named": ["--models-to-track", "model"], "unnamed": []}
+# How a user runs it: the pack named with the model, the pack without the model, nothing at all (the
+# pack is checked in-process by default, over a full trace).
+NAMING = {"named": ["-i", "pack:default", "--models-to-track", "model"], "unnamed": ["-i", "pack:default"],
+          "default": []}
 
 
 def _violated_relations(tmp_path: Path, bug: str, naming: str) -> set[str]:
     out = tmp_path / bug
-    proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(out), "-i", "pack:default",
-                   *NAMING[naming], script_args=["--bug", bug])
+    proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(out), *NAMING[naming], script_args=["--bug", bug])
     assert proc.returncode == 0, proc.stderr
     summaries = glob.glob(str(out / "online_check" / "summary_*.json"))
     assert summaries, proc.stderr
@@ -46,3 +48,14 @@ def test_the_correct_loop_raises_no_alarm(tmp_path, naming):
 @pytest.mark.parametrize("naming", NAMING)
 def test_each_bug_is_found_by_its_claim(tmp_path, bug, relation, naming):
     assert _violated_relations(tmp_path, bug, naming) & CLAIM_RELATIONS == {relation}
+
+
+def test_no_pack_records_only_and_refuses_to_be_combined_with_invariant_files(tmp_path):
+    out = tmp_path / "out"
+    proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(out), "--no-pack")
+    assert proc.returncode == 0, proc.stderr
+    assert glob.glob(str(out / "trace_API_*.log")) and not (out / "online_check").exists()
+    assert "online check" not in proc.stderr
+    proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(tmp_path / "o2"), "--no-pack",
+                   "-i", "pack:default")
+    assert proc.returncode == 2 and "--no-pack" in proc.stderr

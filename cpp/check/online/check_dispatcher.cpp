@@ -9,22 +9,25 @@
 namespace traincheck {
 
 CheckDispatcher::CheckDispatcher(const std::vector<Invariant>& invariants, const ApiSignatures* signatures,
-                                 std::vector<OnlineInvariantState>& states, ViolationLog& log)
+                                 std::vector<OnlineInvariantState>& states, ViolationLog& log,
+                                 const std::vector<bool>& skipped)
     : states_(states), log_(log), context_managers_(OnlineContextManagers::named_by(invariants), signatures) {
   TC_ASSERT(states_.size() == invariants.size(), "one state per invariant");
-  make_checks(invariants, signatures);
+  TC_ASSERT(skipped.empty() || skipped.size() == invariants.size(), "skipped is parallel to the invariants");
+  make_checks(invariants, signatures, skipped);
   idle_.assign(checks_.size(), false);
   index_checks();
 }
 
-void CheckDispatcher::make_checks(const std::vector<Invariant>& invariants, const ApiSignatures* signatures) {
+void CheckDispatcher::make_checks(const std::vector<Invariant>& invariants, const ApiSignatures* signatures,
+                                  const std::vector<bool>& skipped) {
   std::vector<std::pair<const Relation*, std::vector<size_t>>> by_relation;  // in order of first invariant
   for (size_t i = 0; i < invariants.size(); ++i) {
     OnlineInvariantState& s = states_[i];
     s.invariant = &invariants[i];
     s.relation = find_relation(invariants[i].relation);
     s.display_name = invariant_label(s.relation, invariants[i]);
-    if (!s.relation) continue;
+    if (!s.relation || (!skipped.empty() && skipped[i])) continue;
     auto group = std::find_if(by_relation.begin(), by_relation.end(), [&](const auto& g) { return g.first == s.relation; });
     if (group == by_relation.end()) group = by_relation.insert(by_relation.end(), {s.relation, {}});
     group->second.push_back(i);

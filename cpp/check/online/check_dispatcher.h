@@ -27,9 +27,12 @@ namespace traincheck {
 class CheckDispatcher {
  public:
   // `states` (one per invariant, parallel to `invariants`) get their relation, label, check and member;
-  // `signatures` must outlive the dispatcher (the checks point into it). Both are the caller's.
+  // `signatures` must outlive the dispatcher (the checks point into it). Both are the caller's. An
+  // invariant `skipped` marks (parallel to `invariants`; empty: none) gets no check, as one whose relation
+  // has no online check.
   CheckDispatcher(const std::vector<Invariant>& invariants, const ApiSignatures* signatures,
-                  std::vector<OnlineInvariantState>& states, ViolationLog& log);
+                  std::vector<OnlineInvariantState>& states, ViolationLog& log,
+                  const std::vector<bool>& skipped = {});
 
   // Whether some check (or a context manager a precondition names) needs the record.
   bool wants(const Record& record) const;
@@ -82,7 +85,8 @@ class CheckDispatcher {
   using Table = std::unordered_map<std::string, std::vector<uint32_t>, StringHash, std::equal_to<>>;  // -> checks_ indices
 
   // One Relation::make_online_checks call per relation, the checks in their first invariant's order.
-  void make_checks(const std::vector<Invariant>& invariants, const ApiSignatures* signatures);
+  void make_checks(const std::vector<Invariant>& invariants, const ApiSignatures* signatures,
+                   const std::vector<bool>& skipped);
   void index_checks();
   // Reports what the check put in found_ (each violation to its member's state), and clears it.
   void report_found(const CheckEntry& entry);

@@ -21,13 +21,14 @@ OnlineChecker::OnlineChecker(std::vector<Invariant> invariants, ApiSignatures si
     : options_(std::move(options)),
       invariants_(std::move(invariants)),
       signatures_(std::make_unique<ApiSignatures>(std::move(signatures))),
-      states_(invariants_.size()) {
+      states_(invariants_.size()),
+      version_gate_(gate_by_version(invariants_, options_.library_versions)) {
   std::error_code ec;
   fs::create_directories(options_.output_dir, ec);
   if (ec) throw std::runtime_error(options_.output_dir + ": cannot create folder: " + ec.message());
   if (options_.write_invariants_file) write_invariant_file((fs::path(options_.output_dir) / "invariants.json").string(), invariants_);
   log_ = std::make_unique<ViolationLog>(failed_log_path(), options_.max_steps_kept, options_.max_samples_kept);
-  dispatcher_ = std::make_unique<CheckDispatcher>(invariants_, signatures_.get(), states_, *log_);
+  dispatcher_ = std::make_unique<CheckDispatcher>(invariants_, signatures_.get(), states_, *log_, version_gate_.skipped);
   const CheckDispatcher& wanted = *dispatcher_;
   feed_ = std::make_unique<LineFeed>(
       FeedInterest{[&wanted] { return wanted.wants_every_record(); },
@@ -87,6 +88,7 @@ OnlineCounts OnlineChecker::counts() const {
   c.dispatched = dispatcher_->dispatched();
   c.current_step = current_step_;
   c.current_stage = current_stage_;
+  c.version_skipped = version_gate_.count;
   for (const OnlineInvariantState& s : states_) {
     if (!s.check) {
       ++c.not_checked;
@@ -111,6 +113,8 @@ Value OnlineChecker::summary() const {
                       {"triggered", n(c.triggered)},
                       {"checked", n(c.checked)},
                       {"not_checked", n(c.not_checked)},
+                      {"version_skipped", n(c.version_skipped)},
+                      {"version_note", Value::string(version_gate_.note)},
                       {"records", n(c.records)},
                       {"bad_lines", n(c.bad_lines)},
                       {"write_errors", n(c.write_errors)},

@@ -26,6 +26,7 @@
 #include "check/online/violation_log.h"
 #include "check/violation_summary.h"
 #include "invariant/relation.h"
+#include "invariant/version_gate.h"
 #include "trace/api_signatures.h"
 
 namespace traincheck {
@@ -35,6 +36,9 @@ struct OnlineCheckerOptions {
   bool write_invariants_file = true;  // <out>/invariants.json (the invariants as loaded)
   size_t max_steps_kept = 500;        // violating steps per invariant (the original keeps 500)
   size_t max_samples_kept = 8;        // sample records per invariant, for the report
+  // The versions of the libraries the checked run uses: invariants vetted on other versions are not
+  // checked (invariant/version_gate.h). Empty: every invariant is checked.
+  LibraryVersions library_versions;
 };
 
 struct OnlineCounts {
@@ -42,7 +46,8 @@ struct OnlineCounts {
   size_t invariants_violated = 0;
   size_t triggered = 0;    // checked invariants whose precondition held at least once
   size_t checked = 0;      // invariants with an online check
-  size_t not_checked = 0;  // no online check: its relation has none, or is not registered (see states)
+  size_t not_checked = 0;  // no online check: its relation has none, is not registered, or version_skipped
+  size_t version_skipped = 0;  // of those, vetted on other library versions (version_note says which)
   uint64_t lines = 0;      // non-blank lines given to add_lines
   uint64_t records = 0;    // records parsed (lines that may concern a check) or offered to check_record
   uint64_t dispatched = 0;  // records some check needed
@@ -118,6 +123,8 @@ class OnlineChecker {
   OnlineCounts counts() const;
   const std::vector<OnlineInvariantState>& states() const { return states_; }
   const std::vector<Invariant>& invariants() const { return invariants_; }  // as loaded
+  // "" or one line: how many invariants this run's library versions leave unchecked, and why.
+  const std::string& version_note() const { return version_gate_.note; }
   const ApiSignatures& signatures() const { return *signatures_; }
   const std::string& output_dir() const { return options_.output_dir; }
   std::string failed_log_path() const;
@@ -137,7 +144,8 @@ class OnlineChecker {
   void write_violations_summary() const;
   // Counts plus the identities of violated and triggered invariants (so several processes' summaries
   // can be merged): {"violations", "invariants_violated", "triggered", "checked", "not_checked",
-  // "records", "bad_lines", "write_errors", "violated_invariants", "triggered_invariants", "failed_log"}.
+  // "version_skipped", "version_note" ("" when none is), "records", "bad_lines", "write_errors",
+  // "violated_invariants", "triggered_invariants", "failed_log"}.
   Value summary() const;
 
  private:
@@ -147,6 +155,7 @@ class OnlineChecker {
   std::vector<Invariant> invariants_;
   std::unique_ptr<ApiSignatures> signatures_;  // the checks point into it
   std::vector<OnlineInvariantState> states_;   // parallel to invariants_
+  VersionGate version_gate_;                   // the invariants this run's library versions leave unchecked
   std::unique_ptr<ViolationLog> log_;
   std::unique_ptr<CheckDispatcher> dispatcher_;
   std::unique_ptr<LineFeed> feed_;

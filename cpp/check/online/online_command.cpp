@@ -270,14 +270,19 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     options.output_dir = out_dir;
     const std::vector<std::string> folders = args.get_list("trace_folders");
     if (!check_trace_folders(folders, log, err)) return 2;
+    // The run's library versions, from the collector's env_dump.txt (invariants vetted on others are not
+    // checked, as in-process).
+    if (!folders.empty()) options.library_versions = read_env_dump_versions((fs::path(folders[0]) / "env_dump.txt").string());
     PendingSignatures pending(folders);
     ApiSignatures signatures;
     pending.load_new([&](const ApiSignatures& s) { signatures.merge(s); });
     const std::vector<std::string> invariant_files = resolve_invariant_sources(args.get_list("invariants"));
     OnlineChecker checker(OnlineChecker::load_invariants(invariant_files), std::move(signatures), options);
     const OnlineCounts at_start = checker.counts();
-    log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" + std::to_string(at_start.not_checked) +
+    log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" +
+             std::to_string(at_start.not_checked - at_start.version_skipped) +
              " not checked: no online check for their relation); results in " + out_dir);
+    if (!checker.version_note().empty()) log.line(checker.version_note());
 
     // Started now, it logs per-step counts while the check runs; finish() makes it log the final
     // summary, tables and report (and its destructor does, should anything below throw).

@@ -65,6 +65,7 @@ OnlineSession::OnlineSession(OnlineSessionOptions options, std::vector<Invariant
 void OnlineSession::open_outputs(std::vector<Invariant> invariants, ApiSignatures signatures) {
   OnlineCheckerOptions checker;
   checker.output_dir = options_.output_dir;
+  checker.library_versions = options_.library_versions;
   const bool owner = claim_invariants_file(options_.output_dir);
   checker.write_invariants_file = owner;
   const std::string pid = std::to_string(pid_);

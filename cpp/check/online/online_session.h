@@ -25,6 +25,7 @@
 #include "check/online/cross_rank_exchange.h"
 #include "check/online/online_checker.h"
 #include "check/online/violation_alert.h"
+#include "invariant/version_gate.h"
 #include "record/record_sink.h"
 
 namespace traincheck {
@@ -44,6 +45,8 @@ struct OnlineSessionOptions {
   // An invariant's first violation (violation_alert.h): Warn and Raise print it on stderr as it is found;
   // every action queues it for take_alerts() (Raise is the training thread's to carry out).
   ViolationAction on_violation = ViolationAction::Warn;
+  // The versions of the libraries the training process runs (invariant/version_gate.h).
+  LibraryVersions library_versions;
 };
 
 // What shedding did (summary_<pid>.json "shed").

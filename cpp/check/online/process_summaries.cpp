@@ -121,6 +121,7 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
   std::sort(paths.begin(), paths.end());
   std::vector<std::string> texts;
   std::set<std::string> violated, triggered;
+  std::string version_note;  // the same in every process (each checks the same set on the same versions)
   uint64_t violations = 0, checked = 0, not_checked = 0;
   for (const fs::path& path : paths) {
     std::string text, error;
@@ -131,6 +132,8 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
     not_checked = std::max(not_checked, count_field(summary, "not_checked"));
     add_strings(summary, "violated_invariants", violated);
     add_strings(summary, "triggered_invariants", triggered);
+    if (const Value* note = summary.find("version_note"); note && note->is_string() && !note->as_string().empty())
+      version_note = note->as_string();
     texts.push_back(std::move(text));
   }
   const std::string failed = (fs::path(folder) / "failed.log").string();
@@ -139,9 +142,12 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
                   " violations (no summary: the program did not exit normally); see " + failed;
     return report;
   }
-  report.line = "online check: " + std::to_string(violations) + " violations of " + std::to_string(violated.size()) +
-                " invariants (" + std::to_string(triggered.size()) + " triggered, " + std::to_string(checked) +
-                " checked, " + std::to_string(not_checked) + " not checked); see " + failed;
+  const std::string counts = "(" + std::to_string(triggered.size()) + " triggered, " + std::to_string(checked) +
+                             " checked, " + std::to_string(not_checked) + " not checked)";
+  report.line = violations == 0 ? "online check: no violation of " + std::to_string(checked) + " checks " + counts
+                                : "online check: " + std::to_string(violations) + " violations of " +
+                                      std::to_string(violated.size()) + " invariants " + counts + "; see " + failed;
+  if (!version_note.empty()) report.line += "\nonline check: " + version_note;
   report.table = format_run_violation_table(texts, max_rows);
   return report;
 }

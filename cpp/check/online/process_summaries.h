@@ -36,7 +36,11 @@ std::string format_run_violation_table(const std::vector<std::string>& summary_t
 // process's summary_<pid>.json in `folder` (the run's online_check/), and its violation table.
 struct RunOnlineCheckReport {
   bool checked = false;  // the folder exists: the run checked online
-  std::string line;      // "online check: N violations of V invariants (T triggered, C checked, U not checked); see <failed.log>"
+  // "online check: N violations of V invariants (T triggered, C checked, U not checked); see <failed.log>",
+  // or, with none, "online check: no violation of C checks (T triggered, C checked, U not checked)"; and,
+  // when the run's library versions left invariants unchecked, a second line saying how many and why
+  // (version_gate.h).
+  std::string line;
   std::string table;     // format_run_violation_table; "" when nothing was violated
 };
 // Violations are added up and invariants counted once over the processes (by identity); checked and

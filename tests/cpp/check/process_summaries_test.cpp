@@ -124,6 +124,16 @@ TEST(ProcessSummaries, RunReportAddsViolationsAndCountsEachInvariantOnceOverProc
   EXPECT_NE(report.table.find("  D"), std::string::npos) << report.table;
 }
 
+// A run with no violation says so in one line, with how many invariants were checked, and no table.
+TEST(ProcessSummaries, RunReportWithoutViolationsSaysHowManyChecksPassed) {
+  RunFolder run;
+  run.write("summary_10.json", process_summary(0, {}, {"a"}, 82, {}));
+  run.write("summary_11.json", process_summary(0, {}, {"a", "b"}, 82, {}));
+  const RunOnlineCheckReport report = run_online_check_report(run.dir.string(), 20);
+  EXPECT_EQ(report.line, "online check: no violation of 82 checks (2 triggered, 82 checked, 1 not checked)");
+  EXPECT_EQ(report.table, "");
+}
+
 // Killed before any exit handler: failed.log's lines are all the run left, and the line says so.
 TEST(ProcessSummaries, RunReportWithoutSummariesCountsFailedLogLines) {
   RunFolder run;
