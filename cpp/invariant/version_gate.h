@@ -1,4 +1,4 @@
-// Which invariants a run checks, by the library versions it ran on (docs/analysis.md §Library versions).
+// Which invariants a run checks, by the library versions it ran on (docs/formats.md §Invariant files).
 //
 // An invariant about how a library is implemented holds on the versions it was vetted on
 // (Invariant::vetted_on, written by traincheck-vet). On another version it is not checked: it is counted

@@ -224,8 +224,10 @@ def run_repetition(opts: Options, rep: int, previous: RepJobs | None = None) -> 
                     seed, bug = L.RUN_NAMES[run_name]
                     out = lay.online_run(setting, case, run_name)
                     _clear(out)
+                    # The pack is zero-setup: checked in-process as a user runs it, naming no model.
                     job = Job(f"in-process {setting} {case.name} {run_name}",
-                              collect_command(case, out, seed, bug, lay.invariants(OURS, setting, key)),
+                              collect_command(case, out, seed, bug, lay.invariants(OURS, setting, key),
+                                              name_models=setting != "pack"),
                               lay.log("online", setting, case.name, run_name), out.parent, opts.collect_time_limit)
                     jobs.online[(setting, case.name, run_name)] = job
                     online_jobs.append(job)

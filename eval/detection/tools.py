@@ -67,14 +67,16 @@ def collector_command(script: Path, out_dir: Path, shell_launcher: Path | None =
     return cmd
 
 
-def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants: Path | None = None) -> list[str]:
-    """Our collector on one variant of a case: full instrumentation, or selective with in-process checking
-    when `invariants` is given (results in <out_dir>/online_check/failed.log)."""
-    cmd = collector_command(case.script, out_dir, case.shell_launcher, case.models_to_track)
+def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants: Path | None = None,
+                    name_models: bool = True) -> list[str]:
+    """Our collector on one variant of a case: full instrumentation, recording only (the traces the
+    analyzers learn from and check), or selective with in-process checking when `invariants` is given
+    (results in <out_dir>/online_check/failed.log). `name_models`: the case's models to track named, as
+    its author would; without, the tracker finds what each optimizer steps, as for a user who names none."""
+    cmd = collector_command(case.script, out_dir, case.shell_launcher, case.models_to_track if name_models else ())
     if case.modules_to_instr:
         cmd += ["-t", *case.modules_to_instr]
-    if invariants is not None:
-        cmd += ["-i", str(invariants)]
+    cmd += ["-i", str(invariants)] if invariants is not None else ["--no-pack"]
     cmd += ["--", *case.args, "--seed", str(seed)]
     if bug:
         cmd.append("--bug")
@@ -82,5 +84,7 @@ def collect_command(case: Case, out_dir: Path, seed: int, bug: bool, invariants:
 
 
 def collect_workload_command(script: Path, out_dir: Path, iters: int, seed: int) -> list[str]:
-    """Our collector on an overhead workload (eval/perf_overhead/workloads/<name>/main.py), full instrumentation."""
-    return collector_command(script, out_dir) + ["--", "--device", "cpu", "--iters", str(iters), "--seed", str(seed)]
+    """Our collector on an overhead workload (eval/perf_overhead/workloads/<name>/main.py), full instrumentation,
+    recording only."""
+    return collector_command(script, out_dir) + ["--no-pack", "--", "--device", "cpu", "--iters", str(iters),
+                                                 "--seed", str(seed)]

@@ -43,7 +43,7 @@ def program_seed(program: Program) -> int:
 def collect_command(program: Program, out_dir: Path, seed: int | None = None) -> list[str]:
     seed = program_seed(program) if seed is None else seed
     cmd = collector_command(program.script, out_dir, program.shell_launcher, program.models_to_track, who="pack")
-    return cmd + ["--", *program.args, "--seed", str(seed)]
+    return cmd + ["--no-pack", "--", *program.args, "--seed", str(seed)]  # the corpus is recorded, not checked
 
 
 # A failed collection is run again, up to this many times in all. torch 2.13's gloo can abort a rank at

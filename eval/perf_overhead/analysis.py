@@ -23,7 +23,7 @@ from pathlib import Path
 
 BASELINE = "naive"
 # Plot and table order; methods not listed here come after these, alphabetically.
-METHOD_ORDER = ("settrace", "monkey-patch", "monkey-patch-descriptors", "selective", "peer-monkey-patch",
+METHOD_ORDER = ("settrace", "monkey-patch", "monkey-patch-descriptors", "selective", "default", "peer-monkey-patch",
                 "peer-selective")
 CSV_COLUMNS = ("task", "method", "overhead", "std")  # what old readers know; the memory ones follow
 MEMORY_CSV_COLUMNS = ("peak_rss_mb", "naive_peak_rss_mb", "peak_rss_ratio", "rss_growth_mb_per_iter",

@@ -22,6 +22,7 @@ LABELS = {
     "monkey-patch": "mpatch",
     "monkey-patch-descriptors": "mpatch + descriptors",
     "selective": "selective",
+    "default": "default (mpatch + pack)",
     "peer-monkey-patch": "peer mpatch",
     "peer-selective": "peer selective",
 }
@@ -30,6 +31,7 @@ COLORS = {
     "monkey-patch": "#d95f02",
     "monkey-patch-descriptors": "#7570b3",
     "selective": "#1b9e77",
+    "default": "#e7298a",
     "peer-monkey-patch": "#fdae6b",
     "peer-selective": "#a1d99b",
 }

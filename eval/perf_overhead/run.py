@@ -41,14 +41,18 @@ DEFAULT_INVARIANTS = HERE / "invariants" / "deployed_100.json"
 TIMES_FILE = "iteration_times.txt"  # wall time per iteration, written by every workload
 CPU_DIR = "cpu"  # <out>/cpu/ holds the same files and analysis as <out>/, for CPU time
 
-BASE_METHODS = ("naive", "settrace", "monkey-patch", "selective")
+# "default": what `traincheck-collect -p` does with nothing else, full recording with the shipped pack checked
+# in-process; "monkey-patch" is the original's full mode, recording only (--no-pack).
+BASE_METHODS = ("naive", "settrace", "monkey-patch", "selective", "default")
 PEER_METHODS = ("peer-monkey-patch", "peer-selective")
 # Run only when named (--methods, bench/descriptor_overhead.py): full instrumentation with
 # --instr-descriptors, which also wraps torch.Tensor's ~600 C methods.
 DESCRIPTOR_METHOD = "monkey-patch-descriptors"
 ALL_METHODS = BASE_METHODS + PEER_METHODS + (DESCRIPTOR_METHOD,)
 SELECTIVE_METHODS = ("selective", "peer-selective")
-COLLECTOR_METHODS = ("monkey-patch", "selective", "peer-monkey-patch", "peer-selective", DESCRIPTOR_METHOD)
+COLLECTOR_METHODS = ("monkey-patch", "selective", "default", "peer-monkey-patch", "peer-selective", DESCRIPTOR_METHOD)
+# Our collector's methods that record only, as the original's modes do.
+RECORD_ONLY_METHODS = ("monkey-patch", DESCRIPTOR_METHOD)
 
 # Methods run in the first round only: their overhead (tens to hundreds of x) dwarfs the machine's noise,
 # and each run costs up to its time limit.
@@ -166,8 +170,9 @@ def build_command(method: str, src_dir: Path, out_dir: Path, opts: Options) -> l
         return [str(find_collector(opts.peer_venv)), "--use-config", "--config", str(config),
                 "--output-dir", str(out_dir), *selective]
     descriptors = ["--instr-descriptors"] if method == DESCRIPTOR_METHOD else []
+    record_only = ["--no-pack"] if method in RECORD_ONLY_METHODS else []
     return [str(find_collector()), "--use-config", "--config", str(src_dir / config_name(opts)),
-            "--output-dir", str(out_dir), *selective, *descriptors, "--", *workload_args(opts)]
+            "--output-dir", str(out_dir), *selective, *descriptors, *record_only, "--", *workload_args(opts)]
 
 
 def child_environment(method: str, opts: Options) -> dict[str, str]:

@@ -325,6 +325,13 @@ def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: lis
     # Trainer loops inside libraries (transformers, Lightning) get their steps and stages from callbacks.
     integrations.install(script_numbers_steps=source_rewrite.numbers_own_steps(source, path))
     tree = source_rewrite.annotate_source(source, path, tuple(models_to_track)) if annotate else source
+    if annotate and not source_rewrite.starts_steps(tree):
+        # No training loop in the script (it is in a module the rewrite never sees): optimizer steps number
+        # the steps. Only then: under torch.compile, a hook on every optimizer step is traced into the
+        # compiled step.
+        from traincheck import _core
+
+        _number_steps_by_optimizer(_core)
     code = compile(tree, path, "exec")
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": path, "__builtins__": builtins, "__traincheck__": script_api})
@@ -355,7 +362,6 @@ def main(config: dict) -> None:
     pid = os.getpid()
     atexit.register(lambda: os.getpid() == pid and _write_summary(summary_path, summary(), quiet=True))
     _start_tracking(config, core)
-    _number_steps_by_optimizer(core)
     # After the tracker's step-end hook: a step's states are recorded before a violation can stop it.
     meta_vars.add_step_end_hook(violations.deliver)  # nothing to deliver without an in-process check
     # Instrumentation leaves tens of thousands of short-lived objects (the walk over torch, the script's

@@ -281,6 +281,12 @@ def annotate_source(source: str, filename: str, models_to_track: tuple[str, ...]
     return tree
 
 
+def starts_steps(tree: ast.AST) -> bool:
+    """Whether the (annotated) script starts training steps anywhere: a loop the rewrite annotated, or the
+    script's own start_step() calls."""
+    return any(isinstance(node, ast.Call) and _called_name(node) == "start_step" for node in ast.walk(tree))
+
+
 def numbers_own_steps(source: str, filename: str) -> bool:
     """Whether the script calls start_step()/start_eval_step() itself (then nothing else numbers its steps)."""
     return bool({"start_step", "start_eval_step"} & _user_calls(ast.parse(source, filename=filename)))

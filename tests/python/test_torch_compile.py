@@ -48,8 +48,12 @@ def plain_run(tmp_path, backend="aot_eager", model="mlp"):
     return json.loads(result_file.read_text())
 
 
-def collected_run(tmp_path, *extra, backend="aot_eager", model="mlp"):
+def collected_run(tmp_path, *extra, backend="aot_eager", model="mlp", pack=False):
+    """Without -i, recording only unless `pack`: the shipped pack's model tracking hooks every optimizer
+    step, and dynamo traces those hooks into a compiled step (frames of their own)."""
     result_file = tmp_path / "collected.json"
+    if "-i" not in extra and not pack:
+        extra = (*extra, "--no-pack")
     result = collect(tmp_path, "-p", SCRIPT, "--output-dir", "out", *extra,
                      script_args=["--iters", str(ITERS), "--backend", backend, "--model", model,
                                   "--result", str(result_file)])
@@ -86,6 +90,13 @@ def test_full_instrumentation_keeps_results_graph_breaks_and_graphs_and_records_
     # Once compiled, every step makes the same calls.
     per_step = [Counter(n for n, ss in steps.items() for s in ss if s == step) for step in (2, 3)]
     assert per_step[0] == per_step[1]
+
+
+def test_the_default_pack_keeps_a_compiled_programs_results(tmp_path):
+    plain = plain_run(tmp_path)
+    collected, out, result = collected_run(tmp_path, pack=True)
+    assert collected["losses"] == plain["losses"] and collected["params"] == plain["params"]
+    assert "online check: " in result.stderr and (out / "online_check").is_dir()
 
 
 def test_selective_instrumentation_and_in_process_check_of_a_compiled_program(tmp_path):

@@ -28,6 +28,14 @@ import torch
 _WRAPPED_ATTRS = ("module", "_orig_mod")
 
 
+def dynamo_is_tracing() -> bool:
+    """Whether torch.compile's dynamo is tracing the calling frame (a compiled optimizer step runs the
+    step hooks inside its trace)."""
+    compiler = getattr(torch, "compiler", None)
+    is_compiling = getattr(compiler, "is_compiling", None)
+    return bool(is_compiling is not None and is_compiling())
+
+
 def live_roots() -> list[torch.nn.Module]:
     """Every live module that no live module holds as a submodule."""
     # type(), not isinstance: isinstance reads __class__, which a lazy or deprecated attribute of some

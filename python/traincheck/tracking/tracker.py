@@ -263,9 +263,9 @@ class ModelTracker:
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
-        if self.discover:
-            self._discover_models_of(optimizer)
-        entries = self._all()
+        entries = self._all()  # a parameter replaced in a tracked model (FSDP2) is followed before discovery
+        if self.discover and self._discover_models_of(optimizer):
+            entries = self._all()
         _forget_fused_writes(entries, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
         _computed(self._write(entries, mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
@@ -299,25 +299,30 @@ class ModelTracker:
             _computed(grad_changed)
 
     # -- internals ------------------------------------------------------------------------------------
-    def _discover_models_of(self, optimizer) -> None:
-        """Track what holds the optimizer's untracked parameters. Per step this costs a count of its
-        groups' tensors; the walk runs only when the count changed (its first step, a group added)."""
+    def _discover_models_of(self, optimizer) -> bool:
+        """Track what holds the optimizer's untracked parameters; whether anything new is tracked. Per step
+        this costs a count of its groups' tensors; the walk runs only when the count changed (its first
+        step, a group added). Not while dynamo traces a compiled step's hooks (a walk over every live
+        object is nothing a graph can hold): the next step run eagerly does it."""
         groups = getattr(optimizer, "param_groups", ())
         count = sum(len(group.get("params", ())) for group in groups)
         try:
             if self._discovered.get(optimizer) == count:
-                return
+                return False
         except TypeError:  # an optimizer-like object without weak references: walked at each step
             pass
+        if discovery.dynamo_is_tracing():
+            return False
         tracked = {id(e.param) for entries in self.entries.values() for e in entries}
         missing = [p for p in discovery.optimizer_parameters(optimizer) if id(p) not in tracked]
-        if missing:
-            for name, obj in discovery.owners_of(missing, set(self.entries)):
-                self.track(obj, name)
+        owners = discovery.owners_of(missing, set(self.entries)) if missing else []
+        for name, obj in owners:
+            self.track(obj, name)
         try:
             self._discovered[optimizer] = count
         except TypeError:
             pass
+        return bool(owners)
 
     def _all(self) -> list[_Entry]:
         if self._modules_registered:
