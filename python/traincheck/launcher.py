@@ -181,8 +181,9 @@ def _report_online_check(output_dir: str) -> None:
     report = _online.run_online_check_report(os.path.join(output_dir, "online_check"))
     if report is None:
         return
-    line, table = report
-    print(f"traincheck-collect: {line}", file=sys.stderr, flush=True)
+    lines, table = report
+    for line in lines.splitlines():
+        print(f"traincheck-collect: {line}", file=sys.stderr, flush=True)
     if table:
         print(table, end="", file=sys.stderr, flush=True)
 
