@@ -1,5 +1,6 @@
 #include "pack/vet_command.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,7 +27,8 @@ std::string string_field(const Value& v, const char* field, const std::string& w
   return f->as_string();
 }
 
-std::vector<VetProgram> read_programs(const std::string& path) {
+// `with_learned`: each line names the program's own candidates ("learned"); a pack extension needs none.
+std::vector<VetProgram> read_programs(const std::string& path, bool with_learned) {
   std::ifstream in(path);
   if (!in) throw VetInputError(path + ": cannot open");
   std::vector<VetProgram> out;
@@ -41,9 +43,14 @@ std::vector<VetProgram> read_programs(const std::string& path) {
     VetProgram p;
     p.name = string_field(v, "name", where);
     p.family = string_field(v, "family", where);
-    for (const Invariant& inv : read_invariant_file(string_field(v, "learned", where), relation_names()))
-      p.learned.insert(inv.identity());
-    p.outcomes = read_check_outcomes(string_field(v, "checked", where));
+    if (with_learned)
+      for (const Invariant& inv : read_invariant_file(string_field(v, "learned", where), relation_names()))
+        p.learned.insert(inv.identity());
+    const std::string checked = string_field(v, "checked", where);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(checked, ec))
+      throw VetInputError(where + ": program '" + p.name + "': checked folder '" + checked + "' does not exist");
+    p.outcomes = read_check_outcomes(checked);
     out.push_back(std::move(p));
   }
   return out;
@@ -96,6 +103,9 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
               "", "LIBS");
   args.flag({"--stamp-only"}, "stamp_only",
             "no vetting: write the --candidates file with --vetted-on recorded (an existing pack, stamped again)");
+  args.flag({"--extend"}, "extend",
+            "--candidates is a built pack and --programs lists programs added to the corpus (name, family, checked): "
+            "write the pack without what an added program violates");
   std::string error;
   if (!args.parse(argc, argv, error)) {
     err << args.usage() << "traincheck-vet: error: " << error << "\n";
@@ -117,6 +127,26 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
   } catch (const std::invalid_argument& e) {
     err << "traincheck-vet: error: --vetted-on: " << e.what() << "\n";
     return 2;
+  }
+  if (args.flag_set("extend")) {
+    try {
+      const std::vector<Invariant> pack = read_invariant_file(args.get("candidates"), relation_names());
+      const std::vector<VetProgram> added = read_programs(args.get("programs"), false);
+      if (added.empty()) throw VetInputError(args.get("programs") + ": no program listed");
+      const PackExtension extension = extend_pack(pack, added);
+      write_invariant_file(args.get("output"), extension.pack);
+      err << "[vet] " << pack.size() << " invariants on " << added.size() << " added programs: "
+          << extension.dropped.size() << " dropped, " << extension.pack.size() << " kept\n";
+      for (const auto& [inv, programs] : extension.dropped) {
+        err << "[vet]   dropped: " << inv.text_description.str() << " (violated on";
+        for (const std::string& name : programs) err << " " << name;
+        err << ")\n";
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      err << "traincheck-vet: error: " << e.what() << "\n";
+      return 1;
+    }
   }
   if (stamp_only) {
     if (corpus_versions.empty()) {
@@ -140,7 +170,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     return 2;
   if (!parse_share(args.get("max_relation_loo_share"), rule.max_relation_loo_share, err)) return 2;
   try {
-    const std::vector<VetProgram> programs = read_programs(args.get("programs"));
+    const std::vector<VetProgram> programs = read_programs(args.get("programs"), true);
     // A candidate that none of the listed programs learned is no candidate of this pack (a leave-one-out
     // build lists every program but one and passes the full candidate set).
     std::vector<Invariant> candidates;

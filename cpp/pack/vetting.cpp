@@ -1,6 +1,7 @@
 #include "pack/vetting.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "trace/key_table.h"
 
@@ -241,6 +242,30 @@ VetResult vet(const std::vector<Invariant>& candidates, const std::vector<VetPro
     count(t, d.verdict);
   }
   return result;
+}
+
+PackExtension extend_pack(const std::vector<Invariant>& pack, const std::vector<VetProgram>& added) {
+  PackExtension out;
+  for (const Invariant& inv : pack) {
+    const std::string identity = inv.identity();
+    std::vector<std::string> violated_on;
+    int64_t passed = 0;
+    for (const VetProgram& p : added) {
+      const auto it = p.outcomes.find(identity);
+      if (it == p.outcomes.end())
+        throw std::runtime_error("program '" + p.name + "' has no check result for '" + inv.text_description.str() +
+                                 "' (checked with another pack?)");
+      if (it->second == CheckOutcome::Violated) violated_on.push_back(p.name);
+      passed += it->second == CheckOutcome::Passed;
+    }
+    if (!violated_on.empty()) {
+      out.dropped.emplace_back(inv, std::move(violated_on));
+      continue;
+    }
+    out.pack.push_back(inv);
+    if (inv.held_on_programs) *out.pack.back().held_on_programs += passed;
+  }
+  return out;
 }
 
 }  // namespace traincheck

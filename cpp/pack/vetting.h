@@ -125,5 +125,16 @@ struct VetResult {
 // NotChecked (the check and the candidate set disagree: a build error the command reports).
 VetResult vet(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs, const VetRule& rule);
 
+// A built pack vetted again on programs added to the corpus, before the next full build: rule (a) on the
+// grown corpus. An invariant an added program violates is dropped (`dropped` gets it, in pack order);
+// each other one's held_on_programs grows by the added programs it passed on. The added programs' own
+// candidates join at the next full build. Throws std::runtime_error naming the program and invariant when
+// an invariant has no outcome on a program (checked with another pack).
+struct PackExtension {
+  std::vector<Invariant> pack;
+  std::vector<std::pair<Invariant, std::vector<std::string>>> dropped;  // with the programs violating it
+};
+PackExtension extend_pack(const std::vector<Invariant>& pack, const std::vector<VetProgram>& added);
+
 
 }  // namespace traincheck

@@ -17,6 +17,10 @@
 
 `--install` copies the pack and its metadata (torch version, corpus commit, rule, sizes) to
 python/traincheck/packs/default.json (+ default.meta.json), the pack `-i pack:default` names.
+
+`--extend NAME...` vets the installed pack on programs added to the corpus since its build, before the
+next full build: each is collected, the pack checked on it, and what one of them violates dropped
+(`traincheck-vet --extend`: rule (a) on the grown corpus; their own candidates join at the next build).
 """
 
 from __future__ import annotations
@@ -220,6 +224,39 @@ def metadata(entries: list[Entry], pack: Path, report: Path) -> dict:
     }
 
 
+def extend(entries: list[Entry], out: Path, pack: Path, workers: int, time_limit: float) -> Path:
+    """The installed pack vetted on added programs: checked on each, what one violates dropped."""
+    checks = out / "extension_checks"
+    if checks.exists():
+        shutil.rmtree(checks)
+    jobs = [Job(e.name, [_exe("traincheck-check"), "-f", str(e.trace), "-i", str(pack), "-o", str(checks / e.name),
+                         "--no-html-report", "-j", "1"], out / "logs" / f"extension_check_{e.name}.log", out, time_limit)
+            for e in entries]
+    failed = [j.label for j in run_all(jobs, "check", workers) if not j.ok]
+    if failed:
+        raise SystemExit(f"pack: checking failed for {failed} (logs in {out / 'logs'})")
+    programs = out / "extension_programs.jsonl"
+    with open(programs, "w") as f:
+        for e in entries:
+            f.write(json.dumps({"name": e.name, "family": e.family, "checked": str(checks / e.name / e.trace.name)}) + "\n")
+    extended = out / "pack.json"
+    subprocess.run([_exe("traincheck-vet"), "--extend", "--candidates", str(pack), "--programs", str(programs),
+                    "-o", str(extended)], check=True)
+    return extended
+
+
+def extended_metadata(meta: dict, entries: list[Entry], pack: Path) -> dict:
+    """The installed pack's metadata with the added programs, and the pack's sizes as extended."""
+    invariants = [json.loads(line) for line in pack.read_text().splitlines() if line.strip()]
+    by_relation: dict[str, int] = {}
+    for inv in invariants:
+        by_relation[inv["relation"]] = by_relation.get(inv["relation"], 0) + 1
+    added = [e.name for e in entries if e.name not in meta.get("programs", [])]
+    return {**meta, "programs": [*meta.get("programs", []), *added],
+            "extended_with": [*meta.get("extended_with", []), *added],
+            "invariants": len(invariants), "by_relation": dict(sorted(by_relation.items()))}
+
+
 def _kept_per_relation(vet_report: dict) -> dict[str, int]:
     """How many invariants the pack keeps per relation (the report counts them per hypothesis class)."""
     kept: dict[str, int] = {}
@@ -249,6 +286,9 @@ def main(argv=None) -> int:
     p.add_argument("--revet", action="store_true",
                    help="vet the candidates and checks of an earlier build in --out again (after a change of the "
                         "vetting rules): nothing is collected, inferred or checked")
+    p.add_argument("--extend", action="store_true",
+                   help="vet the installed pack on the named programs (added to the corpus since its build) and "
+                        "drop what they violate; nothing is inferred")
     p.add_argument("--time-limit", type=float, default=1800.0)
     p.add_argument("--install", action="store_true", help=f"copy the pack to {INSTALLED_PACK.relative_to(REPO)}")
     args = p.parse_args(argv)
@@ -265,10 +305,21 @@ def main(argv=None) -> int:
         programs = [q for q in programs if collecting.is_collected(traces, q)]
     else:
         programs = collecting.collect(programs, traces, args.jobs, args.time_limit)
+    entries = [Entry(q.name, q.family, collecting.trace_dir(traces, q)) for q in programs]
+    if args.extend:
+        if not args.names or not entries:
+            raise SystemExit("pack: --extend needs the added programs' names, collected")
+        pack = extend(entries, out, INSTALLED_PACK, args.jobs, args.time_limit)
+        meta = extended_metadata(json.loads(INSTALLED_PACK.with_suffix(".meta.json").read_text()), entries, pack)
+        (out / "pack.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        if args.install:
+            shutil.copyfile(pack, INSTALLED_PACK)
+            shutil.copyfile(out / "pack.meta.json", INSTALLED_PACK.with_suffix(".meta.json"))
+            print(f"[pack] installed {INSTALLED_PACK}", file=sys.stderr)
+        return 0
     if len(programs) < 2:
         raise SystemExit(f"pack: {len(programs)} program(s) collected in {traces}: need at least 2")
     print(f"[pack] building from {len(programs)} programs", file=sys.stderr)
-    entries = [Entry(q.name, q.family, collecting.trace_dir(traces, q)) for q in programs]
     rule = Rule(args.min_programs, args.min_families, args.max_relation_loo_share)
     pack = build(entries, out, rule, args.jobs, args.time_limit, revet=args.revet)
     meta = metadata(entries, pack, out / "vet_report.json")

@@ -274,3 +274,24 @@ TEST(CheckOutcomes, ReadsTheThreeLogsOfACheckFolder) {
   EXPECT_THROW(read_check_outcomes((dir / "absent").string()), CheckOutcomeError);
   std::filesystem::remove_all(dir);
 }
+
+TEST(Vetting, AnExtensionDropsWhatAnAddedProgramViolatesAndCountsThePassesOfTheRest) {
+  std::vector<Invariant> pack = {lead("zero_grad", "step"), lead("relu_forward", "relu"), lead("backward", "step")};
+  pack[0].held_on_programs = 12;
+  pack[1].held_on_programs = 22;
+  pack[2].held_on_programs = 15;
+  const std::vector<VetProgram> added = {program("inplace_relu", "cnn", pack, {P, V, N}),
+                                         program("hand_update", "mlp", pack, {P, N, P})};
+  const PackExtension extension = extend_pack(pack, added);
+  ASSERT_EQ(extension.pack.size(), 2u);
+  EXPECT_EQ(extension.pack[0].identity(), pack[0].identity());
+  EXPECT_EQ(extension.pack[0].held_on_programs, 14);
+  EXPECT_EQ(extension.pack[1].identity(), pack[2].identity());
+  EXPECT_EQ(extension.pack[1].held_on_programs, 16);
+  ASSERT_EQ(extension.dropped.size(), 1u);
+  EXPECT_EQ(extension.dropped[0].first.identity(), pack[1].identity());
+  EXPECT_EQ(extension.dropped[0].second, std::vector<std::string>{"inplace_relu"});
+
+  VetProgram unchecked = program("other_pack", "mlp", {pack[0]}, {P});
+  EXPECT_THROW(extend_pack(pack, {unchecked}), std::runtime_error);
+}
