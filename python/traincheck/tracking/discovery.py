@@ -8,9 +8,10 @@ parameter no module holds (a tensor handed to the optimizer by itself) is tracke
 
 Why the garbage collector's list of objects rather than torch's module registration hooks: a module
 rebuilt by `copy.deepcopy` (an EMA or teacher copy) or unpickled by `torch.load` sets its `__dict__`
-directly, and no registration hook sees it. The walk is one pass over the live objects; it runs only when
-an optimizer steps with parameters the tracker does not know (its first step, a parameter group added
-later), never per step.
+directly, and no registration hook sees it. The walk is one pass over the live objects; it runs at the
+first step boundary (the optimizers built before the training loop: their models' states before any
+update are written) and when an optimizer steps with parameters the tracker does not know (its first
+step, a group added later), never per step.
 
 Names are deterministic across runs and ranks (Consistency compares parameters by name across ranks):
 a root is named after its class, the model inside a wrapper after the wrapped model's class (DDP's
@@ -48,6 +49,12 @@ def live_roots() -> list[torch.nn.Module]:
             if child is not None:
                 children.add(id(child))
     return [m for m in modules if id(m) not in children]
+
+
+def live_optimizers() -> list:
+    """Every live torch optimizer, in the garbage collector's order."""
+    optimizer_type = torch.optim.Optimizer
+    return [o for o in gc.get_objects() if issubclass(type(o), optimizer_type)]
 
 
 def unwrapped(root: torch.nn.Module) -> torch.nn.Module:

@@ -223,6 +223,7 @@ class ModelTracker:
         self.discover = discover
         # Per optimizer, weakly: how many tensors its groups held when its parameters were last all tracked.
         self._discovered = weakref.WeakKeyDictionary()
+        self._looked_for_optimizers = False  # the live optimizers looked for at the first step boundary
         self.style = style
         self.digester = Digester(tensor_hash)
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
@@ -275,6 +276,13 @@ class ModelTracker:
         step only what changed since it; without one (parameters updated by hand), every state."""
         stepped = self._stepped_since_boundary
         self._stepped_since_boundary = False
+        if self.discover and not self._looked_for_optimizers:
+            # The first boundary: the optimizers built before the loop are found now, so that their models'
+            # states before any update are written (ranks that start apart differ at the first step).
+            self._looked_for_optimizers = True
+            if not discovery.dynamo_is_tracing():
+                for optimizer in discovery.live_optimizers():
+                    self._discover_models_of(optimizer)
         if not stepped and get_meta_vars().get("step", 0) == 0:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
