@@ -1,5 +1,6 @@
 #include "check/online/online_checker.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -43,6 +44,8 @@ std::string OnlineChecker::failed_log_path() const { return (fs::path(options_.o
 
 void OnlineChecker::note_progress(const Record& r) {
   ++records_;
+  if (!r.var_type.empty() && std::find(var_types_seen_.begin(), var_types_seen_.end(), r.var_type) == var_types_seen_.end())
+    var_types_seen_.push_back(r.var_type);
   if (r.has_step && (!current_step_ || r.step > *current_step_)) current_step_ = r.step;
   if (!r.stage.empty() && r.stage != current_stage_) current_stage_ = r.stage;
 }
@@ -100,12 +103,28 @@ OnlineCounts OnlineChecker::counts() const {
   return c;
 }
 
+std::string OnlineChecker::unevaluated_reason(const OnlineInvariantState& state) const {
+  if (state.check == nullptr || state.triggered()) return {};
+  bool over_states = false;
+  for (const Param& p : state.invariant->params) {
+    if (p.type != ParamType::VarType && p.type != ParamType::VarName) continue;
+    over_states = true;
+    if (std::find(var_types_seen_.begin(), var_types_seen_.end(), p.var_type) == var_types_seen_.end())
+      return "no " + std::string(p.var_type.view()) + " state recorded";
+  }
+  if (over_states && (!current_step_ || *current_step_ <= 0)) return "no training step found";
+  return {};
+}
+
 Value OnlineChecker::summary() const {
   const OnlineCounts c = counts();
   std::vector<std::string> violated, triggered;
+  Object unevaluated;
   for (const OnlineInvariantState& s : states_) {
     if (s.violations) violated.push_back(s.invariant->identity());
     if (s.check && s.triggered()) triggered.push_back(s.invariant->identity());
+    if (std::string reason = unevaluated_reason(s); !reason.empty())
+      unevaluated.push_back({intern_key(s.invariant->identity()), Value::string(std::move(reason))});
   }
   auto n = [](uint64_t x) { return Value::integer(static_cast<int64_t>(x)); };
   return make_object({{"violations", n(c.violations)},
@@ -115,6 +134,7 @@ Value OnlineChecker::summary() const {
                       {"not_checked", n(c.not_checked)},
                       {"version_skipped", n(c.version_skipped)},
                       {"version_note", Value::string(version_gate_.note)},
+                      {"unevaluated", Value::object(std::move(unevaluated))},
                       {"records", n(c.records)},
                       {"bad_lines", n(c.bad_lines)},
                       {"write_errors", n(c.write_errors)},

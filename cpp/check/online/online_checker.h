@@ -142,9 +142,14 @@ class OnlineChecker {
   void write_report(const std::string& path) const;
   // <out>/violations_summary.json of violation_summary() (traincheck-check's format), written at stop.
   void write_violations_summary() const;
+  // Why a checked invariant could not be evaluated on what this process recorded, "" when it could be or
+  // was: an invariant over variable states whose type no record had ("no torch.nn.Parameter state
+  // recorded": no model tracked), or over states of training steps when no step was found. Only for an
+  // invariant not triggered.
+  std::string unevaluated_reason(const OnlineInvariantState& state) const;
   // Counts plus the identities of violated and triggered invariants (so several processes' summaries
   // can be merged): {"violations", "invariants_violated", "triggered", "checked", "not_checked",
-  // "version_skipped", "version_note" ("" when none is), "records", "bad_lines", "write_errors",
+  // "version_skipped", "version_note" ("" when none is), "unevaluated" ({identity: reason}), "records", "bad_lines", "write_errors",
   // "violated_invariants", "triggered_invariants", "failed_log"}.
   Value summary() const;
 
@@ -160,6 +165,7 @@ class OnlineChecker {
   std::unique_ptr<CheckDispatcher> dispatcher_;
   std::unique_ptr<LineFeed> feed_;
   uint64_t records_ = 0;                       // records parsed or offered (OnlineCounts::records)
+  std::vector<Name> var_types_seen_;           // of the state records parsed or offered, first seen first
   std::optional<int64_t> current_step_;
   std::string current_stage_;
   bool ended_ = false;  // end_trace() ran

@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "trace/json_parse.h"
+#include "trace/key_table.h"
 
 namespace traincheck {
 
@@ -98,6 +100,34 @@ void add_strings(const Value& summary, const char* name, std::set<std::string>& 
     if (s.is_string()) into.insert(s.as_string());
 }
 
+// Keeps in `into` the invariants this summary could not evaluate either (the first summary sets it). A
+// summary without the field (an older collector) leaves it as it is.
+void intersect_unevaluated(const Value& summary, std::optional<std::map<std::string, std::string>>& into) {
+  const Value* v = summary.find("unevaluated");
+  if (v == nullptr || !v->is_object()) return;
+  std::map<std::string, std::string> here;
+  for (const Member& m : v->as_object())
+    if (m.value.is_string()) here.emplace(std::string(key_name(m.key)), m.value.as_string());
+  if (!into) {
+    into = std::move(here);
+    return;
+  }
+  std::erase_if(*into, [&](const auto& entry) { return !here.count(entry.first); });
+}
+
+// "6 invariants not evaluated: no torch.nn.Parameter state recorded (6)", reasons by count, most first.
+std::string unevaluated_note(const std::map<std::string, std::string>& unevaluated) {
+  std::map<std::string, size_t> by_reason;
+  for (const auto& [identity, reason] : unevaluated) ++by_reason[reason];
+  std::vector<std::pair<std::string, size_t>> reasons(by_reason.begin(), by_reason.end());
+  std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out = std::to_string(unevaluated.size()) + (unevaluated.size() == 1 ? " invariant" : " invariants") +
+                    " not evaluated:";
+  for (size_t i = 0; i < reasons.size(); ++i)
+    out += (i ? ";" : "") + std::string(" ") + reasons[i].first + " (" + std::to_string(reasons[i].second) + ")";
+  return out;
+}
+
 uint64_t non_blank_lines(const fs::path& path) {
   std::ifstream in(path);
   uint64_t n = 0;
@@ -122,6 +152,8 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
   std::vector<std::string> texts;
   std::set<std::string> violated, triggered;
   std::string version_note;  // the same in every process (each checks the same set on the same versions)
+  // Invariants no process could evaluate (identity -> reason): those of every summary's "unevaluated".
+  std::optional<std::map<std::string, std::string>> unevaluated;
   uint64_t violations = 0, checked = 0, not_checked = 0;
   for (const fs::path& path : paths) {
     std::string text, error;
@@ -134,6 +166,7 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
     add_strings(summary, "triggered_invariants", triggered);
     if (const Value* note = summary.find("version_note"); note && note->is_string() && !note->as_string().empty())
       version_note = note->as_string();
+    intersect_unevaluated(summary, unevaluated);
     texts.push_back(std::move(text));
   }
   const std::string failed = (fs::path(folder) / "failed.log").string();
@@ -142,11 +175,15 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
                   " violations (no summary: the program did not exit normally); see " + failed;
     return report;
   }
+  const uint64_t not_evaluated = unevaluated ? std::min<uint64_t>(unevaluated->size(), checked) : 0;
+  checked -= not_evaluated;
+  not_checked += not_evaluated;
   const std::string counts = "(" + std::to_string(triggered.size()) + " triggered, " + std::to_string(checked) +
                              " checked, " + std::to_string(not_checked) + " not checked)";
   report.line = violations == 0 ? "online check: no violation of " + std::to_string(checked) + " checks " + counts
                                 : "online check: " + std::to_string(violations) + " violations of " +
                                       std::to_string(violated.size()) + " invariants " + counts + "; see " + failed;
+  if (not_evaluated > 0) report.line += "\nonline check: " + unevaluated_note(*unevaluated);
   if (!version_note.empty()) report.line += "\nonline check: " + version_note;
   report.table = format_run_violation_table(texts, max_rows);
   return report;

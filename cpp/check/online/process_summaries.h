@@ -37,9 +37,10 @@ std::string format_run_violation_table(const std::vector<std::string>& summary_t
 struct RunOnlineCheckReport {
   bool checked = false;  // the folder exists: the run checked online
   // "online check: N violations of V invariants (T triggered, C checked, U not checked); see <failed.log>",
-  // or, with none, "online check: no violation of C checks (T triggered, C checked, U not checked)"; and,
-  // when the run's library versions left invariants unchecked, a second line saying how many and why
-  // (version_gate.h).
+  // or, with none, "online check: no violation of C checks (T triggered, C checked, U not checked)"; then
+  // a line for the invariants no process could evaluate (their summaries' "unevaluated", counted as not
+  // checked: "online check: 6 invariants not evaluated: no torch.nn.Parameter state recorded (6)"), and
+  // one for those the run's library versions left unchecked (version_gate.h).
   std::string line;
   std::string table;     // format_run_violation_table; "" when nothing was violated
 };

@@ -394,3 +394,53 @@ TEST(OnlineChecker, AssumingOneProcessIdlesOnlyTheChecksThatPairRecordsOfTwoProc
     fs::remove_all(dir);
   }
 }
+
+namespace {
+
+Invariant grad_reset_claim() {
+  return invariant_from_json(
+      R"({"text_description": "Parameter.grad is reset", "relation": "GradientResetRelation", "params": [{"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "_TRAINCHECK_grad_reset"}], "precondition": {"var": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 5, "num_negative_examples": 0})");
+}
+
+std::string param_state(const std::string& name, int64_t time, int64_t step) {
+  return R"({"var_name": ")" + name + R"(", "var_type": "torch.nn.Parameter", "mode": null, "dump_loc": null, "process_id": 7, "thread_id": 1, "time": )" +
+         std::to_string(time) + R"(, "meta_vars": {"step": )" + std::to_string(step) +
+         R"(, "stage": "training"}, "type": "state_change", "attributes": {"data": 1, "grad": null}})" + "\n";
+}
+
+const Value* unevaluated_of(const OnlineChecker& checker) {
+  static Value summary;
+  summary = checker.summary();
+  return summary.find("unevaluated");
+}
+
+}  // namespace
+
+// An invariant over parameter states on a run that recorded none (no model tracked) could not be evaluated:
+// the summary says so and why; one whose states were recorded, or one over calls, is evaluated.
+TEST(OnlineChecker, AnInvariantOverStatesNoRecordHadIsUnevaluatedWithItsReason) {
+  const fs::path dir = fresh_dir("unevaluated");
+  OnlineChecker checker({grad_reset_claim(), contains(kParent, kChild)}, {}, options_in(dir));
+  checker.add_lines("trace_API_7_1.log", step_lines(1, true) + step_lines(2, true));
+  checker.end_batch();
+  const Value* unevaluated = unevaluated_of(checker);
+  ASSERT_TRUE(unevaluated != nullptr && unevaluated->is_object());
+  ASSERT_EQ(unevaluated->as_object().size(), 1u);
+  EXPECT_EQ(key_name(unevaluated->as_object()[0].key), grad_reset_claim().identity());
+  EXPECT_EQ(unevaluated->as_object()[0].value.as_string(), "no torch.nn.Parameter state recorded");
+
+  // States, all at step 0: no training step was found.
+  const fs::path dir0 = fresh_dir("unevaluated_step0");
+  OnlineChecker at_zero({grad_reset_claim()}, {}, options_in(dir0));
+  at_zero.add_lines("trace_VAR_7_1.log", param_state("model.w", 10, 0) + param_state("model.w", 20, 0));
+  at_zero.end_batch();
+  ASSERT_EQ(unevaluated_of(at_zero)->as_object().size(), 1u);
+  EXPECT_EQ(unevaluated_of(at_zero)->as_object()[0].value.as_string(), "no training step found");
+
+  // States at training steps: evaluable, though no claim was made (not triggered).
+  const fs::path dir1 = fresh_dir("unevaluated_steps");
+  OnlineChecker stepped({grad_reset_claim()}, {}, options_in(dir1));
+  stepped.add_lines("trace_VAR_7_1.log", param_state("model.w", 10, 1) + param_state("model.w", 20, 2));
+  stepped.end_batch();
+  EXPECT_TRUE(unevaluated_of(stepped)->as_object().empty());
+}

@@ -134,6 +134,24 @@ TEST(ProcessSummaries, RunReportWithoutViolationsSaysHowManyChecksPassed) {
   EXPECT_EQ(report.table, "");
 }
 
+// An invariant counts as not evaluated only when no process of the run could evaluate it (a DataLoader
+// worker records no parameter state; the main process does): the line moves it from checked to not
+// checked and says why.
+TEST(ProcessSummaries, RunReportCountsAsNotEvaluatedOnlyWhatNoProcessEvaluated) {
+  RunFolder run;
+  auto with_unevaluated = [](std::string text, const std::string& members) {
+    const size_t end = text.rfind('}');
+    return text.substr(0, end) + ", \"unevaluated\": {" + members + "}}";
+  };
+  const std::string reason = "\"no torch.nn.Parameter state recorded\"";
+  run.write("summary_10.json", with_unevaluated(process_summary(0, {}, {"c"}, 82, {}), "\"a\": " + reason + ", \"b\": " + reason));
+  run.write("summary_11.json", with_unevaluated(process_summary(0, {}, {}, 82, {}), "\"a\": " + reason));
+  const RunOnlineCheckReport report = run_online_check_report(run.dir.string(), 20);
+  EXPECT_EQ(report.line,
+            "online check: no violation of 81 checks (1 triggered, 81 checked, 2 not checked)\n"
+            "online check: 1 invariant not evaluated: no torch.nn.Parameter state recorded (1)");
+}
+
 // Killed before any exit handler: failed.log's lines are all the run left, and the line says so.
 TEST(ProcessSummaries, RunReportWithoutSummariesCountsFailedLogLines) {
   RunFolder run;
