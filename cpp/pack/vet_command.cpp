@@ -135,6 +135,11 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
       if (added.empty()) throw VetInputError(args.get("programs") + ": no program listed");
       const PackExtension extension = extend_pack(pack, added);
       write_invariant_file(args.get("output"), extension.pack);
+      if (!args.get("report").empty()) {
+        std::ofstream rep(args.get("report"));
+        rep << extension_report_json(extension, added);
+        if (!rep) throw VetInputError(args.get("report") + ": cannot write");
+      }
       err << "[vet] " << pack.size() << " invariants on " << added.size() << " added programs: "
           << extension.dropped.size() << " dropped, " << extension.pack.size() << " kept\n";
       for (const auto& [inv, programs] : extension.dropped) {

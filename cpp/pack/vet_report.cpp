@@ -1,5 +1,7 @@
 #include "pack/vet_report.h"
 
+#include <map>
+
 #include "common/json_writer.h"
 
 namespace traincheck {
@@ -75,6 +77,61 @@ std::string vet_report_json(const VetResult& result, const std::vector<VetProgra
     out += ", \"families_passed\": ";
     append_names(out, std::vector<std::string>(d.families_passed.begin(), d.families_passed.end()));
     out += "}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+namespace {
+
+void append_counts(std::string& out, const std::map<std::string, size_t>& counts) {
+  out += '{';
+  bool first = true;
+  for (const auto& [name, n] : counts) {
+    if (!first) out += ", ";
+    first = false;
+    append_json_string(out, name);
+    out += ": ";
+    append_json_uint(out, n);
+  }
+  out += '}';
+}
+
+}  // namespace
+
+std::string extension_report_json(const PackExtension& extension, const std::vector<VetProgram>& added) {
+  std::map<std::string, size_t> by_relation, by_class;
+  for (const Invariant& inv : extension.pack) {
+    ++by_relation[inv.relation];
+    ++by_class[hypothesis_class(inv)];
+  }
+  std::string out = "{\"added_programs\": [";
+  for (size_t i = 0; i < added.size(); ++i) {
+    if (i) out += ", ";
+    append_json_string(out, added[i].name);
+  }
+  out += "], \"kept\": ";
+  append_json_uint(out, extension.pack.size());
+  out += ", \"kept_by_relation\": ";
+  append_counts(out, by_relation);
+  out += ", \"kept_by_class\": ";
+  append_counts(out, by_class);
+  out += ", \"dropped\": [";
+  for (size_t i = 0; i < extension.dropped.size(); ++i) {
+    const auto& [inv, programs] = extension.dropped[i];
+    out += i ? ", {" : "{";
+    out += "\"text_description\": ";
+    append_json_string(out, inv.text_description.str());
+    out += ", \"relation\": ";
+    append_json_string(out, inv.relation);
+    out += ", \"class\": ";
+    append_json_string(out, hypothesis_class(inv));
+    out += ", \"violated_on\": [";
+    for (size_t k = 0; k < programs.size(); ++k) {
+      if (k) out += ", ";
+      append_json_string(out, programs[k]);
+    }
+    out += "]}";
   }
   out += "]}\n";
   return out;

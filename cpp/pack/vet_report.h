@@ -12,4 +12,9 @@ namespace traincheck {
 
 std::string vet_report_json(const VetResult& result, const std::vector<VetProgram>& programs, const VetRule& rule);
 
+// What `traincheck-vet --extend --report` writes: {"added_programs": [...], "kept": n, "kept_by_relation":
+// {relation: n}, "kept_by_class": {hypothesis class: n}, "dropped": [{"text_description", "relation",
+// "class", "violated_on": [...]}]}.
+std::string extension_report_json(const PackExtension& extension, const std::vector<VetProgram>& added);
+
 }  // namespace traincheck

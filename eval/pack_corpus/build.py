@@ -241,20 +241,18 @@ def extend(entries: list[Entry], out: Path, pack: Path, workers: int, time_limit
             f.write(json.dumps({"name": e.name, "family": e.family, "checked": str(checks / e.name / e.trace.name)}) + "\n")
     extended = out / "pack.json"
     subprocess.run([_exe("traincheck-vet"), "--extend", "--candidates", str(pack), "--programs", str(programs),
-                    "-o", str(extended)], check=True)
+                    "-o", str(extended), "--report", str(out / "extension_report.json")], check=True)
     return extended
 
 
-def extended_metadata(meta: dict, entries: list[Entry], pack: Path) -> dict:
-    """The installed pack's metadata with the added programs, and the pack's sizes as extended."""
-    invariants = [json.loads(line) for line in pack.read_text().splitlines() if line.strip()]
-    by_relation: dict[str, int] = {}
-    for inv in invariants:
-        by_relation[inv["relation"]] = by_relation.get(inv["relation"], 0) + 1
-    added = [e.name for e in entries if e.name not in meta.get("programs", [])]
+def extended_metadata(meta: dict, report: dict) -> dict:
+    """The installed pack's metadata with the added programs, and the pack's sizes as traincheck-vet
+    --extend reports them."""
+    added = [name for name in report["added_programs"] if name not in meta.get("programs", [])]
     return {**meta, "programs": [*meta.get("programs", []), *added],
             "extended_with": [*meta.get("extended_with", []), *added],
-            "invariants": len(invariants), "by_relation": dict(sorted(by_relation.items()))}
+            "invariants": report["kept"], "by_relation": report["kept_by_relation"],
+            "by_class": report["kept_by_class"]}
 
 
 def _kept_per_relation(vet_report: dict) -> dict[str, int]:
@@ -310,7 +308,8 @@ def main(argv=None) -> int:
         if not args.names or not entries:
             raise SystemExit("pack: --extend needs the added programs' names, collected")
         pack = extend(entries, out, INSTALLED_PACK, args.jobs, args.time_limit)
-        meta = extended_metadata(json.loads(INSTALLED_PACK.with_suffix(".meta.json").read_text()), entries, pack)
+        meta = extended_metadata(json.loads(INSTALLED_PACK.with_suffix(".meta.json").read_text()),
+                                 json.loads((out / "extension_report.json").read_text()))
         (out / "pack.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         if args.install:
             shutil.copyfile(pack, INSTALLED_PACK)

@@ -103,6 +103,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("the pyscript is required (-p/--pyscript or `pyscript:` in the config)")
     if args.no_pack and args.invariants:
         parser.error("--no-pack turns off the shipped pack checked without -i; with -i, the -i files replace it")
+    if args.on_violation != "warn" and (args.no_online_check or (args.no_pack and not args.invariants)):
+        parser.error(f"--on-violation {args.on_violation} needs the in-process check, which "
+                     + ("--no-online-check" if args.no_online_check else "--no-pack without -i") + " turns off")
     # Every step is recorded and checked, with -i too (the original samples selective runs: warm-up 10,
     # then every 10th step). Selective recording of every step costs what sampling did (within noise,
     # bench/selective_inprocess.py), and sampling made in-process checks wait for a sampled step and

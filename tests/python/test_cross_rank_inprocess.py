@@ -231,3 +231,55 @@ def test_with_hsdp_only_the_ranks_holding_the_same_shard_are_compared(tmp_path):
     by_rank = {s["cross_rank"]["rank"]: s for s in summaries(bad).values()}
     assert by_rank[0]["violations"] > 0 and by_rank[2]["violations"] > 0
     assert by_rank[1]["violations"] == 0 and by_rank[3]["violations"] == 0
+
+
+# The issue's shape of a class-based DDP loop: its batches go to self._run_batch, the loop in a method.
+TRAINER_CLASS_SCRIPT = """
+import os
+import torch, torch.distributed as dist, torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, train_data, optimizer, rank):
+        self.model, self.train_data, self.optimizer, self.rank = model, train_data, optimizer, rank
+        self.steps = 0
+
+    def _run_batch(self, x):
+        self.optimizer.zero_grad()
+        self.model(x).sum().backward()
+        self.steps += 1
+        if self.steps == int(os.environ.get("PERTURB_STEP", "-1")) and self.rank == 1:
+            with torch.no_grad():
+                self.model.module[0].weight[3, 3] += 1e-3
+        self.optimizer.step()
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            for x in self.train_data:
+                self._run_batch(x)
+
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)))
+torch.manual_seed(1)
+Trainer(model, list(torch.randn(5, 4, 8)), torch.optim.SGD(model.parameters(), lr=0.1), dist.get_rank()).train(2)
+dist.destroy_process_group()
+"""
+
+
+def test_a_class_based_ddp_loop_is_compared_across_ranks_with_the_default_pack_online_as_offline(tmp_path):
+    write_script(tmp_path, "ddp.py", TRAINER_CLASS_SCRIPT)
+    (tmp_path / "run.sh").write_text(TORCHRUN)
+    result = collect(tmp_path, "-p", "ddp.py", "-s", "run.sh", "--output-dir", "out",
+                     env={"PERTURB_STEP": "4"}, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = tmp_path / "out"
+    online = {e["invariant"]["relation"] for e in failed(out)}
+    assert "ConsistencyRelation" in online, result.stderr
+    offline = subprocess.run(["traincheck-check", "-f", "out", "-i", "pack:default", "-o", "checked"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert offline.returncode == 0, offline.stderr
+    summary = json.loads(next((tmp_path / "checked").glob("*/violations_summary.json")).read_text())
+    assert {row["relation_type"] for row in summary["violations"]} == online, offline.stderr

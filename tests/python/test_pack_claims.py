@@ -59,3 +59,11 @@ def test_no_pack_records_only_and_refuses_to_be_combined_with_invariant_files(tm
     proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(tmp_path / "o2"), "--no-pack",
                    "-i", "pack:default")
     assert proc.returncode == 2 and "--no-pack" in proc.stderr
+
+
+def test_an_action_on_violation_without_an_in_process_check_is_refused(tmp_path):
+    for off in (["--no-pack"], ["--no-online-check"], ["-i", "pack:default", "--no-online-check"]):
+        proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_loop.py"), "--output-dir", str(tmp_path / "o"),
+                       "--on-violation", "raise", *off)
+        assert proc.returncode == 2 and "--on-violation raise needs the in-process check" in proc.stderr, proc.stderr
+        assert not (tmp_path / "o").exists()

@@ -62,8 +62,11 @@ def test_collector_commands_pass_script_args_after_double_dash(tmp_path, monkeyp
     assert cmd[cmd.index("--") + 1:] == ["--device", "cpu", "--iters", "7"]
     full = perf_run.build_command("monkey-patch", src, out, options(tmp_path, tmp_path))
     assert "-i" not in full and full[3] == str(src / "md-config.yml") and "--instr-descriptors" not in full
+    assert "--no-pack" in full  # the original's full mode records only
+    default = perf_run.build_command("default", src, out, options(tmp_path, tmp_path))
+    assert [a for a in full if a != "--no-pack"] == default  # what collect does given nothing else: the pack checked
     descriptors = perf_run.build_command(perf_run.DESCRIPTOR_METHOD, src, out, options(tmp_path, tmp_path))
-    assert descriptors[: descriptors.index("--")] == full[: full.index("--")] + ["--instr-descriptors"]
+    assert descriptors[: descriptors.index("--")] == full[: full.index("--") - 1] + ["--instr-descriptors", "--no-pack"]
     assert perf_run.DESCRIPTOR_METHOD not in perf_run.BASE_METHODS  # only when named
     settrace = perf_run.build_command("settrace", src, out, opts)
     assert settrace[1] == str(perf_run.SETTRACE_RUNNER) and settrace[-4:] == ["--device", "cpu", "--iters", "7"]

@@ -264,9 +264,9 @@ class ModelTracker:
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
-        entries = self._all()  # a parameter replaced in a tracked model (FSDP2) is followed before discovery
-        if self.discover and self._discover_models_of(optimizer):
-            entries = self._all()
+        if self.discover:
+            self._discover_models_of(optimizer)
+        entries = self._all()
         _forget_fused_writes(entries, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
         _computed(self._write(entries, mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
@@ -321,7 +321,8 @@ class ModelTracker:
             pass
         if discovery.dynamo_is_tracing():
             return False
-        tracked = {id(e.param) for entries in self.entries.values() for e in entries}
+        # The tracked models as they are now (a parameter replaced in one, FSDP2's fully_shard, is followed).
+        tracked = {id(e.param) for e in self._all()}
         missing = [p for p in discovery.optimizer_parameters(optimizer) if id(p) not in tracked]
         owners = discovery.owners_of(missing, set(self.entries)) if missing else []
         for name, obj in owners:
