@@ -19,33 +19,10 @@ import time
 
 import torch
 
+from step_claims_cost import DroppingCore, best_ms  # the same recorder stand-in and timer (bench/ is on sys.path)
+
 from traincheck.tracking import discovery
 from traincheck.tracking.tracker import ModelTracker
-
-
-class DroppingCore:
-    """The recorder calls ModelTracker makes, doing nothing."""
-
-    def intern(self, text):
-        return hash(text) & 0xFFFFFFFF
-
-    def is_recording(self):
-        return True
-
-    def set_inside_recorder(self, value):
-        return False
-
-    def record_var_states(self, *args, **kwargs):
-        pass
-
-
-def best_ms(f, rounds):
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def measure(n, rounds):
