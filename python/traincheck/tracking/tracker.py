@@ -307,8 +307,8 @@ class ModelTracker:
             _computed(grad_changed)
 
     # -- internals ------------------------------------------------------------------------------------
-    def _discover_models_of(self, optimizer) -> bool:
-        """Track what holds the optimizer's untracked parameters; whether anything new is tracked. Per step
+    def _discover_models_of(self, optimizer) -> None:
+        """Track what holds the optimizer's untracked parameters. Per step
         this costs a count of its groups' tensors; the walk runs only when the count changed (its first
         step, a group added). Not while dynamo traces a compiled step's hooks (a walk over every live
         object is nothing a graph can hold): the next step run eagerly does it."""
@@ -316,22 +316,20 @@ class ModelTracker:
         count = sum(len(group.get("params", ())) for group in groups)
         try:
             if self._discovered.get(optimizer) == count:
-                return False
+                return
         except TypeError:  # an optimizer-like object without weak references: walked at each step
             pass
         if discovery.dynamo_is_tracing():
-            return False
+            return
         # The tracked models as they are now (a parameter replaced in one, FSDP2's fully_shard, is followed).
         tracked = {id(e.param) for e in self._all()}
         missing = [p for p in discovery.optimizer_parameters(optimizer) if id(p) not in tracked]
-        owners = discovery.owners_of(missing, set(self.entries)) if missing else []
-        for name, obj in owners:
+        for name, obj in discovery.owners_of(missing, set(self.entries)) if missing else ():
             self.track(obj, name)
         try:
             self._discovered[optimizer] = count
         except TypeError:
             pass
-        return bool(owners)
 
     def _all(self) -> list[_Entry]:
         if self._modules_registered:
