@@ -71,3 +71,49 @@ def test_the_walk_over_live_objects_warns_nothing():
         import torch.distributed  # noqa: F401 - its deprecated attributes answer isinstance with a warning
 
         discovery.live_roots()
+
+
+class _DroppingCore:
+    """The recorder calls the tracker makes, recording nothing."""
+
+    def intern(self, text):
+        return hash(text) & 0xFFFFFFFF
+
+    def is_recording(self):
+        return True
+
+    def set_inside_recorder(self, value):
+        return False
+
+    def record_var_states(self, *args, **kwargs):
+        pass
+
+
+def _step(model, tracker):
+    """One training step of a new optimizer over `model`, with the tracker's hook after it."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    tracker.after_optimizer_step(optimizer, (), {})
+    return optimizer
+
+
+def test_a_finished_rounds_model_is_no_longer_held_once_no_optimizer_holds_it():
+    import gc
+    import weakref
+
+    from traincheck.tracking.tracker import ModelTracker
+
+    tracker = ModelTracker(_DroppingCore(), discover=True)
+    first = nn.Linear(4, 2)
+    optimizer = _step(first, tracker)
+    assert set(tracker.entries) == {"Linear"}
+    gone = weakref.ref(first)
+    del first, optimizer  # the round is over: the script keeps neither
+    gc.collect()
+    second = nn.Linear(4, 2)
+    kept = _step(second, tracker)
+    gc.collect()
+    assert set(tracker.entries) == {"Linear"} and tracker.objects["Linear"] is second
+    assert gone() is None  # the tracker no longer keeps the first round's model alive
+    assert kept is not None

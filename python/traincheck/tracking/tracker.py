@@ -224,6 +224,7 @@ class ModelTracker:
         # Per optimizer, weakly: how many tensors its groups held when its parameters were last all tracked.
         self._discovered = weakref.WeakKeyDictionary()
         self._looked_for_optimizers = False  # the live optimizers looked for at the first step boundary
+        self._discovered_names: set[str] = set()  # tracked names discovery chose (named models are never dropped)
         self.style = style
         self.digester = Digester(tensor_hash)
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
@@ -324,12 +325,26 @@ class ModelTracker:
         # The tracked models as they are now (a parameter replaced in one, FSDP2's fully_shard, is followed).
         tracked = {id(e.param) for e in self._all()}
         missing = [p for p in discovery.optimizer_parameters(optimizer) if id(p) not in tracked]
+        if missing:
+            self._forget_models_no_optimizer_holds(optimizer)
         for name, obj in discovery.owners_of(missing, set(self.entries)) if missing else ():
             self.track(obj, name)
+            self._discovered_names.add(name)
         try:
             self._discovered[optimizer] = count
         except TypeError:
             pass
+
+    def _forget_models_no_optimizer_holds(self, stepping) -> None:
+        """Stop tracking the discovered models none of whose parameters a live optimizer holds (`stepping`,
+        the optimizer stepping now, is live): a k-fold run or a sweep builds a model and its optimizer per
+        round, and holding the finished rounds' models would keep their memory for the rest of the run."""
+        held = {id(p) for o in [stepping, *discovery.live_optimizers()] for p in discovery.optimizer_parameters(o)}
+        for name in sorted(self._discovered_names):
+            if not any(id(e.param) in held for e in self.entries.get(name, ())):
+                self.entries.pop(name, None)
+                self.objects.pop(name, None)
+                self._discovered_names.discard(name)
 
     def _all(self) -> list[_Entry]:
         if self._modules_registered:
