@@ -14,10 +14,12 @@ CLOSING = "traincheck-collect: online check: "
 
 
 def _program_stderr(stderr: str) -> str:
-    """What the program wrote on stderr: the collector's closing line, after it, left out."""
+    """What the program wrote on stderr: the collector's closing lines, after it, left out."""
     lines = stderr.splitlines(keepends=True)
     assert lines and lines[-1].startswith(CLOSING), stderr
-    return "".join(lines[:-1])
+    while lines and lines[-1].startswith(CLOSING):
+        lines.pop()
+    return "".join(lines)
 
 
 FAILING = """import sys

@@ -105,15 +105,14 @@ OnlineCounts OnlineChecker::counts() const {
 
 std::string OnlineChecker::unevaluated_reason(const OnlineInvariantState& state) const {
   if (state.check == nullptr || state.triggered()) return {};
-  bool over_states = false;
-  for (const Param& p : state.invariant->params) {
-    if (p.type != ParamType::VarType && p.type != ParamType::VarName) continue;
-    over_states = true;
-    if (std::find(var_types_seen_.begin(), var_types_seen_.end(), p.var_type) == var_types_seen_.end())
-      return "no " + std::string(p.var_type.view()) + " state recorded";
-  }
-  if (over_states && (!current_step_ || *current_step_ <= 0)) return "no training step found";
-  return {};
+  // Only a check that reads nothing but variable states can lack its input; one over calls is judged on
+  // the calls (a call it never saw leaves it untriggered, which is a verdict).
+  const OnlineInterest interest = state.check->interest();
+  if (interest.all_records || !interest.functions.empty() || interest.var_types.empty()) return {};
+  for (const std::string& type : interest.var_types)
+    if (std::find(var_types_seen_.begin(), var_types_seen_.end(), Name(type)) != var_types_seen_.end())
+      return !current_step_ || *current_step_ <= 0 ? "no training step found" : std::string();
+  return "no " + interest.var_types.front() + " state recorded";
 }
 
 Value OnlineChecker::summary() const {

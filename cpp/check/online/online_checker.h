@@ -143,8 +143,8 @@ class OnlineChecker {
   // <out>/violations_summary.json of violation_summary() (traincheck-check's format), written at stop.
   void write_violations_summary() const;
   // Why a checked invariant could not be evaluated on what this process recorded, "" when it could be or
-  // was: an invariant over variable states whose type no record had ("no torch.nn.Parameter state
-  // recorded": no model tracked), or over states of training steps when no step was found. Only for an
+  // was: its check reads only variable states and no record had their type ("no torch.nn.Parameter state
+  // recorded": no model tracked), or none was at a training step ("no training step found"). Only for an
   // invariant not triggered.
   std::string unevaluated_reason(const OnlineInvariantState& state) const;
   // Counts plus the identities of violated and triggered invariants (so several processes' summaries

@@ -420,7 +420,10 @@ const Value* unevaluated_of(const OnlineChecker& checker) {
 // the summary says so and why; one whose states were recorded, or one over calls, is evaluated.
 TEST(OnlineChecker, AnInvariantOverStatesNoRecordHadIsUnevaluatedWithItsReason) {
   const fs::path dir = fresh_dir("unevaluated");
-  OnlineChecker checker({grad_reset_claim(), contains(kParent, kChild)}, {}, options_in(dir));
+  // Its var param describes relu's result, not state records: a call never made leaves it untriggered.
+  const Invariant relu_float = invariant_from_json(
+      R"({"text_description": "relu returns float32", "relation": "ConsistentOutputRelation", "params": [{"param_type": "APIParam", "api_full_name": "torch.nn.functional.relu"}, {"param_type": "VarTypeParam", "var_type": "torch.Tensor", "attr_name": "dtype", "const_value": "torch.float32"}], "precondition": {"pre_event": {"inverted": false, "preconditions": [{"clauses": "Unconditional"}]}}, "num_positive_examples": 10, "num_negative_examples": 0})");
+  OnlineChecker checker({grad_reset_claim(), contains(kParent, kChild), relu_float}, {}, options_in(dir));
   checker.add_lines("trace_API_7_1.log", step_lines(1, true) + step_lines(2, true));
   checker.end_batch();
   const Value* unevaluated = unevaluated_of(checker);
