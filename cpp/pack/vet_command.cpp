@@ -16,6 +16,8 @@ namespace traincheck {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 class VetInputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -48,12 +50,37 @@ std::vector<VetProgram> read_programs(const std::string& path, bool with_learned
         p.learned.insert(inv.identity());
     const std::string checked = string_field(v, "checked", where);
     std::error_code ec;
-    if (!std::filesystem::is_directory(checked, ec))
+    if (!fs::is_directory(checked, ec))
       throw VetInputError(where + ": program '" + p.name + "': checked folder '" + checked + "' does not exist");
     p.outcomes = read_check_outcomes(checked);
+    p.checked_folder = checked;
     out.push_back(std::move(p));
   }
+  if (out.empty()) throw VetInputError(path + ": no program listed");
   return out;
+}
+
+// "program 'a' (checked folder F): 22 candidates have no check result; ..." for each program lacking some
+// candidate's outcome: its folder holds another candidate set's check, or none.
+std::string programs_without_results(const std::vector<Invariant>& candidates, const std::vector<VetProgram>& programs) {
+  std::string out;
+  for (const VetProgram& p : programs) {
+    size_t lacking = 0;
+    for (const Invariant& inv : candidates) lacking += !p.outcomes.count(inv.identity());
+    if (lacking == 0) continue;
+    out += (out.empty() ? "" : "; ") + std::string("program '") + p.name + "' (checked folder " + p.checked_folder +
+           "): " + std::to_string(lacking) + " of " + std::to_string(candidates.size()) + " candidates have no check result";
+  }
+  return out;
+}
+
+// The folder a file is to be written in must exist before anything is written (a pack written and its
+// report then refused would leave half an output).
+void require_parent_folder(const std::string& file, const char* flag) {
+  const fs::path parent = fs::path(file).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw VetInputError(std::string(flag) + " " + file + ": folder " + parent.string() + " does not exist");
 }
 
 bool parse_count(const std::string& text, const char* flag, size_t& out, std::ostream& err) {
@@ -128,11 +155,17 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     err << "traincheck-vet: error: --vetted-on: " << e.what() << "\n";
     return 2;
   }
+  try {
+    require_parent_folder(args.get("output"), "-o");
+    if (!args.get("report").empty()) require_parent_folder(args.get("report"), "--report");
+  } catch (const VetInputError& e) {
+    err << "traincheck-vet: error: " << e.what() << "\n";
+    return 2;
+  }
   if (args.flag_set("extend")) {
     try {
       const std::vector<Invariant> pack = read_invariant_file(args.get("candidates"), relation_names());
       const std::vector<VetProgram> added = read_programs(args.get("programs"), false);
-      if (added.empty()) throw VetInputError(args.get("programs") + ": no program listed");
       const PackExtension extension = extend_pack(pack, added);
       write_invariant_file(args.get("output"), extension.pack);
       if (!args.get("report").empty()) {
@@ -191,7 +224,8 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     for (const auto& [name, t] : result.by_class)
       if (t.not_checked > 0) {
         err << "traincheck-vet: error: " << t.not_checked << " " << name
-            << " candidate(s) have no check result on some program (checked with another candidate file?)\n";
+            << " candidate(s) have no check result on some program (checked with another candidate file?): "
+            << programs_without_results(candidates, programs) << "\n";
         return 1;
       }
     std::vector<Invariant> kept = result.pack();

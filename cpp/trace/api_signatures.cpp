@@ -132,14 +132,29 @@ Object ApiSignatures::bind(const Record& pre, bool skip_self, bool with_defaults
   return out;
 }
 
-std::string missing_signatures_message(const std::vector<std::string>& names) {
+namespace {
+
+// The first names, then how many more.
+std::string named_list(const std::vector<std::string>& names) {
   constexpr size_t kNamed = 8;
-  std::string out = "no signature recorded for " + std::to_string(names.size()) + (names.size() == 1 ? " API" : " APIs") +
-                    " whose arguments the invariants read (api_signatures.json missing, not written yet, or from another "
-                    "run); their positional arguments are named by index, so invariants over them may be judged wrongly: ";
+  std::string out;
   for (size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + console_text(names[i], 120);
   if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
   return out;
+}
+
+}  // namespace
+
+std::string missing_signatures_message(const std::vector<std::string>& names) {
+  return "no signature recorded for " + std::to_string(names.size()) + (names.size() == 1 ? " API" : " APIs") +
+         " whose arguments the invariants read (api_signatures.json missing, not written yet, or from another "
+         "run); their positional arguments are named by index, so invariants over them may be judged wrongly: " +
+         named_list(names);
+}
+
+std::string builtin_signatures_message(const std::vector<std::string>& names) {
+  return std::to_string(names.size()) + (names.size() == 1 ? " API has" : " APIs have") +
+         " no signature (builtins, named by position as at inference): " + named_list(names);
 }
 
 }  // namespace traincheck

@@ -66,5 +66,8 @@ class ApiSignatures {
 
 // The one-line note about ApiSignatures::missing() names (console-safe, the first few named).
 std::string missing_signatures_message(const std::vector<std::string>& names);
+// "N APIs have no signature (builtins, named by position as at inference): <names>", for the APIs left
+// without one once api_signatures.json was read.
+std::string builtin_signatures_message(const std::vector<std::string>& names);
 
 }  // namespace traincheck

@@ -114,6 +114,11 @@ class PendingSignatures {
   }
   // Calls add(ApiSignatures) for each file that appeared or was replaced since the last call. A file
   // caught half-written by a writer that does not rename is tried again at the next call.
+  // Whether every folder's file has been read: then an API still without a signature is one whose
+  // signature no collector can record (a C builtin such as `torch.clamp`), not one waiting for its file.
+  bool all_loaded() const {
+    return std::all_of(files_.begin(), files_.end(), [](const Watched& w) { return w.seen.has_value(); });
+  }
   template <class Add>
   void load_new(Add&& add) {
     for (Watched& w : files_) {
@@ -144,13 +149,18 @@ class PendingSignatures {
 };
 
 // Once per API: the APIs whose arguments the checks had to name by position for want of a signature.
+// Said only while some folder's api_signatures.json is still to come (or with -v): once all are read, the
+// APIs left are builtins whose signature no collector records, named by position at inference too, and
+// a warning on every check would say nothing a user can act on.
 class MissingSignatureNote {
  public:
-  void print(const ApiSignatures& signatures, Log& log) {
+  void print(const ApiSignatures& signatures, bool files_all_read, bool verbose, Log& log) {
     std::vector<std::string> fresh;
     for (std::string& name : signatures.missing())
       if (said_.insert(name).second) fresh.push_back(std::move(name));
-    if (!fresh.empty()) log.line("warning: " + missing_signatures_message(fresh));
+    if (fresh.empty()) return;
+    if (!files_all_read) log.line("warning: " + missing_signatures_message(fresh));
+    else if (verbose) log.line(builtin_signatures_message(fresh));
   }
 
  private:
@@ -192,7 +202,7 @@ void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSig
     const size_t bytes = poll_into_checker(
         tailer, checker, horizon, [&](const std::string& message) { log.line("warning: " + message); },
         [&] { signatures.load_new([&](const ApiSignatures& s) { checker.add_signatures(s); }); });
-    missing_signatures.print(checker.signatures(), log);
+    missing_signatures.print(checker.signatures(), signatures.all_loaded(), run.verbose, log);
     if (bytes) last_data = Clock::now();
     const OnlineCounts c = checker.counts();
     const auto& errors = checker.recent_errors();
