@@ -62,7 +62,7 @@ struct VetProgram {
   // Rule (g): the functions its traces call at least twice on one thread. Unknown (rule (g) off) when
   // the vetting has only check results, as traincheck-vet does.
   std::optional<std::set<std::string>> repeated_calls;
-  std::string checked_folder;  // where its outcomes were read from ("" when built in memory): for messages
+  std::string checked_folder = {};  // where its outcomes were read from ("" when built in memory): for messages
 };
 
 enum class VetVerdict {

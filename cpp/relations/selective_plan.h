@@ -27,7 +27,7 @@ struct PlannedInvariant {
   std::vector<std::string> apis;  // the APIs it is about (not the context managers it needs)
   // The variable types whose states it reads (its var params'): the collector tracks such variables
   // (for torch.nn.Parameter, the parameters each optimizer steps) without being told which to track.
-  std::vector<std::string> var_types;
+  std::vector<std::string> var_types = {};
 };
 
 struct SelectivePlan {

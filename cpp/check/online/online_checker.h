@@ -38,7 +38,7 @@ struct OnlineCheckerOptions {
   size_t max_samples_kept = 8;        // sample records per invariant, for the report
   // The versions of the libraries the checked run uses: invariants vetted on other versions are not
   // checked (invariant/version_gate.h). Empty: every invariant is checked.
-  LibraryVersions library_versions;
+  LibraryVersions library_versions = {};
 };
 
 struct OnlineCounts {

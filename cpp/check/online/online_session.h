@@ -46,7 +46,7 @@ struct OnlineSessionOptions {
   // every action queues it for take_alerts() (Raise is the training thread's to carry out).
   ViolationAction on_violation = ViolationAction::Warn;
   // The versions of the libraries the training process runs (invariant/version_gate.h).
-  LibraryVersions library_versions;
+  LibraryVersions library_versions = {};
 };
 
 // What shedding did (summary_<pid>.json "shed").
