@@ -10,15 +10,18 @@ from conftest import collect, write_script
 
 SCRIPT = """
 import torch
-model = torch.nn.Linear(4, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(4):
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+for step in range(12):
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
     opt.zero_grad()
-    out = torch.clamp(model(torch.randn(3, 4)), -1.0, 1.0)
-    out.sum().backward()
+    nn.functional.cross_entropy(model(x), y).backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # clamps the clip coefficient: torch.clamp, a builtin
     opt.step()
 """
-
 
 def _check(tmp_path, trace, out, *extra):
     proc = subprocess.run(["traincheck-check", "-f", str(trace), "-i", "inv.json", "-o", out, *extra], cwd=tmp_path,
