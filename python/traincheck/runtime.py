@@ -232,7 +232,7 @@ _VERSIONED_LIBRARIES = ("torch", "transformers", "accelerate", "lightning")
 
 def _library_versions(config: dict) -> dict:
     """{distribution: version} of the libraries this process may check invariants about: invariants vetted
-    on other versions are not checked (cpp/check/version_gate.h). Read from their metadata, never imported."""
+    on other versions are not checked (cpp/invariant/version_gate.h). Read from their metadata, never imported."""
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {}
