@@ -119,6 +119,12 @@ class OnlineCheck {
   // what only the end of the trace decides, as the offline check does on a finished trace. Called at
   // most once, after every record. The default: nothing waits for the end.
   virtual void on_trace_end(std::vector<OnlineViolation>& violations) {}
+  // Records of thread (process_id, thread_id) were lost here (a damaged line, lines its recorder could
+  // not write: docs/formats.md §Damaged and incomplete traces). What the thread has open now (calls,
+  // windows between calls) spans the loss and is not judged: the check forgets it, so its verdicts are
+  // those of the records it has, never a confident guess about the ones it lacks. Comes in the records'
+  // order, online and replayed offline alike. The default: nothing is held per thread.
+  virtual void on_records_lost(int64_t process_id, int64_t thread_id) {}
   // Another rank's instance ended a step with this record (its last state record of that step, sent
   // through the job's store): only for checks whose interest asks for peer_step_ends. A peer's record is
   // compared with this process's instances, never with another peer's (that rank compares its own).

@@ -192,12 +192,14 @@ void Recorder::emit(const EventInfo& e, const std::byte* payload, uint32_t paylo
 
 void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind) {
   if (file.pending.empty()) return;
+  auto path_of_file = [&] {
+    return output_dir_ + "/trace_" + kind + "_" + std::to_string(pid_) + "_" + std::to_string(stream.thread_id()) + ".log";
+  };
   if (file.fd < 0) {
-    const std::string path = output_dir_ + "/trace_" + kind + "_" + std::to_string(pid_) + "_" +
-                             std::to_string(stream.thread_id()) + ".log";
+    const std::string path = path_of_file();
     file.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (file.fd < 0) {
-      lose_batch(file.pending, errno);
+      lose_batch(file.pending, errno, path, 0);
       file.pending.clear();
       file.sunk = 0;
       return;
@@ -215,7 +217,7 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
       if (done > 0 && batch_start >= 0 && ::ftruncate(file.fd, batch_start) != 0) {
         // Could not cut back: the torn tail stays; readers skip it as a damaged line, with a warning.
       }
-      lose_batch(file.pending, error);
+      lose_batch(file.pending, error, path_of_file(), batch_start >= 0 ? static_cast<uint64_t>(batch_start) : 0);
       break;
     }
     done += static_cast<size_t>(n);
@@ -224,9 +226,20 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
   file.sunk = 0;
 }
 
-void Recorder::lose_batch(const std::string& pending, int error) {
+void Recorder::lose_batch(const std::string& pending, int error, const std::string& path, uint64_t offset) {
+  const auto lines = static_cast<uint64_t>(std::count(pending.begin(), pending.end(), '\n'));
   write_errors_.fetch_add(1, std::memory_order_relaxed);
-  lines_lost_.fetch_add(static_cast<uint64_t>(std::count(pending.begin(), pending.end(), '\n')), std::memory_order_relaxed);
+  lines_lost_.fetch_add(lines, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(lost_mutex_);
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    if (!lost_places_.empty() && lost_places_.back().file == name && lost_places_.back().offset == offset)
+      lost_places_.back().lines += lines;  // batches lost in a row leave one gap
+    else if (lost_places_.size() < kMaxLostPlaces)
+      lost_places_.push_back(LostPlace{name, offset, lines});
+    else
+      lines_lost_unplaced_ += lines;
+  }
   if (!warned_write_.exchange(true)) {
     std::fprintf(stderr, "traincheck: warning: cannot write the trace in %s (%s); training goes on, records are dropped until writing works again\n",
                  output_dir_.c_str(), std::strerror(error));
@@ -387,6 +400,14 @@ void Recorder::shutdown() {
                    static_cast<unsigned long long>(s.events_dropped),
                    static_cast<unsigned long long>(s.write_errors));
       if (s.sink_errors) std::fprintf(f, "sink_errors: %llu\n", static_cast<unsigned long long>(s.sink_errors));
+      {  // where the lines were lost (trace/recorder_log.h reads these)
+        std::lock_guard<std::mutex> lost_lock(lost_mutex_);
+        for (const LostPlace& p : lost_places_)
+          std::fprintf(f, "lost_lines: %llu at %llu in %s\n", static_cast<unsigned long long>(p.lines),
+                       static_cast<unsigned long long>(p.offset), p.file.c_str());
+        if (lines_lost_unplaced_)
+          std::fprintf(f, "lost_lines_unplaced: %llu\n", static_cast<unsigned long long>(lines_lost_unplaced_));
+      }
       if (heap_trims) {  // docs/collection.md §Memory: freed heap the training could not reuse
         std::fprintf(f, "heap_trims: %llu\nheap_released_mib: %llu\npeak_rss_mib: %llu\n",
                      static_cast<unsigned long long>(heap_trims),
@@ -473,6 +494,7 @@ void Recorder::at_fork_child() {
   Recorder& r = instance();
   r.pool_.fork_child();
   new (&r.mutex_) std::mutex();
+  new (&r.lost_mutex_) std::mutex();  // a thread of the parent's may have held it at the fork
   new (&r.wake_writer_) std::condition_variable();
   new (&r.flushed_) std::condition_variable();
   r.writer_ = nullptr;  // that thread does not exist here
@@ -508,6 +530,8 @@ void Recorder::at_fork_child() {
   r.write_errors_ = 0;
   r.lines_lost_ = 0;
   r.warned_write_ = false;
+  r.lost_places_.clear();
+  r.lines_lost_unplaced_ = 0;
   r.sink_errors_ = 0;
 }
 

@@ -115,7 +115,9 @@ class Recorder {
   void poll_heap();
   void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
   // Counts a batch that could not be written and says so on stderr, once per process.
-  void lose_batch(const std::string& pending, int error);
+  // `path` and `offset`: where the batch would have begun (the file's size, to which a partly written
+  // batch was cut back); the recorder's log lists the places so readers know where records are missing.
+  void lose_batch(const std::string& pending, int error, const std::string& path, uint64_t offset);
   uint64_t adopt_fork_child_sink_locked();  // under sink_mutex_; returns the sink's errors
   static void at_fork_prepare();
   static void at_fork_parent();
@@ -160,6 +162,17 @@ class Recorder {
   std::atomic<uint64_t> write_errors_{0};
   std::atomic<uint64_t> lines_lost_{0};     // records never written (full disk, unwritable folder)
   std::atomic<bool> warned_write_{false};   // the first write error was announced on stderr
+  // Where lines were lost (file name in the output folder, byte offset, lines), for the log: the first
+  // kMaxLostPlaces, then only a count of the lines lost elsewhere.
+  struct LostPlace {
+    std::string file;
+    uint64_t offset = 0;
+    uint64_t lines = 0;
+  };
+  static constexpr size_t kMaxLostPlaces = 1000;
+  std::mutex lost_mutex_;
+  std::vector<LostPlace> lost_places_;
+  uint64_t lines_lost_unplaced_ = 0;
 };
 
 }  // namespace traincheck

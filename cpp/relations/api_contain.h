@@ -51,6 +51,8 @@ class ApiContainOnlineCheck final : public OnlineCheck {
   // `signatures` may be null (positional arguments keep their index as name); it must outlive the check.
   ApiContainOnlineCheck(const Invariant& invariant, const ApiSignatures* signatures);
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
+  // The thread's open calls span the loss: none of them is judged.
+  void on_records_lost(int64_t process_id, int64_t thread_id) override { threads_.erase({process_id, thread_id}); }
 
   // Whether the precondition held for a parent call that closed (offline: CheckResult::triggered).
   bool triggered() const override { return triggered_; }

@@ -25,6 +25,13 @@ OnlineInterest CallOnlineCheck::interest() const {
   return i;
 }
 
+void CallOnlineCheck::on_records_lost(int64_t process_id, int64_t thread_id) {
+  std::erase_if(open_, [&](const auto& entry) {
+    const Record& pre = *entry.second;
+    return pre.process_id == process_id && pre.thread_id == thread_id;
+  });
+}
+
 void CallOnlineCheck::on_record(const Record& r, std::vector<OnlineViolation>& violations) {
   if (function_.empty() || !r.is_api() || r.function != name_) return;
   if (r.type == RecordType::FunctionPre) {

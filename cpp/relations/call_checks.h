@@ -25,6 +25,7 @@ class CallOnlineCheck final : public OnlineCheck {
   void on_record(const Record& record, std::vector<OnlineViolation>& violations) override;
   bool triggered() const override { return triggered_; }
   OnlineInterest interest() const override;  // the API's records
+  void on_records_lost(int64_t process_id, int64_t thread_id) override;  // the thread's open calls are not judged
   // Calls whose pre-record passed the precondition and whose post has not come yet.
   size_t open_calls() const { return open_.size(); }
 

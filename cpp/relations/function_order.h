@@ -54,6 +54,7 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
   bool triggered() const override { return triggered_; }
   OnlineInterest interest() const override;  // the records of A and B
   void on_trace_end(std::vector<OnlineViolation>& violations) override;  // Lead: a thread's only call of A
+  void on_records_lost(int64_t process_id, int64_t thread_id) override;   // the thread starts afresh
   // Calls of A or B open now, over all threads (bounded by the nesting depth), for tests.
   size_t open_calls() const;
 
@@ -73,6 +74,9 @@ class FunctionOrderOnlineCheck final : public OnlineCheck {
     // call of B returned after the first of them did (what judges a thread's only call of A).
     int openers = 0;
     bool inner_returned_after_opener = false;
+    // Records of the thread were lost since its last call of the opener: the window the next call closes
+    // spans the loss, and is not judged (on_records_lost).
+    bool after_loss = false;
     std::unordered_map<uint64_t, int64_t> open_inner;  // call_key -> start
     std::unordered_set<uint64_t> open_openers;         // call_keys of calls of the opener not yet returned
   };
@@ -102,6 +106,7 @@ class OnlineCheckChain final : public OnlineCheck {
   bool triggered() const override;
   OnlineInterest interest() const override;
   void on_trace_end(std::vector<OnlineViolation>& violations) override;
+  void on_records_lost(int64_t process_id, int64_t thread_id) override;
   void feed_lasting_records() override;
 
  private:

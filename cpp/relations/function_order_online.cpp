@@ -60,6 +60,16 @@ void FunctionOrderOnlineCheck::on_record(const Record& r, std::vector<OnlineViol
   else on_inner_return(thread, r);
 }
 
+// The window open on the thread spans the loss: the thread starts afresh, except that the next call of
+// the opener judges nothing (the window it closes began before the loss), and no call of A is the
+// thread's only one (Lead's judgement at the end: one may have been lost).
+void FunctionOrderOnlineCheck::on_records_lost(int64_t process_id, int64_t thread_id) {
+  Thread& t = threads_[{process_id, thread_id}];
+  t = Thread{};
+  t.after_loss = true;
+  t.openers = 2;
+}
+
 FunctionOrderOnlineCheck::Thread& FunctionOrderOnlineCheck::thread_of(const Record& r) {
   const std::pair<int64_t, int64_t> key{r.process_id, r.thread_id};
   if (last_thread_ == nullptr || key != last_thread_key_) {
@@ -71,7 +81,8 @@ FunctionOrderOnlineCheck::Thread& FunctionOrderOnlineCheck::thread_of(const Reco
 
 void FunctionOrderOnlineCheck::on_opener_pre(Thread& t, const Record& pre, std::vector<OnlineViolation>& violations) {
   // The subject whose precondition decides: Cover, this call of B; Lead, the previous call of A.
-  const bool judged = order_ == FunctionOrder::Cover || t.opener.has_value();
+  const bool judged = !t.after_loss && (order_ == FunctionOrder::Cover || t.opener.has_value());
+  t.after_loss = false;
   const bool precondition = order_ == FunctionOrder::Cover ? precondition_holds(pre) : t.opener_precondition;
   if (judged && precondition) {
     triggered_ = true;
@@ -145,6 +156,10 @@ bool OnlineCheckChain::triggered() const {
 
 void OnlineCheckChain::on_trace_end(std::vector<OnlineViolation>& violations) {
   for (const std::unique_ptr<OnlineCheck>& c : checks_) c->on_trace_end(violations);
+}
+
+void OnlineCheckChain::on_records_lost(int64_t process_id, int64_t thread_id) {
+  for (const std::unique_ptr<OnlineCheck>& c : checks_) c->on_records_lost(process_id, thread_id);
 }
 
 OnlineInterest OnlineCheckChain::interest() const {

@@ -157,7 +157,16 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
     found.clear();
     if (kept.size() >= 2 * std::max<size_t>(max_kept, 1)) first_in_trace_order();
   };
+  // Lost records reach the check where they were lost: before the first record after the one they follow.
+  const std::vector<TraceGap>& gaps = trace.gaps();
+  size_t next_gap = 0;
+  while (next_gap < gaps.size() && gaps[next_gap].after == kNone) ++next_gap;  // nothing before them
+  auto losses_until = [&](uint32_t index) {
+    for (; next_gap < gaps.size() && gaps[next_gap].after < index; ++next_gap)
+      check.on_records_lost(gaps[next_gap].process_id, gaps[next_gap].thread_id);
+  };
   for (uint32_t i = 0; records.next(i);) {
+    losses_until(i);
     const Record& r = trace.record(i);
     if (enrich) {
       std::vector<Field> managers = trace.context_managers_at(r.time, r.process_id, r.thread_id);
@@ -172,6 +181,7 @@ CheckResult replay_check(const TraceStore& trace, const Invariant& invariant, On
     check.on_record(r, found);
     take();
   }
+  losses_until(kNone);
   check.on_trace_end(found);
   take();
   first_in_trace_order();

@@ -14,6 +14,9 @@
 // when the invariant's precondition names one, as the online checker adds them
 // (check/online/online_context_managers.h).
 //
+// Where the trace lost records (TraceStore::gaps), the check is told (OnlineCheck::on_records_lost) before
+// the first record it is fed after them, as the online checker tells it where its reader found the loss.
+//
 // The store's records outlive the check, so it is told so (OnlineCheck::feed_lasting_records) and keeps
 // pointers to the records it holds instead of copies (invariant/held_record.h); records given context
 // managers are copies in one reused buffer, and are copied as online.

@@ -538,4 +538,6 @@ bool read_file(const std::string& path, std::string& out, std::string& error) {
   return true;
 }
 
+bool valid_utf8(std::string_view text) { return simdjson::validate_utf8(text.data(), text.size()); }
+
 }  // namespace traincheck

@@ -21,6 +21,10 @@ inline constexpr size_t kJsonPadding = 64;
 
 // A reusable parser; one per thread (not thread-safe). Caches interned keys and repeated short
 // strings, so records of one file share their function names, stages and dtype strings.
+// Whether `text` is valid UTF-8 (simdjson's validator: many bytes per cycle), for lines checked without
+// being parsed.
+bool valid_utf8(std::string_view text);
+
 class JsonParser {
  public:
   JsonParser();

@@ -162,6 +162,7 @@ struct Piece {
   std::vector<Record> overflow;
   uint64_t bytes = 0;
   size_t skipped = 0;
+  std::vector<uint64_t> skipped_at;      // every skipped line's number, in order
   std::vector<TraceReadError> problems;  // the first few, in line order
   size_t names_cut = 0;                  // records whose names were over kMaxNameBytes
   std::string first_cut;                 // the first one's field and line
@@ -202,6 +203,7 @@ class PieceParser {
 
  private:
   void skip(TraceReadError problem) {
+    piece_.skipped_at.push_back(line_no_);
     if (++piece_.skipped <= kMaxLineWarnings) piece_.problems.push_back(std::move(problem));
   }
 
@@ -389,6 +391,7 @@ RawTrace assemble(std::vector<std::string> files, std::vector<Record> records, s
   for (const Piece& p : pieces) {
     out.bytes += p.bytes;
     out.skipped_lines += p.skipped;
+    for (uint64_t line : p.skipped_at) out.lost.push_back(LostRecords{p.file, line, 1, true});
     overflowed = overflowed || !p.overflow.empty();
   }
   if (overflowed) {

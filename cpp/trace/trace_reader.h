@@ -5,9 +5,11 @@
 // parser per worker, a large file in pieces of about 32 MiB (cut at line starts) so that one file never
 // leaves the other workers idle.
 //
-// Damage policy: a malformed line (a writer killed mid-line, a full disk) or a record missing a required
-// field is skipped with a warning naming the file, the line and the field (the first five per file, then
-// a count); a file without a single valid record is an error with its first problem.
+// Damage policy (docs/formats.md §Damaged and incomplete traces): a malformed line (a writer killed
+// mid-line, a full disk) or a record missing a required field is skipped with a warning naming the file,
+// the line and the field (the first five per file, then a count), and its place is kept as lost records
+// (RawTrace::lost) for the checks to leave out what it touches; a file without a single valid record is an
+// error with its first problem.
 #pragma once
 
 #include <cstdint>
@@ -39,11 +41,21 @@ struct ReadOptions {
   uint64_t piece_bytes = uint64_t{32} << 20;  // a file is parsed in pieces of about this size
 };
 
+// Records of one trace file that the trace lacks, at one place: a damaged line the reader skipped, or
+// lines the recorder could not write (trace/recorder_log.h).
+struct LostRecords {
+  uint32_t file = 0;     // RawTrace::files index
+  uint64_t line = 0;     // 1-based: the damaged line, or the line the lost ones would have come before
+  uint64_t records = 1;  // how many
+  bool placed = true;    // false: lost somewhere in the file, where is unknown (`line` is 0)
+};
+
 struct RawTrace {
   std::vector<std::string> files;  // Record::file indexes this
   std::vector<Record> records;     // file order, then line order
   uint64_t bytes = 0;
-  size_t skipped_lines = 0;        // damaged last lines that were dropped
+  size_t skipped_lines = 0;        // damaged lines that were dropped
+  std::vector<LostRecords> lost;   // file order, then line order
 };
 
 // The trace files of a folder, sorted by name. Throws TraceReadError if the folder cannot be listed.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/console_text.h"
+#include "trace/lost_records.h"
 
 namespace traincheck {
 
@@ -44,9 +45,52 @@ TraceStore::TraceStore(std::string name, RawTrace raw, ApiSignatures signatures,
       signatures_(std::move(signatures)),
       records_(std::move(raw.records)) {
   std::ostream& warn = warnings ? *warnings : std::cerr;
+  // Gaps are placed after the record before them in their file: found while records are in file order,
+  // then followed through the sort by the record's time and place.
+  struct Anchor {
+    int64_t time;
+    uint32_t file, line;
+  };
+  std::vector<Anchor> anchors;
+  for (const LostRecords& lost : raw.lost) {
+    records_lost_ += lost.records;
+    if (lost.placed && (files_with_lost_records_.empty() || files_with_lost_records_.back() != files_[lost.file]))
+      files_with_lost_records_.push_back(files_[lost.file]);
+    if (!lost.placed) continue;
+    auto before = [&](const Record& r) { return r.file < lost.file || (r.file == lost.file && r.line < lost.line); };
+    const auto next = std::partition_point(records_.begin(), records_.end(), before);
+    TraceGap gap;
+    gap.file = lost.file;
+    gap.line = lost.line;
+    gap.records = lost.records;
+    const Record* neighbour = nullptr;
+    Anchor anchor{0, kNone, 0};  // none: nothing of its file before it, so nothing open to leave out
+    if (next != records_.begin() && std::prev(next)->file == lost.file) {
+      neighbour = &*std::prev(next);
+      anchor = Anchor{neighbour->time, neighbour->file, neighbour->line};
+    } else if (next != records_.end() && next->file == lost.file) {
+      neighbour = &*next;
+    }
+    if (neighbour == nullptr) continue;  // a file without a valid record: nothing of it is checked
+    gap.process_id = neighbour->process_id;
+    gap.thread_id = neighbour->thread_id;
+    gaps_.push_back(gap);
+    anchors.push_back(anchor);
+  }
   // Each file is time-ordered already (docs/formats.md §Reading traces); a stable sort merges them and keeps
   // file order for equal times, as the original's concatenation does.
   sort_records_by_time(records_);
+  for (size_t g = 0; g < gaps_.size(); ++g) {
+    const Anchor& a = anchors[g];
+    if (a.file == kNone) continue;
+    auto it = std::lower_bound(records_.begin(), records_.end(), a.time, [](const Record& r, int64_t t) { return r.time < t; });
+    for (; it != records_.end() && it->time == a.time; ++it)
+      if (it->file == a.file && it->line == a.line) gaps_[g].after = static_cast<uint32_t>(it - records_.begin());
+  }
+  std::stable_sort(gaps_.begin(), gaps_.end(), [](const TraceGap& a, const TraceGap& b) {
+    return (a.after == kNone ? -1 : int64_t{a.after}) < (b.after == kNone ? -1 : int64_t{b.after});
+  });
+  if (records_lost_) warn << "warning: trace '" << console_text(name_) << "': " << incomplete_trace_line(records_lost_, files_with_lost_records_) << "\n";
   TC_ASSERT(std::is_sorted(records_.begin(), records_.end(), [](const Record& a, const Record& b) { return a.time < b.time; }),
             "records are in time order after the in-place permutation");
   if (!records_.empty()) {
@@ -67,6 +111,7 @@ TraceStore TraceStore::load_folder(const std::string& folder, const ReadOptions&
   // Nothing to read is a mistake (a wrong path, a run that wrote nothing), never an empty result.
   if (files.empty()) throw TraceReadError(folder, 0, "", "no trace files in this folder (trace_* or proxy_log.json)");
   RawTrace raw = read_trace_files(files, options);
+  add_losses(raw, read_recorder_losses(folder, raw.files, options.warnings ? *options.warnings : std::cerr));
   ApiSignatures sigs = ApiSignatures::load((std::filesystem::path(folder) / "api_signatures.json").string());
   // The folder's own name, from its absolute path: `..` or `run/` name the folder they mean.
   std::error_code ec;
@@ -82,7 +127,10 @@ TraceStore TraceStore::load_files(const std::vector<std::string>& files, const R
   ApiSignatures sigs;
   std::set<std::string> folders;
   for (const auto& f : files) folders.insert(std::filesystem::path(f).parent_path().string());
-  for (const auto& d : folders) sigs.merge(ApiSignatures::load((std::filesystem::path(d) / "api_signatures.json").string()));
+  for (const auto& d : folders) {
+    sigs.merge(ApiSignatures::load((std::filesystem::path(d) / "api_signatures.json").string()));
+    add_losses(raw, read_recorder_losses(d.empty() ? "." : d, raw.files, options.warnings ? *options.warnings : std::cerr));
+  }
   std::string name = files.empty() ? "trace" : std::filesystem::path(files.front()).parent_path().filename().string();
   if (name.empty()) name = "trace";
   return TraceStore(name, std::move(raw), std::move(sigs), options.warnings);

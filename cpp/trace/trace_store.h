@@ -105,6 +105,17 @@ struct ThreadInfo {
   std::vector<uint32_t> records;  // record indices, by time
 };
 
+// Records the trace lacks at one place of one thread's file (RawTrace::lost), placed among the store's
+// records. What they would have told is unknown, so checks leave out what spans them: every call open on
+// that thread at that point (relations/replay_check.h; docs/formats.md §Damaged and incomplete traces).
+struct TraceGap {
+  int64_t process_id = 0, thread_id = 0;  // the thread whose file lacks them
+  uint32_t after = kNone;                 // the store index of that file's last record before them; kNone: none
+  uint32_t file = 0;                      // files() index
+  uint64_t line = 0;                      // the damaged line, or the line the lost ones would have preceded
+  uint64_t records = 0;
+};
+
 struct ContextManagerSpan {
   std::string name;  // the manager class, e.g. "torch.amp.autocast_mode.autocast"
   int64_t process_id = 0, thread_id = 0;
@@ -134,6 +145,12 @@ class TraceStore {
   int64_t start_time() const { return start_time_; }
   int64_t end_time() const { return end_time_; }
   const std::vector<std::string>& stages() const { return stages_; }  // sorted, distinct
+
+  // Lost records (damaged lines, lines the recorder could not write): the placed ones, by `after`; and
+  // how many records were lost in all, placed or not, and the files that lack them.
+  const std::vector<TraceGap>& gaps() const { return gaps_; }
+  uint64_t records_lost() const { return records_lost_; }
+  const std::vector<std::string>& files_with_lost_records() const { return files_with_lost_records_; }
 
   // Calls.
   const std::vector<CallEvent>& calls() const { return calls_; }
@@ -176,6 +193,7 @@ class TraceStore {
   const std::vector<ContextManagerSpan>& context_manager_spans() const { return cm_spans_; }
 
  private:
+  void place_lost_records(const std::vector<LostRecords>& lost);
   void index_calls(std::ostream& warn);
   void index_vars();
   void index_context_managers();
@@ -187,6 +205,9 @@ class TraceStore {
   std::vector<Record> records_;
   int64_t start_time_ = 0, end_time_ = 0;
   std::vector<std::string> stages_;
+  std::vector<TraceGap> gaps_;
+  uint64_t records_lost_ = 0;
+  std::vector<std::string> files_with_lost_records_;
 
   std::vector<CallEvent> calls_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> calls_by_function_;

@@ -139,6 +139,10 @@ void CheckDispatcher::end_trace() {
   }
 }
 
+void CheckDispatcher::records_lost(int64_t process_id, int64_t thread_id) {
+  for (CheckEntry& entry : checks_) entry.check->on_records_lost(process_id, thread_id);
+}
+
 void CheckDispatcher::report_found(const CheckEntry& entry) {
   for (OnlineViolation& v : found_) {
     TC_ASSERT(v.member < entry.members.size(), "a violation names one of its check's members");

@@ -55,6 +55,8 @@ class CheckDispatcher {
   bool peer_steps_by_digest() const { return peer_steps_by_digest_; }
   // The trace has ended: every check judges what only the end decides (OnlineCheck::on_trace_end).
   void end_trace();
+  // Records of a thread were lost here: every check forgets what spans the loss (OnlineCheck::on_records_lost).
+  void records_lost(int64_t process_id, int64_t thread_id);
 
   // Cross-rank checking (check/online/cross_rank_exchange.h): the var types of the checks that compare
   // instances across processes (empty: nothing to exchange), and the fields they read from a peer's records.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "trace/json_parse.h"
 #include "trace/trace_reader.h"
@@ -51,8 +52,17 @@ bool LineFeed::may_be_wanted(std::string_view line) const {
   return !found_key;
 }
 
-void LineFeed::note_bad_line(std::string_view source, uint64_t line, const std::string& error) {
+void LineFeed::note_bad_line(std::string_view source, uint64_t line, const std::string& error, const LostAt* before) {
   ++bad_lines_;
+  if (before != nullptr)
+    losses_.insert(std::upper_bound(losses_.begin(), losses_.end(), before->time,
+                                    [](int64_t t, const LostAt& l) { return t < l.time; }),
+                   *before);
+  auto& progress = sources_.find(source)->second;
+  if (!progress.had_bad_line) {
+    progress.had_bad_line = true;
+    sources_with_bad_lines_.emplace_back(source);
+  }
   if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());
   recent_errors_.push_back(std::string(source) + ":" + std::to_string(line) + ": " + error);
 }
@@ -72,7 +82,17 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
   std::string error;
   size_t pos = 0;
   size_t last_b = 0, last_e = 0;  // the last non-blank line
-  bool last_parsed = false;       // ... was parsed into a valid record (its time is known)
+  bool last_skipped = false;      // ... was skipped unparsed, whole (a loss after it is placed by parsing it)
+  // The record before the line at hand, where a loss found at that line is placed.
+  std::optional<LostAt> before;
+  if (progress.last_time) before = LostAt{*progress.last_time, progress.last_process_id, progress.last_thread_id};
+  auto bad_line = [&](const std::string& what) {
+    Record previous;
+    std::string ignored;
+    if (last_skipped && parse_line(std::string_view(data + last_b, last_e - last_b), previous, ignored))
+      before = LostAt{previous.time, previous.process_id, previous.thread_id};
+    note_bad_line(source, progress.lines, what, before ? &*before : nullptr);
+  };
   while (pos < text.size()) {
     const void* nl = std::memchr(data + pos, '\n', text.size() - pos);
     const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : text.size();
@@ -83,23 +103,36 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
     while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
     if (b == e) continue;
     ++lines_;
-    last_b = b;
-    last_e = e;
-    last_parsed = false;
     const std::string_view line(data + b, e - b);
     // The next pending slot: a delivered record's storage, or a new one. Kept only if wanted.
     if (pending_count_ == pending_.size()) pending_.emplace_back();
     Record& r = pending_[pending_count_];
     const bool built = templates_.build(progress.index, line, r);  // assigns every member
     if (!built) {
-      if (!may_be_wanted(line)) continue;
+      if (!may_be_wanted(line)) {
+        // Unparsed, but a line cut short or not UTF-8 is as damaged as the reader finds it.
+        if (line.back() != '}' || !valid_utf8(line)) {
+          if (!parse_line(line, r, error)) {
+            bad_line(error);
+            last_skipped = false;
+            last_b = b, last_e = e;
+            continue;
+          }
+        }
+        last_b = b, last_e = e, last_skipped = true;
+        continue;
+      }
       if (!parse_line(line, r, error)) {  // over a fresh record (parse_trace_line)
-        note_bad_line(source, progress.lines, error);
+        bad_line(error);
+        last_b = b, last_e = e, last_skipped = false;
         continue;
       }
     }
-    last_parsed = true;
+    last_b = b, last_e = e, last_skipped = false;
+    before = LostAt{r.time, r.process_id, r.thread_id};
     progress.last_time = r.time;
+    progress.last_process_id = r.process_id;
+    progress.last_thread_id = r.thread_id;
     on_parsed_(r);
     if (!interest_.record(r)) continue;
     if (!built) {
@@ -112,11 +145,20 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
   // The last line's time bounds what this source has delivered (end_batch's horizon); a line nothing
   // wanted was not parsed above.
   Record last;
-  if (last_e > last_b && !last_parsed && parse_line(std::string_view(data + last_b, last_e - last_b), last, error))
+  if (last_skipped && parse_line(std::string_view(data + last_b, last_e - last_b), last, error)) {
     progress.last_time = last.time;
+    progress.last_process_id = last.process_id;
+    progress.last_thread_id = last.thread_id;
+  }
 }
 
-void LineFeed::end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver) {
+void LineFeed::end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver,
+                         const std::function<void(const LostAt&)>& lost) {
+  size_t next_loss = 0;  // losses_ is by time: each goes before the first record later than it
+  auto losses_until = [&](int64_t time) {
+    for (; next_loss < losses_.size() && losses_[next_loss].time < time; ++next_loss)
+      if (lost) lost(losses_[next_loss]);
+  };
   // One source's records usually come in time order already: a check is cheaper than a merge sort that
   // moves every record.
   const auto earlier = [](const Record& a, const Record& b) { return a.time < b.time; };
@@ -135,11 +177,22 @@ void LineFeed::end_batch(std::optional<int64_t> horizon, const std::function<voi
       const char* bytes = reinterpret_cast<const char*>(fields.data());
       for (size_t b = 0; b < fields.size() * sizeof(Field); b += 64) __builtin_prefetch(bytes + b);
     }
+    losses_until(pending_[i].time);
     deliver(pending_[i]);
     // What it holds goes now, while it is in cache; its field vector stays for the next record.
     pending_[i].fields.clear();
     pending_[i].shared_fields = Value();
   }
+  // Losses up to the horizon: the records after them that are still to come are later than it.
+  if (horizon) {
+    for (; next_loss < losses_.size() && losses_[next_loss].time <= *horizon; ++next_loss)
+      if (lost) lost(losses_[next_loss]);
+  } else {
+    losses_until(std::numeric_limits<int64_t>::max());
+    for (; next_loss < losses_.size(); ++next_loss)
+      if (lost) lost(losses_[next_loss]);
+  }
+  losses_.erase(losses_.begin(), losses_.begin() + static_cast<std::ptrdiff_t>(next_loss));
   // The records past the horizon move to the front (swapped: the delivered ones' storage goes behind).
   std::rotate(first, first + static_cast<std::ptrdiff_t>(n), live_end);
   pending_count_ -= n;

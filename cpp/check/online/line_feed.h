@@ -8,7 +8,10 @@
 // the same source was kept is built from that line's template when it matches (var_line_templates.h),
 // not parsed: the same record. A batch is one pass over every stream (a recorder
 // writer pass, a poll of traincheck-onlinecheck), so records of different files are merged by time within
-// it. A bad line is counted and named (source:line), never thrown.
+// it. A bad line is counted and named (source:line), never thrown, and is a loss on the thread of the
+// source's record before it: end_batch reports it (LostAt) where it falls among the records, as a
+// replay reports a stored trace's gaps (relations/replay_check.h). A line skipped unparsed is still told
+// bad when it is cut short or not UTF-8, as the trace reader would find it.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,12 @@
 namespace traincheck {
 
 class JsonParser;
+
+// Records of a thread were lost after `time` (a bad line of one of its sources).
+struct LostAt {
+  int64_t time = 0;
+  int64_t process_id = 0, thread_id = 0;
+};
 
 // What the feed keeps: the receiver's interest, asked per line and per record.
 struct FeedInterest {
@@ -47,19 +56,24 @@ class LineFeed {
   // Hands the batch's records to `deliver` in time order. With a `horizon` (a file was read only in part,
   // its backlog chunk by chunk), records later than it stay for a later batch, so that records of
   // different files are still delivered in time order.
-  void end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver);
+  // `lost` is told of each loss among them (before the first record later than it).
+  void end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver,
+                 const std::function<void(const LostAt&)>& lost = {});
 
   // The time of the last line of `source` that was a valid record; nullopt if none.
   std::optional<int64_t> last_time(std::string_view source) const;
   uint64_t lines() const { return lines_; }          // non-blank lines given
   uint64_t bad_lines() const { return bad_lines_; }  // lines that did not parse
+  // The sources with a bad line, in the order their first one was found.
+  const std::vector<std::string>& sources_with_bad_lines() const { return sources_with_bad_lines_; }
   const VarLineTemplates& templates() const { return templates_; }
   // The last bad-line messages ("source:line: what"), at most 20.
   const std::vector<std::string>& recent_errors() const { return recent_errors_; }
 
  private:
   bool may_be_wanted(std::string_view line) const;
-  void note_bad_line(std::string_view source, uint64_t line, const std::string& error);
+  // `before`: the source's record before the bad line, if one is known (the loss is placed after it).
+  void note_bad_line(std::string_view source, uint64_t line, const std::string& error, const LostAt* before);
   // parse_trace_line on a copy of the line with the parser's padding (a line built from its template
   // needs none: the batch text is not copied whole).
   bool parse_line(std::string_view line, Record& out, std::string& error);
@@ -72,6 +86,8 @@ class LineFeed {
     uint32_t index = 0;  // the source's, for its templates
     uint64_t lines = 0;
     std::optional<int64_t> last_time;
+    int64_t last_process_id = 0, last_thread_id = 0;  // of the record at last_time
+    bool had_bad_line = false;
   };
 
   FeedInterest interest_;
@@ -86,6 +102,8 @@ class LineFeed {
   VarLineTemplates templates_;
   std::unordered_map<std::string, SourceProgress, StringHash, std::equal_to<>> sources_;
   std::vector<std::string> recent_errors_;
+  std::vector<std::string> sources_with_bad_lines_;
+  std::vector<LostAt> losses_;  // not yet reported, by time
   uint64_t lines_ = 0;
   uint64_t bad_lines_ = 0;
 };

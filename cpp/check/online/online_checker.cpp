@@ -69,7 +69,8 @@ void OnlineChecker::add_lines(std::string_view source, std::string_view text) {
 }
 
 void OnlineChecker::end_batch(std::optional<int64_t> horizon) {
-  feed_->end_batch(horizon, [this](const Record& r) { dispatcher_->dispatch(r); });
+  feed_->end_batch(horizon, [this](const Record& r) { dispatcher_->dispatch(r); },
+                   [this](const LostAt& loss) { dispatcher_->records_lost(loss.process_id, loss.thread_id); });
 }
 
 void OnlineChecker::end_trace() {
