@@ -1,4 +1,4 @@
-"""Probes of issue 24 items 3-7, run against two installs side by side: what a careless or hostile user
+"""Robustness probes, run against two installs side by side: what a careless or hostile user
 meets (a run ended by os._exit, a huge name, a bad setting, a hanging exporter, a reused folder, ...).
 
     python bench/hardening_probes.py --baseline-python /path/to/old/python --candidate-python /path/to/new/python

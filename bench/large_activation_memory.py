@@ -1,4 +1,4 @@
-"""Peak memory and memory growth per step under collect, on models with large activations (issue 23).
+"""Peak memory and memory growth per step under collect, on models with large activations (docs/collection.md §Memory).
 
     python bench/large_activation_memory.py [--sizes 25 100 400] [--steps 200] [--device cpu|cuda]
 

@@ -1,4 +1,4 @@
-"""Cost of model-state tracking (issue 3), measured side by side.
+"""Cost of model-state tracking, measured side by side.
 
     python bench/tracking_cost.py [--rounds 3] [--iters 60]
 

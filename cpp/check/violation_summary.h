@@ -22,7 +22,7 @@ struct ViolationSummaryRow {
   // The stage (meta_vars.stage) of the first violating record at the first step and of the last one at
   // the last step; "" when unknown.
   std::string first_stage, last_stage;
-  // Why to trust it (issue 26): the corpus programs its invariant held on (a vetted pack's
+  // Why to trust it: the corpus programs its invariant held on (a vetted pack's
   // held_on_programs; unset otherwise) and the examples it was inferred from (num_positive_examples).
   std::optional<int64_t> held_on_programs, examples;
 };

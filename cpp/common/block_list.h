@@ -4,7 +4,7 @@
 // What a Consistency check keeps per step (relations/consistency.h, StepEnds): 50k parameters' ends a
 // step, freed 16 steps later. In a std::deque their blocks were allocated and freed afresh every step,
 // and the heap handed the freed pages back to the kernel in between: faulting them in again was a third
-// of the writer thread's checking at 50k parameters (bench/README.md, session 42). Here a list's blocks
+// of the writer thread's checking at 50k parameters (bench/README.md, consistency_scale). Here a list's blocks
 // go back to the pool when it is cleared or destroyed, and the next list takes them from there.
 //
 // A block taken from the pool still holds the elements it held (moved from, or as they were left):

@@ -5,7 +5,7 @@
 //
 // Names (APIs, variable types and names, attributes) are interned (trace/name.h): inference makes a
 // param per function of each pair it hypothesises, and copying a long name into each made its memory
-// grow as name length x pairs (issue 24); copying a Param copies 4 bytes per name.
+// grow as name length x pairs; copying a Param copies 4 bytes per name.
 #pragma once
 
 #include <optional>

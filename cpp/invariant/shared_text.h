@@ -2,7 +2,7 @@
 //
 // A description names the functions or variables of its params ("A is called before every call of B").
 // Inference holds one per hypothesis, and a hypothesis per pair: with each name's text copied in, a 4 KB
-// function name cost 4 KB per pair it took part in (issue 24: 17 GB for one 50 MB name). Here a quoted
+// function name cost 4 KB per pair it took part in. Here a quoted
 // name is a 4-byte Name (trace/name.h) at an offset in the text's own characters, so a description
 // costs its literal words whatever the length of the names; the whole text is assembled only where it
 // is written out (str()). Comparison and equality are those of the assembled strings.

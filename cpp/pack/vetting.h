@@ -1,4 +1,4 @@
-// Vetting candidate invariants into a pack (issue 26, docs/relations.md §The shipped pack): an invariant
+// Vetting candidate invariants into a pack (docs/relations.md §The shipped pack): an invariant
 // is kept only when it generalises across the corpus of correct programs:
 //   (a) no program violates it (a correct program that breaks it shows it is not a rule of training);
 //   (b) it was triggered (its precondition held, and it passed) on at least `min_programs` programs

@@ -146,7 +146,7 @@ bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& a
   // Of the tool's own attributes only a tensor's identity takes part (_TRAINCHECK_data_ID: the address of
   // its data, which no other live tensor has unless it views the same data): without it, every two
   // tensors of one shape and dtype were "the same argument", so a correct initialisation of equally
-  // shaped parameters (`p.data.normal_()` for each p) was flagged (issue 25). Other ids (a grad's,
+  // shaped parameters (`p.data.normal_()` for each p) was flagged. Other ids (a grad's,
   // Python ids in the original's traces) take no part.
   auto compared = [](const Member& m) {
     const std::string_view name = key_name(m.key);
@@ -158,7 +158,7 @@ bool DistinctArgumentRelation::same_arguments(const Value& args1, const Value& a
     auto it = std::find_if(y.begin(), y.end(), [&](const Member& n) { return n.key == m.key; });
     if (it == y.end()) return false;
     // A data address names a tensor only in its own process: forked processes (DataLoader workers)
-    // allocate alike, so tensors of two processes often sit at equal addresses (issue 25).
+    // allocate alike, so tensors of two processes often sit at equal addresses.
     if (!same_process && key_name(m.key) == kDataIdentity) return false;
     if (!same_value(m.value, it->value, same_process)) return false;
   }

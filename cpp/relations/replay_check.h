@@ -1,4 +1,4 @@
-// Offline checking as a replay of a relation's online check (issue 27, item 1): one implementation of a
+// Offline checking as a replay of a relation's online check: one implementation of a
 // relation's judgement, two drivers. Online, the OnlineChecker feeds the check records as they are
 // written; offline, replay_check feeds it the stored trace's records, in the order they were written (the
 // store's time order), then the end of the trace. The offline results are the online check's violations,
@@ -23,11 +23,11 @@
 //
 // Relations checked this way: APIContainRelation, DistinctArgumentRelation, FunctionCoverRelation,
 // FunctionLeadRelation, the per-call ones (ConsistentOutput, ConsistentInputOutput, Threshold, ModuleMode:
-// call_checks.h) and the claims at optimizer steps (GradientReset, TrainingMode, OptimizerHasGradients:
-// step_claims.h), which are fed the state records of their var type. APIContain's var-child check is fed
-// its attribute's state starts only (of its variable only, for a VarNameParam): fed every state record
-// of the type, once per invariant, it had taken 5x the check time and 1.39x the peak RSS on
-// bench/memory_bench's 1M-line trace (55 APIContain invariants); fed the starts, 1.0x (bench/README.md).
+// call_checks.h) and the claims at optimizer steps (every StepClaimRelation: step_claims.h), which are
+// fed the state records of their var type. APIContain's var-child check is fed its attribute's state
+// starts only (of its variable only, for a VarNameParam): fed every state record of the type, once per
+// invariant, it costs several times the offline loop's check time and peak RSS; fed the starts, the
+// same (bench/README.md, memory_bench).
 // One keeps an offline driver of its own, over the verdict it shares with its online check:
 //   - ConsistencyRelation: the pair verdict (step ends, grouping and counting by precondition, value
 //     comparison) is one, consistency_pairs.h, and both drivers are small. A replay would change the

@@ -6,7 +6,7 @@
 //
 // Invariant params (invariant/param.h) hold their names as Names too: inference makes a hypothesis per
 // pair of functions or variables, and a 4 KB name copied into each of them made its memory grow as
-// name length x pairs (issue 24); a Name is 4 bytes however long its text.
+// name length x pairs; a Name is 4 bytes however long its text.
 #pragma once
 
 #include <compare>

@@ -1,4 +1,4 @@
-"""Does a caught bug's first alarm name what is at fault? (issue 26 item 5)
+"""Does a caught bug's first alarm name what is at fault?
 
 Each case's `case.yml` lists its `culprits`: the APIs or variables at fault, written from the bug, not
 from any alarm (`Optimizer.zero_grad`, `Module.train`, `*.grad`). An alarm names a culprit when one of

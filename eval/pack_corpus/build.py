@@ -1,4 +1,4 @@
-"""Builds the shipped invariant pack from the pack corpus (issue 26; docs/relations.md §The shipped pack):
+"""Builds the shipped invariant pack from the pack corpus (docs/relations.md §The shipped pack):
 
     python -m eval.pack_corpus.build --out /tmp/pack [--traces /tmp/pack_traces] [-j 2] [--install]
 

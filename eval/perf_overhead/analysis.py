@@ -21,6 +21,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.perf_overhead.memory_budget import budget_footnote
+
 BASELINE = "naive"
 # Plot and table order; methods not listed here come after these, alphabetically.
 METHOD_ORDER = ("settrace", "monkey-patch", "monkey-patch-descriptors", "selective", "default", "peer-monkey-patch",
@@ -42,7 +44,7 @@ class OverheadRow:
     naive_peak_rss_mb: float = math.nan
     rss_growth_mb_per_iter: float = math.nan  # median over the runs; NaN where the workload does not say
     naive_rss_growth_mb_per_iter: float = math.nan
-    memory_over_budget: bool = False  # peak > 1.10 x naive + BUDGET_MB, or a run stopped by the RSS limit
+    memory_over_budget: bool = False  # over memory_budget.py's budget, or a run stopped by the RSS limit
     rss_limited: bool = False  # a run was stopped by the RSS limit: its peak is a lower bound
 
     @property
@@ -232,6 +234,5 @@ def format_table(rows: list[OverheadRow]) -> str:
     lines = ["  ".join(text.ljust(w) for text, w in zip(line, widths)).rstrip() for line in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     if with_memory:
-        from eval.perf_overhead.memory_analysis import budget_footnote
         lines.append(budget_footnote(any(row.memory_over_budget for row in rows)))
     return "\n".join(lines)

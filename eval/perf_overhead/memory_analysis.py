@@ -9,7 +9,7 @@ Figures: a method's peak is the median over its runs of each run's peak RSS (ru_
 process and the descendants it waited for, run.py); the ratio divides it by naive's. Runs that failed are
 left out; a run stopped by the RSS limit counts, its peak then a lower bound (shown as `>`). A method is
 out of the memory budget when its peak exceeds BUDGET_FACTOR x naive's + BUDGET_MB, or when a run of it
-was stopped by the RSS limit.
+was stopped by the RSS limit (the rule: memory_budget.py).
 """
 from __future__ import annotations
 
@@ -20,11 +20,9 @@ import statistics
 from pathlib import Path
 
 from eval.perf_overhead.analysis import BASELINE, OverheadRow, method_sort_key, parse_optional
+# The budget rule; its names are re-exported here, where the figures it judges are computed.
+from eval.perf_overhead.memory_budget import BUDGET_FACTOR, BUDGET_MB, budget_footnote, over_budget  # noqa: F401
 
-# The memory budget of the tool (issue 23): peak RSS under collection <= BUDGET_FACTOR x naive + BUDGET_MB.
-# BUDGET_MB is the budget docs/collection.md §Memory states: the heap-reclaim step, event chunks, tables.
-BUDGET_FACTOR = 1.10
-BUDGET_MB = 160.0
 MANIFEST_MEMORY_COLUMNS = ("peak_rss_mb", "rss_growth_mb_per_iter")
 COUNTED_STATUSES = ("ok", "time limit", "rss limit")
 
@@ -34,17 +32,6 @@ class MemoryFigure:
     peak_rss_mb: float  # median over the counted runs
     growth_mb_per_iter: float  # median over the runs that wrote a VmRSS series; NaN if none
     rss_limited: bool  # a run was stopped by the RSS limit
-
-
-def over_budget(peak_mb: float, naive_peak_mb: float, budget_mb: float = BUDGET_MB) -> bool:
-    return peak_mb > BUDGET_FACTOR * naive_peak_mb + budget_mb
-
-
-def budget_footnote(any_over: bool) -> str:
-    rule = (f"RSS: peak resident set over naive's (median of the runs), '+x/it' its growth in MB per iteration "
-            f"over the second half of the run; '>' a run stopped by the RSS limit; ")
-    return rule + (f"'!' out of the memory budget (peak > {BUDGET_FACTOR:g} x naive + {BUDGET_MB:g} MB)"
-                   + ("" if any_over else ": none"))
 
 
 def rss_growth_per_iteration(rss_mb: list[float]) -> float:

@@ -1,6 +1,6 @@
 """The overhead figure (the paper's Figure 7): grouped bars per workload, log-scale y axis; below it, where
 peak RSS was measured, a second panel with the peak-RSS ratio to naive (hatched bars: out of the memory
-budget, memory_analysis.py).
+budget, memory_budget.py).
 
 Entry point: `plot_overheads(rows, out_stem)` writes `<out_stem>.pdf` and `<out_stem>.png`. It can also be
 run on a finished results folder: `python -m eval.perf_overhead.plot perf_res` (reads overhead_e2e.csv).
@@ -121,7 +121,7 @@ def draw_bars(ax, tasks: list[str], methods: list[str], values: dict, hatched: d
 def draw_memory_panel(ax, tasks: list[str], methods: list[str], memory: dict) -> None:
     """Peak RSS over naive per task and method (linear axis, dashed line at 1); hatched and `!`: out of
     the memory budget."""
-    from eval.perf_overhead.memory_analysis import BUDGET_FACTOR, BUDGET_MB
+    from eval.perf_overhead.memory_budget import BUDGET_FACTOR, BUDGET_MB
 
     ratios = {key: row.peak_rss_ratio for key, row in memory.items()}
     draw_bars(ax, tasks, methods, ratios, {key: row.memory_over_budget for key, row in memory.items()})

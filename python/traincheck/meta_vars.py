@@ -69,7 +69,7 @@ def _changed_other_keys() -> None:
 
 def _set_recording(on: bool, sampled_out: bool = False) -> None:
     """`sampled_out`: recording is off only because the step is not sampled; rare calls (once per epoch,
-    say) are then still recorded by the wrappers, so that sampling never drops them (issue 10, item 7)."""
+    say) are then still recorded by the wrappers, so that sampling never drops them."""
     _recording["on"] = bool(on)
     _recording["sampled_out"] = bool(sampled_out)
     if _recorder is not None:

@@ -1,4 +1,4 @@
-"""Violations while training runs (issue 26 item 5; docs/collection.md §Violations while training runs).
+"""Violations while training runs (docs/collection.md §Violations while training runs).
 
 Under ``traincheck-collect -i`` the in-process checker (traincheck._online, on the recorder's writer
 thread) prints the first violation of each invariant on stderr as it finds it (``--on-violation warn``,

@@ -1,5 +1,4 @@
-"""Wrong inputs to the analyzers are clear errors naming the path, never a hang, a crash or silence
-(issue 13, item 4)."""
+"""Wrong inputs to the analyzers are clear errors naming the path, never a hang, a crash or silence."""
 import json
 import os
 import subprocess

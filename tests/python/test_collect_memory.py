@@ -1,4 +1,4 @@
-"""The recorder never makes the training's memory grow (issue 23; docs/collection.md §Memory).
+"""The recorder never makes the training's memory grow (docs/collection.md §Memory).
 
 A no_grad loop with 25 MB logits, the seed Transformer's evaluation, grew by ~50 MB per step under full
 collection until it was OOM-killed, while the plain script stays flat: the resident size of the collected

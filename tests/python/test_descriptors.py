@@ -78,7 +78,7 @@ def test_collect_records_descriptor_calls_with_self_and_leaves_results_identical
         assert pre["is_bound_method"] is True and isinstance(pre["obj_id"], int)
         assert pre["args"]["0"]["torch.FloatTensor"]["shape"] == [4, 3]
     # Both calls are on `w`: the same object (obj_id, its Python id) holding the same data
-    # (_TRAINCHECK_data_ID, the address of its data since issue 25; it was the Python id before).
+    # (_TRAINCHECK_data_ID, the address of its data, not its Python id: test_tensor_identity.py).
     assert pres[0]["obj_id"] == pres[1]["obj_id"]
     data_ids = {pre["args"]["0"]["torch.FloatTensor"]["_TRAINCHECK_data_ID"] for pre in pres}
     assert len(data_ids) == 1 and pres[0]["obj_id"] not in data_ids

@@ -1,4 +1,4 @@
-"""The culprit rate of the detection evaluation (eval/detection/culprits.py, issue 26 item 5): does a caught
+"""The culprit rate of the detection evaluation (eval/detection/culprits.py): does a caught
 bug's first alarm name what is at fault, as each case's `culprits:` lists it."""
 from eval.detection.cases import discover
 from eval.detection.culprits import culprit_rates, names_culprit

@@ -1,4 +1,4 @@
-"""Docs that cannot fall behind (issue 27 item 4): every `docs/<file>.md §<section>` citation and every
+"""Docs that cannot fall behind: every `docs/<file>.md §<section>` citation and every
 relative Markdown link in the repository resolves (the file exists inside the repository, the cited
 heading or anchor exists in it), every path to a Markdown file named in prose or comments exists, and
 every header of each cpp/ folder appears in its folder README's table."""

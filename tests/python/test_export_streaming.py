@@ -1,6 +1,6 @@
-"""The export child streams its inputs (issue 24 item 4): it held every failed.log entry in memory (717 MB
-for a 242 MB log, a MemoryError on a 3.9 GB one). Its results now come from the checker's
-violations_summary.json alone (issue 27: C++ decides every number, Python displays them), so a failed.log of
+"""The export child streams its inputs: holding every failed.log entry in memory costs several times the
+log's size. Its results come from the checker's violations_summary.json alone (C++ decides every number,
+Python displays them), so a failed.log of
 any size is never read for them, and they are exactly the summary's."""
 import json
 import tracemalloc

@@ -159,7 +159,7 @@ def test_a_missing_package_or_interpreter_is_a_warning_and_the_check_still_succe
     assert "cannot run" in result.stderr and "the check's result is unchanged" in result.stderr, result.stderr
 
 
-# The reporting child (issue 24 item 6): a time limit, isolation from the working directory, one-line errors.
+# The reporting child: a time limit, isolation from the working directory, one-line errors.
 
 def test_an_exporter_that_hangs_is_stopped_after_the_timeout_and_the_check_still_succeeds(tmp_path):
     hang = tmp_path / "python-that-hangs"

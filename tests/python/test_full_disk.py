@@ -1,4 +1,4 @@
-"""A full disk never takes the training down nor corrupts the trace (issue 13, item 1). Simulated with a
+"""A full disk never takes the training down nor corrupts the trace. Simulated with a
 file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored): writes past it fail with EFBIG, and the one that crosses
 it is cut short, as on a disk that fills up."""
 import json

@@ -1,4 +1,4 @@
-"""Paths are data, never code (issue 13, item 2): a script or output folder name that holds Python or shell
+"""Paths are data, never code: a script or output folder name that holds Python or shell
 syntax runs nothing, and names with spaces work."""
 from conftest import collect
 

@@ -1,4 +1,4 @@
-"""A live check agrees with an offline one (issue 24 item 3): api_signatures.json is written before the
+"""A live check agrees with an offline one: api_signatures.json is written before the
 script runs, not at exit, so traincheck-onlinecheck following a running collect, a run killed by SIGTERM
 and a run ended by os._exit all leave it; os._exit no longer loses the last writer period of records."""
 import json

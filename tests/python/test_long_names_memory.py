@@ -1,5 +1,5 @@
-"""Long names cost inference their length once, not once per pair (issue 24, "Bounded inputs": invariant
-params and descriptions never copy a name once per pair).
+"""Long names cost inference their length once, not once per pair (invariant
+params and descriptions never copy a name once per pair: cpp/trace/name.h).
 
 Names are cut at 4096 bytes when read, but inference makes a hypothesis per pair of functions, and each
 held the names in its params, its description and its merge key: 40 functions of 4000-byte names (a

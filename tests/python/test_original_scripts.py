@@ -1,4 +1,4 @@
-"""Scripts written for the original TrainCheck (issue 10, item 6): its import surface
+"""Scripts written for the original TrainCheck: its import surface
 (docs/collection.md §Step and stage annotations, §Meta-vars and sampling) and
 its step numbering.
 
@@ -140,7 +140,7 @@ def test_tracer_and_config_flags_are_one_flag_and_start_step_applies_the_policy(
         meta_vars._policy.update(saved[1])
         meta_vars._set_recording(not saved[2])
     # ImportError, not AttributeError: `from ... import Instrumentor` turns an AttributeError into a bare
-    # "cannot import name" and loses the message (issue 25: importing it must say why it is not offered).
+    # "cannot import name" and loses the message, and importing it must say why it is not offered.
     with pytest.raises(ImportError, match="traincheck-collect"):
         tracer.Instrumentor
 

@@ -1,4 +1,4 @@
-"""Folders and files (issue 24 item 7): an output folder another collect is writing, or one holding an
+"""Folders and files: an output folder another collect is writing, or one holding an
 earlier run, is refused (--overwrite replaces the earlier run); results never land outside -o; an empty
 input folder is an error; names reach the console escaped."""
 import os

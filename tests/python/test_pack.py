@@ -1,4 +1,4 @@
-"""The shipped invariant pack (issue 26, docs/relations.md §The shipped pack): a small pack builds from
+"""The shipped invariant pack (docs/relations.md §The shipped pack): a small pack builds from
 traces of programs and keeps only what none of them violates; the shipped pack is package data, loads,
 plans, and every command's -i finds it by name (`pack:default`)."""
 

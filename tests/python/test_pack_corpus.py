@@ -1,5 +1,5 @@
 """The pack corpus (eval/pack_corpus): its manifest lists every program and only them, covers the families
-and features issue 26 asks for, shares nothing with the detection cases, and a few programs run plainly
+and features its README lists, shares nothing with the detection cases, and a few programs run plainly
 (no tool), reproducibly."""
 
 import hashlib

@@ -1,4 +1,4 @@
-"""Sampling never drops rare calls (issue 10, item 7): during a sampled-out step, calls of APIs that run
+"""Sampling never drops rare calls: during a sampled-out step, calls of APIs that run
 at most every second step (model.train() / model.eval() once per epoch) are still recorded, with the calls
 they make, while per-step APIs are recorded at sampled steps only."""
 

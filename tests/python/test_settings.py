@@ -1,4 +1,4 @@
-"""TRAINCHECK_* settings (issue 24 item 5): every one validated before the script starts, with one line
+"""TRAINCHECK_* settings: every one validated before the script starts, with one line
 naming the variable and the accepted range; inside the traced process a bad value is said once and the
 default used; the native binding refuses values that crashed it."""
 import os

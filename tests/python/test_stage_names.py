@@ -1,4 +1,4 @@
-"""The stage names are written twice (issue 27 item 3): python/traincheck/meta_vars.py's VALID_STAGES,
+"""The stage names are written twice: python/traincheck/meta_vars.py's VALID_STAGES,
 which `annotate_stage` accepts, and cpp/invariant/precondition.cpp's all_stage_names(), from which the
 analyzer writes the stage clauses of learned invariants (docs/formats.md §Stage restriction). A stage
 that only one of them knows would be recorded and never restricted, or restricted and never recorded."""

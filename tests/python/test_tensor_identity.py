@@ -1,4 +1,4 @@
-"""A tensor argument's identity is its data, not its Python id (issue 25, item 4): `p.data` makes a
+"""A tensor argument's identity is its data, not its Python id: `p.data` makes a
 temporary that is freed after the call, and the next parameter's `p.data` often gets the same id, so a
 DistinctArgument invariant on `normal_` flagged a correct initialisation of equally shaped parameters.
 Identity now comes from the data's address (docs/formats.md §Argument and return values): different

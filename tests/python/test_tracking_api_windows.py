@@ -1,4 +1,4 @@
-"""Parameter changes are tied to the APIs that make them (issue 10, item 3): with model tracking in full
+"""Parameter changes are tied to the APIs that make them: with model tracking in full
 mode, what an optimizer's step and zero_grad change is written inside their call windows, so inference
 learns "Adam.step changes Parameter.data" / "zero_grad clears Parameter.grad", and an optimizer that
 silently stops updating is caught at its step."""

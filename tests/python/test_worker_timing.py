@@ -1,5 +1,5 @@
 """Two runs of one program give the same trace in its training process, whatever its DataLoader workers'
-timing (issue 25, item 5; docs/collection.md §Determinism): the main process takes worker results off
+timing (docs/collection.md §Determinism): the main process takes worker results off
 their queue as they arrive, so a step received two batches or none and the unpickling calls inside fell
 in different steps from run to run; nothing is recorded there now, while each batch's use is recorded
 once, in the step that consumes it."""

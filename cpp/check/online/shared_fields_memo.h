@@ -13,7 +13,7 @@
 // a step's records come in the order of the step before, so a step's lookups walk the memo from one end
 // to the other (no hashing, no cache miss the hardware prefetcher does not see coming). Laid out by
 // address instead, the lookups and the bytes' copies missed the cache once each per record: a third of
-// the exchange's cost at 50k parameters (bench/README.md, session 42).
+// the exchange's cost at 50k parameters (bench/README.md, consistency_scale).
 //
 // A memo keeps its payload alive, so a payload's address is never another's while it is held. Held
 // payloads nothing else references (their variable's template was replaced, and no record holds them)

@@ -1,4 +1,4 @@
-// What the training process hears of a violation while it runs (issue 26 item 5, docs/analysis.md §Online
+// What the training process hears of a violation while it runs (docs/analysis.md §Online
 // check, "Violations while training runs"): the first violation of each invariant, once. The session
 // (online_session.h) prints it on stderr from the writer thread as it is found (--on-violation warn or
 // raise) and queues it for the training thread, which takes it at the next step boundary to call the

@@ -4,7 +4,7 @@
 // An address alone is reused as soon as its storage is freed: under no_grad, the hidden states of one
 // evaluation pass are freed before the next pass allocates its own at the same address, so two calls of
 // one step looked as if they received the same tensor, and whether they did followed the allocator's
-// choices run by run (DistinctArgument alarms on correct runs, issue 25). Each address is therefore
+// choices run by run (DistinctArgument alarms on correct runs). Each address is therefore
 // paired with the lifetime of the storage seen there: a weak reference to torch's storage object (which
 // torch keeps alive exactly as long as the storage) drops the pairing when the storage is freed, and the
 // next storage at that address gets a new identity. Views of one storage that start at one address, and

@@ -131,7 +131,7 @@ const DtypeInfo* dtype_info(PyObject* dtype) {
 // A tensor's identity in records (_TRAINCHECK_data_ID): the address of its data paired with the lifetime
 // of the storage there (record/python/data_lifetimes.h), rather than id(tensor). A temporary such as
 // `p.data` is freed after the call, and the next one often gets the same Python id: `.data` views of
-// different parameters looked like one tensor (issue 25); their data addresses differ, and two views of
+// different parameters looked like one tensor; their data addresses differ, and two views of
 // one parameter share theirs. A tensor without an address (meta and sparse ones, `no_data`, are never
 // asked; functorch wrappers: 0 or an error), or of a subclass with its own dispatch (fake, functional,
 // DTensor: never asked), keeps id(tensor).

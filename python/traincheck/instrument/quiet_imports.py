@@ -8,7 +8,7 @@ transformers' models at first use, torch.distributed's submodules), ran theirs w
 whichever call happened to import them first. Which call that is follows import order, not training: it
 differs between programs that train the same way, and between runs when a thread of ours or of a
 library imports the module first. Orderings learned from such calls ("`is_available` precedes
-`SGD.step`") flagged correct programs and made verdicts change between runs (issue 25, item 5).
+`SGD.step`") flagged correct programs and made verdicts change between runs.
 
 A library module is one whose file lies in the interpreter's library or site-packages folders, or in the
 folder of an instrumented package. A module of the user's own (the script's folder, a source checkout)

@@ -44,7 +44,7 @@ SKIP_APIS = frozenset(
 # Never wrapped, and nothing recorded inside them (instrument/worker_transport.py): the main process taking
 # DataLoader worker results off their queue. How many arrive in a step, and so these calls and the
 # unpickling inside them, follows the workers' timing, not the program: recorded, they made two runs of
-# one program differ (issue 25, item 5).
+# one program differ (docs/collection.md §Determinism).
 TIMING_DEPENDENT_APIS = frozenset(
     {
         "torch.utils.data.dataloader._MultiProcessingDataLoaderIter._get_data",

@@ -5,7 +5,7 @@ With `num_workers > 0`, batches arrive when the workers finish them: a step may 
 (out-of-order arrivals are kept for later), and receiving one unpickles its tensors from shared memory
 (`rebuild_storage_fd`, `_rebuild_tensor`, `torch.empty`, ...). Recorded, how many of these calls fall in
 each step followed the workers' timing, so two runs of one program gave different traces and different
-verdicts (issue 25, item 5). `_MultiProcessingDataLoaderIter._get_data` and `_try_get_data` are never
+verdicts (docs/collection.md §Determinism). `_MultiProcessingDataLoaderIter._get_data` and `_try_get_data` are never
 wrapped (rules.TIMING_DEPENDENT_APIS), and this module turns the thread's recording off inside them. What
 the program does with each batch (`_next_data`, `_process_data`, the training itself) is recorded as
 before, once per batch, in the step that consumes it.

@@ -327,7 +327,7 @@ TEST(CrossRankExchange, ALargeModelsSummaryIsChunkedBelowTheStoresPayloadLimit) 
   for (const auto& records : found) EXPECT_GE(records.at(0).second, kDiverge);
 }
 
-// Issue 25, item 3: a script that calls optimizer.step() itself around a Trainer that also steps gives
+// Several optimizer steps per recorded step: a script that calls optimizer.step() itself around a Trainer that also steps gives
 // three parameter states per step on every rank, equal across ranks at each moment. Each writer pass
 // hands over part of a step (a state, or the end of one step and the start of the next), so a step's
 // summary must be its last state, never one of the moments before it.

@@ -73,7 +73,7 @@ TEST(OnlineSession, ViolationsReachFailedLogDuringThePassAndTheSummaryAtClose) {
   session.finish();  // idempotent
 }
 
-// Issue 26 item 5: the training thread hears of an invariant's first violation once (take_alerts), and
+// Violations while training runs: the training thread hears of an invariant's first violation once (take_alerts), and
 // with Warn the writer prints it on stderr as it is found, with why to trust it; later violations of the
 // same invariant go to failed.log only.
 TEST(OnlineSession, AnInvariantsFirstViolationIsPrintedAndQueuedOnceForTheTrainingThread) {

@@ -1,4 +1,4 @@
-// HTML escaping of everything a report shows from traces and invariants (issue 13: a value with a quote
+// HTML escaping of everything a report shows from traces and invariants (a value with a quote
 // must not end an attribute, whichever quote the attribute uses).
 #include "check/report/report_html_parts.h"
 

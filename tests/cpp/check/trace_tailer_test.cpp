@@ -135,7 +135,7 @@ TEST(TraceTailer, AShrunkFileIsReadAgainFromItsStart) {
   fs::remove_all(dir);
 }
 
-// Rotation (issue 24): the followed file is renamed and a new file of the same name created. The new
+// Rotation: the followed file is renamed and a new file of the same name created. The new
 // file is read from its start (its first bytes were skipped: the old offset was kept), and the renamed
 // file, still named like a trace, is followed on from where it was, never read twice.
 TEST(TraceTailer, ARotatedFileIsNoticedByInodeAndNeitherFileIsSkippedNorReadTwice) {

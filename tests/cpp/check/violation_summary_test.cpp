@@ -31,7 +31,7 @@ TEST(ViolationSummary, RowsSortByFirstStepThenCountAndStepLessRowsLast) {
   EXPECT_EQ(first_violation_step({row("no step", std::nullopt, std::nullopt, 1)}), std::nullopt);
 }
 
-// Issue 26 item 5: a pack's invariant held on more corpus programs is more trusted and comes first, before
+// Trust order: a pack's invariant held on more corpus programs is more trusted and comes first, before
 // earlier steps; invariants not from a pack (no programs) keep the step order among themselves.
 TEST(ViolationSummary, TheMostTrustedViolationComesFirstThenTheEarliest) {
   std::vector<ViolationSummaryRow> rows = {row("inferred early", 1, 1, 1), row("pack 8 late", 9, 9, 1),

@@ -1,4 +1,4 @@
-// Trace text on a terminal (issue 24 item 7): a function name holding escape sequences was printed raw.
+// Trace text on a terminal: a function name holding escape sequences is never printed raw.
 #include "common/console_text.h"
 
 #include <gtest/gtest.h>

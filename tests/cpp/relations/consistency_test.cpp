@@ -245,7 +245,7 @@ std::vector<PairKey> pair_keys(const std::vector<OnlineViolation>& violations, u
 }  // namespace
 
 // Invariants that compare the same variables share one check (the instances and step ends are followed
-// once per record, not once per invariant: issue 24, 50k parameters x many invariants), and each keeps
+// once per record, not once per invariant: a model's many parameters x many invariants), and each keeps
 // the verdict it has alone: its own violations, its own triggered().
 TEST(Consistency, InvariantsOfTheSameVariablesShareOneCheckAndKeepTheirOwnVerdicts) {
   Invariant grad = real_example();

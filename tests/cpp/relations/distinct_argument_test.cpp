@@ -62,7 +62,7 @@ TEST(DistinctArgument, TensorArgumentsAreTheSameOnlyWhenTheyHoldTheSameData) {
   // _TRAINCHECK_data_ID is the address of a tensor's data (record/python/value_capture.cpp): two tensors
   // of one shape are the same argument only when they hold the same data. Before, the ids took no part
   // and every two tensors of one shape were the same: `p.data.normal_()` over equally shaped parameters,
-  // a correct initialisation, violated "normal_ receives different arguments" (issue 25).
+  // a correct initialisation, violated "normal_ receives different arguments".
   auto tensor = [](int id, int rows) {
     return args(R"({"0":{"torch.FloatTensor":{"_TRAINCHECK_data_ID":)" + std::to_string(id) + R"(,"shape":[)" +
                 std::to_string(rows) + "," + std::to_string(2 * rows) + R"(],"dtype":"torch.float32"}}})");

@@ -476,7 +476,7 @@ TEST(TraceReader, AKeyGivenTwiceInALineHasOneValueInTheFieldsAndTheCachedNames) 
   EXPECT_EQ(r.stage, std::string_view(stage->as_string()));
 }
 
-// Bounded input (issue 24 item 4): a name over 4096 bytes (a 50 MB function name made infer use 17 GB) is
+// Bounded input: a name over 4096 bytes (whose copies per pair would grow inference's memory with its length) is
 // cut at read time, with a hash of the whole name so that two long names stay apart, and said once.
 TEST(TraceReader, ANameOverTheLimitIsCutWithAHashAndOneWarning) {
   const std::string long_a = "torch." + std::string(100000, 'a');

@@ -205,8 +205,8 @@ TEST(ApiSignatures, PositionalArgumentsTakeTheNameOfTheParameterAtTheirIndexWhat
   EXPECT_EQ(names, (std::vector<std::string>{"shape", "2"}));
 }
 
-// A check without the signatures its invariants need says so, once, naming them (issue 24 item 3): a
-// live check that started before api_signatures.json existed reported 58 violations against 16.
+// A check without the signatures its invariants need says so, once, naming them: a
+// live check that started before api_signatures.json existed would otherwise report violations an offline one does not.
 TEST(ApiSignatures, TheApisBoundWithoutASignatureAreNamedUntilTheirSignatureArrives) {
   Value v;
   std::string error;
