@@ -54,6 +54,18 @@ bool LineFeed::may_be_wanted(std::string_view line) const {
 
 void LineFeed::note_bad_line(std::string_view source, uint64_t line, const std::string& error, const LostAt* before) {
   ++bad_lines_;
+  note_loss(source, 1, before);
+  if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());
+  recent_errors_.push_back(std::string(source) + ":" + std::to_string(line) + ": " + error);
+}
+
+void LineFeed::expect_loss(const std::string& file, uint64_t line, uint64_t records) {
+  auto& list = expected_losses_[file];
+  list.insert(std::upper_bound(list.begin(), list.end(), std::make_pair(line, records)), {line, records});
+}
+
+void LineFeed::note_loss(std::string_view source, uint64_t records, const LostAt* before) {
+  records_lost_ += records;
   if (before != nullptr)
     losses_.insert(std::upper_bound(losses_.begin(), losses_.end(), before->time,
                                     [](int64_t t, const LostAt& l) { return t < l.time; }),
@@ -63,8 +75,6 @@ void LineFeed::note_bad_line(std::string_view source, uint64_t line, const std::
     progress.had_bad_line = true;
     sources_with_bad_lines_.emplace_back(source);
   }
-  if (recent_errors_.size() >= kMaxRecentErrors) recent_errors_.erase(recent_errors_.begin());
-  recent_errors_.push_back(std::string(source) + ":" + std::to_string(line) + ": " + error);
 }
 
 bool LineFeed::parse_line(std::string_view line, Record& out, std::string& error) {
@@ -75,8 +85,12 @@ bool LineFeed::parse_line(std::string_view line, Record& out, std::string& error
 
 void LineFeed::add_lines(std::string_view source, std::string_view text) {
   auto seen = sources_.find(source);
-  if (seen == sources_.end())
+  if (seen == sources_.end()) {
     seen = sources_.emplace(std::string(source), SourceProgress{static_cast<uint32_t>(sources_.size()), 0, std::nullopt}).first;
+    const size_t slash = source.find_last_of('/');
+    auto expected = expected_losses_.find(std::string(slash == std::string_view::npos ? source : source.substr(slash + 1)));
+    if (expected != expected_losses_.end()) seen->second.expected_losses = std::move(expected->second);
+  }
   SourceProgress& progress = seen->second;
   const char* data = text.data();
   std::string error;
@@ -86,19 +100,26 @@ void LineFeed::add_lines(std::string_view source, std::string_view text) {
   // The record before the line at hand, where a loss found at that line is placed.
   std::optional<LostAt> before;
   if (progress.last_time) before = LostAt{*progress.last_time, progress.last_process_id, progress.last_thread_id};
-  auto bad_line = [&](const std::string& what) {
+  // The record before the line at hand, once a loss needs it: a line skipped unparsed is parsed now.
+  auto record_before = [&]() -> const LostAt* {
     Record previous;
     std::string ignored;
     if (last_skipped && parse_line(std::string_view(data + last_b, last_e - last_b), previous, ignored))
       before = LostAt{previous.time, previous.process_id, previous.thread_id};
-    note_bad_line(source, progress.lines, what, before ? &*before : nullptr);
+    last_skipped = false;
+    return before ? &*before : nullptr;
   };
+  auto bad_line = [&](const std::string& what) { note_bad_line(source, progress.lines, what, record_before()); };
   while (pos < text.size()) {
     const void* nl = std::memchr(data + pos, '\n', text.size() - pos);
     const size_t eol = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : text.size();
     size_t b = pos, e = eol;
     pos = eol + 1;
     ++progress.lines;
+    for (auto& losses = progress.expected_losses;
+         progress.next_expected_loss < losses.size() && losses[progress.next_expected_loss].first <= progress.lines;
+         ++progress.next_expected_loss)
+      note_loss(source, losses[progress.next_expected_loss].second, record_before());
     while (b < e && (data[b] == ' ' || data[b] == '\t' || data[b] == '\r')) ++b;
     while (e > b && (data[e - 1] == ' ' || data[e - 1] == '\t' || data[e - 1] == '\r')) --e;
     if (b == e) continue;

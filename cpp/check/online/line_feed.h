@@ -60,6 +60,12 @@ class LineFeed {
   void end_batch(std::optional<int64_t> horizon, const std::function<void(const Record&)>& deliver,
                  const std::function<void(const LostAt&)>& lost = {});
 
+  // Records lost from the source whose file name (without folder) is `file`, before its line `line`, as
+  // the recorder's log says (trace/lost_records.h): a loss there, once the feed reaches that line.
+  void expect_loss(const std::string& file, uint64_t line, uint64_t records);
+  // Records lost so far: bad lines, and expected losses reached.
+  uint64_t records_lost() const { return records_lost_; }
+
   // The time of the last line of `source` that was a valid record; nullopt if none.
   std::optional<int64_t> last_time(std::string_view source) const;
   uint64_t lines() const { return lines_; }          // non-blank lines given
@@ -74,6 +80,8 @@ class LineFeed {
   bool may_be_wanted(std::string_view line) const;
   // `before`: the source's record before the bad line, if one is known (the loss is placed after it).
   void note_bad_line(std::string_view source, uint64_t line, const std::string& error, const LostAt* before);
+  // A loss of `records` after `before` (if known), from `source`.
+  void note_loss(std::string_view source, uint64_t records, const LostAt* before);
   // parse_trace_line on a copy of the line with the parser's padding (a line built from its template
   // needs none: the batch text is not copied whole).
   bool parse_line(std::string_view line, Record& out, std::string& error);
@@ -88,6 +96,8 @@ class LineFeed {
     std::optional<int64_t> last_time;
     int64_t last_process_id = 0, last_thread_id = 0;  // of the record at last_time
     bool had_bad_line = false;
+    std::vector<std::pair<uint64_t, uint64_t>> expected_losses;  // (line, records), by line
+    size_t next_expected_loss = 0;
   };
 
   FeedInterest interest_;
@@ -104,6 +114,8 @@ class LineFeed {
   std::vector<std::string> recent_errors_;
   std::vector<std::string> sources_with_bad_lines_;
   std::vector<LostAt> losses_;  // not yet reported, by time
+  std::unordered_map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> expected_losses_;  // by file name
+  uint64_t records_lost_ = 0;
   uint64_t lines_ = 0;
   uint64_t bad_lines_ = 0;
 };
