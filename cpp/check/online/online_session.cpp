@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "common/fd_write.h"
+#include "common/output_file.h"
 #include "trace/json_parse.h"
 
 namespace traincheck {
@@ -34,10 +34,8 @@ int64_t monotonic_ns() {
 // True for the first process of the run to get here: it creates invariants.json (empty, filled by the
 // checker) and owns report.html.
 bool claim_invariants_file(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const std::string path = (fs::path(dir) / "invariants.json").string();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  create_output_subfolder(dir);  // the collector's <output-dir>/online_check: never a link planted there
+  const int fd = open_output_fd((fs::path(dir) / "invariants.json").string(), OutputMode::CreateNew);
   if (fd < 0) return false;
   ::close(fd);
   return true;
@@ -291,13 +289,7 @@ void OnlineSession::finish() {
     std::string text;
     append_value_json(text, summary_locked(), JsonStyle::Indented, 2);
     text += '\n';
-    const std::string tmp = summary_path_ + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out << text;
-      if (!out) throw std::runtime_error(tmp + ": write failed");
-    }
-    fs::rename(tmp, summary_path_);
+    replace_output_file(summary_path_, text);
   } catch (const std::exception& e) {
     fail_locked(e.what());
   } catch (...) {
