@@ -139,7 +139,11 @@ void OnlineSession::check_peer_ends_locked(const std::vector<Record>& ends) {
 }
 
 uint64_t OnlineSession::fail_locked(const char* what) {
-  ++errors_;
+  // The first error is said on stderr (an output refused, a full disk): the others are counted in the
+  // summary. One write of the whole line, as the alerts.
+  if (errors_++ == 0)
+    write_all(STDERR_FILENO, std::string("traincheck: warning: in-process check: ") + what + " (later errors are counted in " +
+                                 summary_path_ + ")\n");
   last_error_ = what;
   return 1;
 }
@@ -285,7 +289,11 @@ void OnlineSession::finish() {
       }
       checker_->end_trace();  // also a batch the writer started but never ended (it should not happen)
     }
-    refresh_report_locked(true);
+    try {  // a report that cannot be written (a link planted under its name) leaves the summary written
+      refresh_report_locked(true);
+    } catch (const std::exception& e) {
+      fail_locked(e.what());
+    }
     std::string text;
     append_value_json(text, summary_locked(), JsonStyle::Indented, 2);
     text += '\n';

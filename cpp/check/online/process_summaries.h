@@ -49,7 +49,8 @@ struct RunOnlineCheckReport {
 // not checked are the largest of any process (each checks the same set). A summary that cannot be read
 // or parsed is skipped. With no summary at all, failed.log (one line per violation) is all there is, and
 // the line says why, from the program's `exit_code` when known: not 0, it ended before the check wrote
-// one (killed, or stopped at start); 0, the check itself could not start or write its results.
+// one (killed, or stopped at start); 0, the check itself could not start or write its results. Without
+// failed.log either, no process started checking, and the line says "nothing checked".
 RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows,
                                              std::optional<int> exit_code = std::nullopt);
 
