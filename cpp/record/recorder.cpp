@@ -235,7 +235,8 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
 void Recorder::lose_batch(const std::string& pending, int error) {
   write_errors_.fetch_add(1, std::memory_order_relaxed);
   lines_lost_.fetch_add(static_cast<uint64_t>(std::count(pending.begin(), pending.end(), '\n')), std::memory_order_relaxed);
-  if (!warned_write_.exchange(true)) {
+  // A refused link was named already (write_file); the first other failure is said once.
+  if (error != ELOOP && !warned_write_.exchange(true)) {
     std::fprintf(stderr, "traincheck: warning: cannot write the trace in %s (%s); training goes on, records are dropped until writing works again\n",
                  output_dir_.c_str(), std::strerror(error));
   }

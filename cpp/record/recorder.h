@@ -114,7 +114,8 @@ class Recorder {
   size_t drain_all();
   void poll_heap();
   void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
-  // Counts a batch that could not be written and says so on stderr, once per process.
+  // Counts a batch that could not be written and says so on stderr, once per process (a refused link
+  // is named where it is refused).
   void lose_batch(const std::string& pending, int error);
   uint64_t adopt_fork_child_sink_locked();  // under sink_mutex_; returns the sink's errors
   static void at_fork_prepare();

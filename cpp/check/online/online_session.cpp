@@ -142,8 +142,8 @@ uint64_t OnlineSession::fail_locked(const char* what) {
   // The first error is said on stderr (an output refused, a full disk): the others are counted in the
   // summary. One write of the whole line, as the alerts.
   if (errors_++ == 0)
-    write_all(STDERR_FILENO, std::string("traincheck: warning: in-process check: ") + what + " (later errors are counted in " +
-                                 summary_path_ + ")\n");
+    write_all(STDERR_FILENO, std::string("traincheck: warning: in-process check: ") + what + "; later errors are counted in " +
+                                 summary_path_ + "\n");
   last_error_ = what;
   return 1;
 }
