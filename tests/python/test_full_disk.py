@@ -1,6 +1,6 @@
-"""A full disk never takes the training down nor corrupts the trace (issue 13, item 1). Simulated with a
-file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored): writes past it fail with EFBIG, and the one that crosses
-it is cut short, as on a disk that fills up."""
+"""A full disk never takes the training down, corrupts the trace, or silently turns the in-process check
+off. Simulated with a file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored): writes past it fail with EFBIG, and
+the one that crosses it is cut short, as on a disk that fills up."""
 import json
 import resource
 import signal

@@ -71,7 +71,7 @@ def test_check_names_a_results_folder_that_already_holds_files(tmp_path):
     assert (tmp_path / "results" / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("name", ["failed.log", "report.html", "violations_summary.json"])
+@pytest.mark.parametrize("name", ["invariants.json", "failed.log", "report.html", "violations_summary.json"])
 def test_onlinecheck_refuses_a_link_planted_under_each_output_name(tmp_path, name):
     target = victim(tmp_path)
     plant(tmp_path / "live" / name, target)

@@ -1,4 +1,4 @@
-"""Violations while training runs (issue 26 item 5): each invariant's first violation printed on stderr
+"""Violations while training runs: each invariant's first violation printed on stderr
 as it is found (--on-violation warn, the default), the script's traincheck.on_violation callbacks called
 at the next step boundary, and --on-violation raise stopping the run there with traincheck.ViolationError,
 which the script's own exception handling sees."""
