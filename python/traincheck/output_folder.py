@@ -61,6 +61,9 @@ def claim(folder: str, overwrite: bool) -> _Claim:
                                 "another --output-dir)") from None
         raise
     try:
+        if os.fstat(fd).st_nlink > 1:  # another name of the same file: the pid would land there too
+            raise FolderRefused(f"{path} has other hard links; refusing to write through them (remove it, or give "
+                                "another --output-dir)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -189,3 +189,37 @@ def test_collect_copy_all_files_refuses_a_link_planted_under_a_copied_name(tmp_p
     assert f"{tmp_path / 'out' / 'notes.txt'} is a symbolic link; refusing to write through it" in result.stderr
     assert "Traceback" not in result.stderr
     assert target.read_text() == PRECIOUS
+
+
+def test_the_collectors_writer_refuses_links_in_every_mode_and_leaves_their_targets(tmp_path):
+    from traincheck import output_files
+
+    target = victim(tmp_path)
+    out = tmp_path / "out"
+    plant(out / "linked", target)
+    os.link(target, out / "hard")
+    for name in ("linked", "hard"):
+        for mode in ("w", "wb", "a", "ab"):
+            with pytest.raises(output_files.OutputRefused, match=f"{out / name} (is a symbolic link|has other hard links)"):
+                output_files.open_output(str(out / name), mode)
+    with pytest.raises(output_files.OutputRefused):
+        output_files.replace_output(str(out / "linked"), "x")
+    with pytest.raises(OSError):
+        output_files.copy_file(str(target), str(out / "linked"))
+    assert target.read_text() == PRECIOUS
+    assert (out / "linked").is_symlink()
+    output_files.replace_output(str(out / "plain.json"), "{}")
+    with output_files.open_output(str(out / "plain.json"), "a") as f:
+        f.write("\n")
+    assert (out / "plain.json").read_text() == "{}\n"
+    assert sorted(p.name for p in out.iterdir()) == ["hard", "linked", "plain.json"]  # no temporary left
+
+
+def test_collect_refuses_a_hard_linked_lock(tmp_path):
+    target = victim(tmp_path)
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "out").mkdir()
+    os.link(target, tmp_path / "out" / ".traincheck_collect.lock")
+    result = collect(tmp_path, "-p", "train.py", "--output-dir", "out")
+    assert result.returncode == 2 and "has other hard links" in result.stderr, result.stderr
+    assert target.read_text() == PRECIOUS
