@@ -157,8 +157,14 @@ def _copy_all_files(script_dir: str, output_dir: str) -> None:
         if os.path.isdir(src):
             if any(name.startswith("trace_API_") for name in os.listdir(src)):
                 continue
-            shutil.copytree(src, os.path.join(output_dir, entry), dirs_exist_ok=True, symlinks=True,
-                            copy_function=output_files.copy_file)
+            dst = os.path.join(output_dir, entry)
+            # Files are copied by output_files.copy_file; a folder on their way that is a link is refused too.
+            for root, dirs, _ in os.walk(src):
+                for d in ["", *dirs]:
+                    target = os.path.normpath(os.path.join(dst, os.path.relpath(os.path.join(root, d), src)))
+                    if os.path.islink(target):
+                        raise output_files.refused(target)
+            shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True, copy_function=output_files.copy_file)
         else:
             output_files.copy_file(src, os.path.join(output_dir, entry))
 

@@ -23,7 +23,8 @@ class OutputRefused(OSError):
     pass
 
 
-def _refused(path: str, code: int) -> OutputRefused:
+def refused(path: str, code: int = errno.ELOOP) -> OutputRefused:
+    """The error for `path`: a symbolic link (ELOOP) or a file with other hard links (EMLINK)."""
     what = "is a symbolic link" if code == errno.ELOOP else "has other hard links"
     e = OutputRefused(code, f"{path} {what}; refusing to write through it (remove it, or choose another output)")
     e.filename = path
@@ -42,12 +43,12 @@ def open_output_fd(path: str, mode: str = "w", exclusive: bool = False) -> int:
         fd = os.open(path, flags, 0o644)  # not O_TRUNC: a hard-linked file is refused before any of it is lost
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise _refused(path, errno.ELOOP) from None
+            raise refused(path, errno.ELOOP) from None
         raise
     try:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-            raise _refused(path, errno.EMLINK)
+            raise refused(path, errno.EMLINK)
         if mode == "w" and stat.S_ISREG(st.st_mode) and st.st_size:
             os.ftruncate(fd, 0)
     except BaseException:
@@ -71,7 +72,7 @@ def replace_output(path: str, text: str | bytes) -> None:
     """`text` as the whole content of `path`, written to a new file beside it and renamed over it (a reader
     sees the old file or the new one). A symbolic link at `path` is refused, not replaced."""
     if os.path.islink(path):
-        raise _refused(path, errno.ELOOP)
+        raise refused(path, errno.ELOOP)
     tmp = f"{path}.{os.getpid()}.{next(_counter)}.tmp"
     f = open_output(tmp, "wb" if isinstance(text, bytes) else "w", exclusive=True)
     try:

@@ -223,3 +223,17 @@ def test_collect_refuses_a_hard_linked_lock(tmp_path):
     result = collect(tmp_path, "-p", "train.py", "--output-dir", "out")
     assert result.returncode == 2 and "has other hard links" in result.stderr, result.stderr
     assert target.read_text() == PRECIOUS
+
+
+def test_collect_copy_all_files_refuses_a_link_planted_as_a_copied_folder(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    src = tmp_path / "src"
+    (src / "data" / "inner").mkdir(parents=True)
+    (src / "train.py").write_text(SCRIPT)
+    (src / "data" / "inner" / "x.csv").write_text("1,2\n")
+    plant(tmp_path / "out" / "data" / "inner", elsewhere)
+    result = collect(tmp_path, "-p", "src/train.py", "--output-dir", "out", "--copy-all-files")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{tmp_path / 'out' / 'data' / 'inner'} is a symbolic link; refusing to write through it" in result.stderr
+    assert not list(elsewhere.iterdir())
