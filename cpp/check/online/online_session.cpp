@@ -1,6 +1,7 @@
 #include "check/online/online_session.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,11 +33,19 @@ int64_t monotonic_ns() {
 }
 
 // True for the first process of the run to get here: it creates invariants.json (empty, filled by the
-// checker) and owns report.html.
+// checker) and owns report.html; false when another process of the run did. Throws when the file can be
+// neither created nor found (a full or read-only folder, a link planted under its name): the check
+// cannot start.
 bool claim_invariants_file(const std::string& dir) {
   create_output_subfolder(dir);  // the collector's <output-dir>/online_check: never a link planted there
-  const int fd = open_output_fd((fs::path(dir) / "invariants.json").string(), OutputMode::CreateNew);
-  if (fd < 0) return false;
+  const std::string path = (fs::path(dir) / "invariants.json").string();
+  const int fd = open_output_fd(path, OutputMode::CreateNew);
+  if (fd < 0) {
+    const int error = errno;
+    struct stat st{};
+    if (error == EEXIST && ::lstat(path.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) return false;
+    throw std::runtime_error(output_open_error(path, error == EEXIST ? ELOOP : error));
+  }
   ::close(fd);
   return true;
 }

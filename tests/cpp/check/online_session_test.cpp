@@ -227,9 +227,9 @@ TEST(OnlineSession, AForkChildChecksItsOwnRecordsWithASessionOfItsOwnAndLeavesTh
   EXPECT_EQ(fs::path(session.report_path()).filename(), "report.html");
 }
 
-// A link planted in online_check/ under an output's name is never written through: failed.log refused
-// (the session does not start, naming it), invariants.json leaves this process a non-owner with a report
-// of its own, report.html and summary_<pid>.json refused at close while the other is still written.
+// A link planted in online_check/ under an output's name is never written through: invariants.json and
+// failed.log refused (the session does not start, naming it), report.html and summary_<pid>.json refused
+// at close while the other is still written.
 TEST(OnlineSession, ALinkPlantedUnderAnOutputNameIsNeverWrittenThrough) {
   const fs::path dir = setup("links");
   const fs::path victim = dir / "victim.txt";
@@ -250,11 +250,19 @@ TEST(OnlineSession, ALinkPlantedUnderAnOutputNameIsNeverWrittenThrough) {
   }
   fs::remove_all(out);
   fs::create_directories(out);
-  fs::create_symlink(victim, out / "invariants.json");
+  fs::create_symlink(dir / "absent.json", out / "invariants.json");  // dangling: not created through either
+  try {
+    OnlineSession session(options(dir));
+    FAIL() << "started on an invariants.json that is a link";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find((out / "invariants.json").string() + ": is a symbolic link"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "absent.json"));
+  fs::remove_all(out);
+  fs::create_directories(out);
   fs::create_symlink(victim, out / ("summary_" + std::to_string(::getpid()) + ".json"));
   {
     OnlineSession session(options(dir));
-    EXPECT_EQ(session.report_path(), (out / ("report_" + std::to_string(::getpid()) + ".html")).string());
     const TcRecordSink sink = session.sink();
     const std::string text = line("function_call (pre)", 10) + line("function_call (post)", 15);
     sink.on_lines(sink.context, TC_SINK_API, 7, 1, text.data(), text.size());
@@ -262,10 +270,8 @@ TEST(OnlineSession, ALinkPlantedUnderAnOutputNameIsNeverWrittenThrough) {
     EXPECT_TRUE(fs::exists(session.report_path())) << "the report is written although the summary is refused";
     EXPECT_GE(session.errors(), 1u);
   }
-  fs::remove(out / ("summary_" + std::to_string(::getpid()) + ".json"));
-  fs::remove(out / "invariants.json");
-  fs::remove(out / "failed.log");
-  fs::remove(out / ("report_" + std::to_string(::getpid()) + ".html"));
+  fs::remove_all(out);
+  fs::create_directories(out);
   fs::create_symlink(victim, out / "report.html");
   {
     OnlineSession session(options(dir));
