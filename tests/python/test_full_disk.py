@@ -83,8 +83,8 @@ def test_raise_with_a_check_that_cannot_start_stops_before_training_with_one_cle
     assert "invariants.json" in errors[0] and "--on-violation raise" in errors[0], errors
     assert "Traceback" not in result.stderr
     # The closing line is true: the program did not exit normally, it was stopped at its start.
-    assert (f"online check: nothing checked (no summary: the program ended with exit code {result.returncode} before "
-            "the check wrote one)") in result.stderr, result.stderr
+    assert (f"online check: nothing checked (no summary: the program ended with exit code {result.returncode}, "
+            "leaving none)") in result.stderr, result.stderr
 
 
 def test_warn_with_a_check_that_cannot_start_trains_unchecked_and_says_so(tmp_path):

@@ -175,7 +175,7 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
                             : *exit_code == 0
                                 ? "the program exited normally, but the check could not start or could not write its results; "
                                   "see the warnings above"
-                                : "the program ended with exit code " + std::to_string(*exit_code) + " before the check wrote one";
+                                : "the program ended with exit code " + std::to_string(*exit_code) + ", leaving none";
     std::error_code missing;
     report.line = fs::exists(failed, missing)  // no failed.log: no process got as far as checking
                       ? "online check: " + std::to_string(non_blank_lines(failed)) + " violations (no summary: " + why + "); see " + failed

@@ -48,8 +48,8 @@ struct RunOnlineCheckReport {
 // Violations are added up and invariants counted once over the processes (by identity); checked and
 // not checked are the largest of any process (each checks the same set). A summary that cannot be read
 // or parsed is skipped. With no summary at all, failed.log (one line per violation) is all there is, and
-// the line says why, from the program's `exit_code` when known: not 0, it ended before the check wrote
-// one (killed, or stopped at start); 0, the check itself could not start or write its results. Without
+// the line says what is known from the program's `exit_code`: not 0, the exit code (killed, stopped at
+// start, or failed); 0, the check itself could not start or write its results. Without
 // failed.log either, no process started checking, and the line says "nothing checked".
 RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows,
                                              std::optional<int> exit_code = std::nullopt);

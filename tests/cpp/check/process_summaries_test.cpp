@@ -174,10 +174,10 @@ TEST(ProcessSummaries, RunReportWithoutSummariesSaysWhyFromTheExitCode) {
             "online check: 0 violations (no summary: the program exited normally, but the check could not start or "
             "could not write its results; see the warnings above); see " + failed);
   EXPECT_EQ(run_online_check_report(run.dir.string(), 20, 137).line,
-            "online check: 0 violations (no summary: the program ended with exit code 137 before the check wrote one); see " + failed);
+            "online check: 0 violations (no summary: the program ended with exit code 137, leaving none); see " + failed);
   fs::remove(failed);  // the check never started: no failed.log to point at
   EXPECT_EQ(run_online_check_report(run.dir.string(), 20, 1).line,
-            "online check: nothing checked (no summary: the program ended with exit code 1 before the check wrote one)");
+            "online check: nothing checked (no summary: the program ended with exit code 1, leaving none)");
 }
 
 }  // namespace
