@@ -174,13 +174,14 @@ NB_MODULE(_online, m) {
   m.def("report_path", [] { return session().report_path(); });
   m.def(
       "run_online_check_report",
-      [](const std::string& folder, size_t max_rows) -> std::optional<std::pair<std::string, std::string>> {
-        RunOnlineCheckReport report = run_online_check_report(folder, max_rows);
+      [](const std::string& folder, size_t max_rows, std::optional<int> exit_code) -> std::optional<std::pair<std::string, std::string>> {
+        RunOnlineCheckReport report = run_online_check_report(folder, max_rows, exit_code);
         if (!report.checked) return std::nullopt;
         return std::make_pair(std::move(report.line), std::move(report.table));
       },
-      nb::arg("folder"), nb::arg("max_rows") = 20,
+      nb::arg("folder"), nb::arg("max_rows") = 20, nb::arg("exit_code") = nb::none(),
       "The in-process check of a run, from its online_check folder: (the totals line over every process's "
-      "summary_<pid>.json, the violation table or ''); None when the folder does not exist.");
+      "summary_<pid>.json, the violation table or ''); None when the folder does not exist. `exit_code`, the "
+      "program's, says why a run left no summary.");
   bind_selective_plan(m);
 }

@@ -1,9 +1,13 @@
 #include "check/check_args.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <ostream>
+#include <vector>
 
 #include "check/report/report_exporter.h"
+#include "common/console_text.h"
 #include "common/env_settings.h"
 
 namespace traincheck {
@@ -54,6 +58,21 @@ std::optional<int> parse_check_flags(ArgParser& args, const std::string& prog, i
       return 2;
     }
   return std::nullopt;
+}
+
+std::string existing_results_note(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) names.push_back(it->path().filename().string());
+  if (names.empty()) return {};
+  std::sort(names.begin(), names.end());
+  constexpr size_t kShown = 4;
+  std::string shown;
+  for (size_t i = 0; i < std::min(names.size(), kShown); ++i) shown += (i ? ", " : "") + console_text(names[i], 80);
+  if (names.size() > kShown) shown += " and " + std::to_string(names.size() - kShown) + " more";
+  return "the results folder " + console_text(dir) + " already holds files (" + shown +
+         "): results of the same name replace them, the others stay";
 }
 
 }  // namespace traincheck

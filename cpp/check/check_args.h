@@ -19,4 +19,9 @@ void add_check_flags(ArgParser& args, const std::string& output_prefix);
 // command's exit status (usage and the error already written to `err`).
 std::optional<int> parse_check_flags(ArgParser& args, const std::string& prog, int argc, const char* const* argv, std::ostream& err);
 
+// When the results folder `dir` already holds files (an earlier check's, the user's own): a line naming
+// the folder and the first of them, saying that results of the same name replace theirs; empty otherwise.
+// The original writes into such a folder silently; the checkers keep doing so, but never unsaid.
+std::string existing_results_note(const std::string& dir);
+
 }  // namespace traincheck

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <set>
 
@@ -16,6 +15,7 @@
 #include "check/violation_summary.h"
 #include "common/console_text.h"
 #include "common/invariant_source.h"
+#include "common/output_file.h"
 #include "invariant/version_gate.h"
 #include "relations/registry.h"
 
@@ -68,6 +68,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
     // copies only the last file to <out>/invariants.json (docs/differences.md §Checking); we write them all.
     std::vector<Invariant> invariants =
         read_invariant_files(resolve_invariant_sources(args.get_list("invariants")), relation_names());
+    if (const std::string note = existing_results_note(out_dir); !note.empty()) err << "[check] warning: " << note << "\n";
     fs::create_directories(out_dir);
     write_invariant_file((fs::path(out_dir) / "invariants.json").string(), invariants);
 
@@ -126,9 +127,7 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
       run_one(std::make_unique<TraceStore>(TraceStore::load_folder(path, read)), fs::path(path));
     }
     if (!args.flag_set("no_html_report")) {
-      std::ofstream html(fs::path(out_dir) / "report.html", std::ios::binary);
-      html << render_report_html(reports, out_dir);
-      if (!html) throw std::runtime_error((fs::path(out_dir) / "report.html").string() + ": write failed");
+      write_output_file((fs::path(out_dir) / "report.html").string(), render_report_html(reports, out_dir));
     }
     err << "[check] results in " << out_dir << "\n";
     // Last, on the finished folder; a reporting failure is a warning and leaves the status 0.

@@ -2,21 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "check/violation_summary.h"
+#include "common/output_file.h"
 
 namespace traincheck {
 
 namespace {
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path.string() + ": cannot open for writing");
-  out << text;
-  if (!out) throw std::runtime_error(path.string() + ": write failed");
-}
 
 void append_entry(std::string& out, const Value& v) {
   append_value_json(out, v, JsonStyle::Indented, 4);
@@ -93,7 +86,7 @@ void write_violations_summary_file(const std::string& path, const std::vector<Vi
   std::string summary;
   append_value_json(summary, build_violations_summary(rows, checks), JsonStyle::Indented, 4);
   summary += '\n';
-  write_text(path, summary);
+  write_output_file(path, summary);
 }
 
 namespace {
@@ -101,30 +94,23 @@ namespace {
 // A log written entry by entry: 100k violated invariants made a 3.9 GB failed.log, built in memory whole.
 class EntryLog {
  public:
-  explicit EntryLog(const std::filesystem::path& path) : path_(path), out_(path, std::ios::binary) {
-    if (!out_) throw std::runtime_error(path.string() + ": cannot open for writing");
-  }
+  explicit EntryLog(const std::filesystem::path& path) : out_(path.string()) {}
   void add(const Value& v) {
     buffer_.clear();
     append_entry(buffer_, v);
-    out_ << buffer_;
-    if (!out_) throw std::runtime_error(path_.string() + ": write failed");
+    out_.write(buffer_);
   }
-  void close() {
-    out_.close();
-    if (!out_) throw std::runtime_error(path_.string() + ": write failed");
-  }
+  void close() { out_.close(); }
 
  private:
-  std::filesystem::path path_;
-  std::ofstream out_;
+  OutputFile out_;
   std::string buffer_;  // one entry; reused
 };
 
 }  // namespace
 
 void write_trace_results(const std::string& dir, const TraceCheckReport& report) {
-  std::filesystem::create_directories(dir);
+  create_output_subfolder(dir);
   const TraceStore& trace = *report.trace;
   const double span = static_cast<double>(trace.end_time() - trace.start_time());
   const std::filesystem::path base(dir);

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <ostream>
 #include <set>
@@ -10,6 +9,7 @@
 #include "common/assert.h"
 #include "common/cli_args.h"
 #include "common/console_text.h"
+#include "common/output_file.h"
 #include "infer/across_programs.h"
 #include "infer/engine.h"
 #include "pack/vet_report.h"
@@ -184,10 +184,7 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
       const AcrossProgramsResult result = infer_across_programs(programs, relations, options, min_programs);
       const std::vector<Invariant> kept = result.invariants();
       const std::string report = output + ".vetting.json";  // first: no invariant file without its reasons
-      std::ofstream out(report, std::ios::binary);
-      out << vet_report_json(result.vetting, result.programs, result.rule);
-      out.close();
-      if (!out) throw std::runtime_error(report + ": cannot write");
+      write_output_file(report, vet_report_json(result.vetting, result.programs, result.rule));
       write_invariant_file(output, kept);
       write_failed_file(output + ".failed", result.failed);
       report_across_programs(result, report, err);

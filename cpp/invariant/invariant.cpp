@@ -1,8 +1,8 @@
 #include "invariant/invariant.h"
 
 #include <algorithm>
-#include <fstream>
 
+#include "common/output_file.h"
 #include "trace/json_parse.h"
 #include "trace/trace_store.h"
 
@@ -178,15 +178,16 @@ std::vector<std::string> named_apis(const Invariant& invariant) {
 void write_invariant_file(const std::string& path, std::vector<Invariant> invariants) {
   std::stable_sort(invariants.begin(), invariants.end(),
                    [](const Invariant& a, const Invariant& b) { return a.text_description < b.text_description; });
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing");
-  for (const Invariant& inv : invariants) out << inv.to_json_line() << '\n';
-  if (!out) throw std::runtime_error(path + ": write failed");
+  OutputFile out(path);
+  for (const Invariant& inv : invariants) {
+    out.write(inv.to_json_line());
+    out.write("\n");
+  }
+  out.close();
 }
 
 void write_failed_file(const std::string& path, const std::vector<FailedHypothesis>& failed) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing");
+  OutputFile out(path);
   for (const FailedHypothesis& f : failed) {
     Invariant inv = f.invariant;
     inv.precondition.reset();
@@ -194,8 +195,10 @@ void write_failed_file(const std::string& path, const std::vector<FailedHypothes
                            {"invariant", inv.to_value()},
                            {"num_positive_examples", Value::integer(f.num_positive_examples)},
                            {"num_negative_examples", Value::integer(f.num_negative_examples)}});
-    out << to_json(v, JsonStyle::Spaced) << '\n';
+    out.write(to_json(v, JsonStyle::Spaced));
+    out.write("\n");
   }
+  out.close();
 }
 
 }  // namespace traincheck

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/cli_args.h"
+#include "common/output_file.h"
 #include "pack/version_stamp.h"
 #include "pack/vet_report.h"
 #include "pack/vetting.h"
@@ -169,9 +170,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
       const PackExtension extension = extend_pack(pack, added);
       write_invariant_file(args.get("output"), extension.pack);
       if (!args.get("report").empty()) {
-        std::ofstream rep(args.get("report"));
-        rep << extension_report_json(extension, added);
-        if (!rep) throw VetInputError(args.get("report") + ": cannot write");
+        write_output_file(args.get("report"), extension_report_json(extension, added));
       }
       err << "[vet] " << pack.size() << " invariants on " << added.size() << " added programs: "
           << extension.dropped.size() << " dropped, " << extension.pack.size() << " kept\n";
@@ -232,9 +231,7 @@ int run_vet_command(int argc, const char* const* argv, std::ostream& err) {
     stamp_vetted_versions(kept, corpus_versions);
     write_invariant_file(args.get("output"), kept);
     if (!args.get("report").empty()) {
-      std::ofstream rep(args.get("report"));
-      rep << vet_report_json(result, programs, rule);
-      if (!rep) throw VetInputError(args.get("report") + ": cannot write");
+      write_output_file(args.get("report"), vet_report_json(result, programs, rule));
     }
     err << "[vet] " << candidates.size() << " candidates on " << programs.size() << " programs: " << kept.size()
         << " kept\n";

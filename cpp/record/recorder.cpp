@@ -79,6 +79,7 @@ struct TraceFile {
   int fd = -1;
   std::string pending;
   size_t sunk = 0;  // bytes of `pending` already handed to the record sink
+  bool refused = false;  // its name is a symbolic link: said once, its records dropped
 };
 
 // Hands the lines of `file` the sink has not seen yet to it; returns the errors it reported.
@@ -197,9 +198,16 @@ void Recorder::write_file(EventStream& stream, TraceFile& file, const char* kind
   };
   if (file.fd < 0) {
     const std::string path = path_of_file();
-    file.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: a link planted in the output folder under a trace's name is never written through.
+    file.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (file.fd < 0) {
-      lose_batch(file.pending, errno, path, 0);
+      const int error = errno;
+      if (error == ELOOP && !file.refused) {
+        file.refused = true;
+        std::fprintf(stderr, "traincheck: warning: %s is a symbolic link; refusing to write the trace through it (its records are dropped)\n",
+                     path.c_str());
+      }
+      lose_batch(file.pending, error, path, 0);
       file.pending.clear();
       file.sunk = 0;
       return;
@@ -240,7 +248,8 @@ void Recorder::lose_batch(const std::string& pending, int error, const std::stri
     else
       lines_lost_unplaced_ += lines;
   }
-  if (!warned_write_.exchange(true)) {
+  // A refused link was named already (write_file); the first other failure is said once.
+  if (error != ELOOP && !warned_write_.exchange(true)) {
     std::fprintf(stderr, "traincheck: warning: cannot write the trace in %s (%s); training goes on, records are dropped until writing works again\n",
                  output_dir_.c_str(), std::strerror(error));
   }
@@ -395,7 +404,10 @@ void Recorder::shutdown() {
   // in _core.stats()), so a healthy process, a DataLoader worker's included, leaves no recorder log.
   if ((s.events_dropped || s.write_errors || s.sink_errors || sink_dropped_by_fork_) && !output_dir_.empty()) {
     const std::string path = output_dir_ + "/traincheck_recorder_" + std::to_string(pid_) + ".log";
-    if (FILE* f = std::fopen(path.c_str(), "a")) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);  // never through a link
+    FILE* f = fd >= 0 ? ::fdopen(fd, "a") : nullptr;
+    if (f == nullptr && fd >= 0) ::close(fd);
+    if (f != nullptr) {
       std::fprintf(f, "events_dropped: %llu\nwrite_errors: %llu\n",
                    static_cast<unsigned long long>(s.events_dropped),
                    static_cast<unsigned long long>(s.write_errors));

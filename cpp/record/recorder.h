@@ -114,9 +114,10 @@ class Recorder {
   size_t drain_all();
   void poll_heap();
   void write_file(EventStream& stream, struct TraceFile& file, const char* kind);
-  // Counts a batch that could not be written and says so on stderr, once per process.
-  // `path` and `offset`: where the batch would have begun (the file's size, to which a partly written
-  // batch was cut back); the recorder's log lists the places so readers know where records are missing.
+  // Counts a batch that could not be written and says so on stderr, once per process (a refused link
+  // is named where it is refused). `path` and `offset`: where the batch would have begun (the file's
+  // size, to which a partly written batch was cut back); the recorder's log lists the places so readers
+  // know where records are missing.
   void lose_batch(const std::string& pending, int error, const std::string& path, uint64_t offset);
   uint64_t adopt_fork_child_sink_locked();  // under sink_mutex_; returns the sink's errors
   static void at_fork_prepare();

@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 
-from traincheck import launcher, output_folder, settings
+from traincheck import launcher, output_files, output_folder, settings
 from traincheck.violations import ACTIONS as ON_VIOLATION
 
 STYLES = ("proxy", "subclass", "sampler")
@@ -157,15 +157,22 @@ def _copy_all_files(script_dir: str, output_dir: str) -> None:
         if os.path.isdir(src):
             if any(name.startswith("trace_API_") for name in os.listdir(src)):
                 continue
-            shutil.copytree(src, os.path.join(output_dir, entry), dirs_exist_ok=True, symlinks=True)
+            dst = os.path.join(output_dir, entry)
+            # Files are copied by output_files.copy_file; a folder on their way that is a link is refused too.
+            for root, dirs, _ in os.walk(src):
+                for d in ["", *dirs]:
+                    target = os.path.normpath(os.path.join(dst, os.path.relpath(os.path.join(root, d), src)))
+                    if os.path.islink(target):
+                        raise output_files.refused(target)
+            shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True, copy_function=output_files.copy_file)
         else:
-            shutil.copy2(src, os.path.join(output_dir, entry))
+            output_files.copy_file(src, os.path.join(output_dir, entry))
 
 
 def write_env_dump(args: argparse.Namespace, path: str) -> None:
     from importlib.metadata import distributions
 
-    with open(path, "w") as f:
+    with output_files.open_output(path, "w") as f:
         f.write("Arguments:\n")
         for key, value in sorted(vars(args).items()):
             f.write(f"{key}: {value}\n")
@@ -190,49 +197,12 @@ def _default_pack() -> list[str]:
         return []
 
 
-def main(argv: list[str] | None = None) -> int:
-    args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
-    setting_errors = settings.check_all()
-    for error in setting_errors:
-        print(f"traincheck-collect: error: {error}", file=sys.stderr)
-    if setting_errors:
-        return 2
-    args.pyscript = os.path.abspath(args.pyscript)
-    if not os.path.isfile(args.pyscript):
-        print(f"traincheck-collect: error: no such script: {args.pyscript}", file=sys.stderr)
-        return 2
-    if args.invariants:  # a shipped pack by name (pack:default) -> its file, before any folder is made
-        from traincheck import invariant_sources
+def _write_and_run(args, script_args: list[str], output_dir: str, plan, online_check) -> int:
+    """Writes the run's files into the claimed `output_dir` and runs the program; returns its exit code.
+    Raises OSError when one of those files cannot be written (output_files.OutputRefused: a link there)."""
+    from traincheck.instrument import selective
 
-        try:
-            args.invariants = [invariant_sources.resolve(a) for a in args.invariants]
-        except invariant_sources.PackNotFound as e:
-            print(f"traincheck-collect: error: {e}", file=sys.stderr)
-            return 2
-    output_dir = os.path.abspath(args.output_dir or default_output_dir(args))
-    try:
-        os.makedirs(output_dir, exist_ok=True)
-        output_lock = output_folder.claim(output_dir, args.overwrite)
-    except (OSError, output_folder.FolderRefused) as e:
-        print(f"traincheck-collect: error: {e}", file=sys.stderr)
-        return 2
-
-    # What the in-process check checks: the -i files, else the shipped pack (while recording in full).
-    checked = args.invariants or ([] if args.no_pack or args.no_online_check else _default_pack())
-    instr_opts, plan = None, None
-    if checked:
-        from traincheck.instrument import selective
-
-        try:
-            plan = selective.build_plan(checked)
-        except selective.InvariantFileError as e:
-            print(f"traincheck-collect: error: {e}", file=sys.stderr)
-            return 2
-    online_check = None
-    if checked and not args.no_online_check:
-        online_dir = os.path.join(output_dir, "online_check")
-        online_check = {"invariants": [os.path.abspath(f) for f in checked], "output_dir": online_dir,
-                        "on_violation": args.on_violation}
+    instr_opts = None
     # The in-process check reads parameter states: the parameters each optimizer steps are tracked whether
     # or not --models-to-track names their model (tracking/discovery.py).
     discover_models = online_check is not None and plan.reads_var_type("torch.nn.Parameter")
@@ -265,8 +235,64 @@ def main(argv: list[str] | None = None) -> int:
     if args.only_instr:
         print("traincheck-collect: launcher written: " + " ".join(command))
         return 0
+    return launcher.run(command, output_dir, os.path.dirname(args.pyscript))
+
+
+def _os_error_text(e: OSError) -> str:
+    if isinstance(e, output_files.OutputRefused) or not e.filename:
+        return e.strerror or str(e)
+    return f"{e.filename}: {e.strerror}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    setting_errors = settings.check_all()
+    for error in setting_errors:
+        print(f"traincheck-collect: error: {error}", file=sys.stderr)
+    if setting_errors:
+        return 2
+    args.pyscript = os.path.abspath(args.pyscript)
+    if not os.path.isfile(args.pyscript):
+        print(f"traincheck-collect: error: no such script: {args.pyscript}", file=sys.stderr)
+        return 2
+    if args.invariants:  # a shipped pack by name (pack:default) -> its file, before any folder is made
+        from traincheck import invariant_sources
+
+        try:
+            args.invariants = [invariant_sources.resolve(a) for a in args.invariants]
+        except invariant_sources.PackNotFound as e:
+            print(f"traincheck-collect: error: {e}", file=sys.stderr)
+            return 2
+    output_dir = os.path.abspath(args.output_dir or default_output_dir(args))
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        output_lock = output_folder.claim(output_dir, args.overwrite)
+    except (OSError, output_folder.FolderRefused) as e:
+        print(f"traincheck-collect: error: {e}", file=sys.stderr)
+        return 2
+
+    # What the in-process check checks: the -i files, else the shipped pack (while recording in full).
+    checked = args.invariants or ([] if args.no_pack or args.no_online_check else _default_pack())
+    plan = None
+    if checked:
+        from traincheck.instrument import selective
+
+        try:
+            plan = selective.build_plan(checked)
+        except selective.InvariantFileError as e:
+            print(f"traincheck-collect: error: {e}", file=sys.stderr)
+            return 2
+    online_check = None
+    if checked and not args.no_online_check:
+        online_dir = os.path.join(output_dir, "online_check")
+        online_check = {"invariants": [os.path.abspath(f) for f in checked], "output_dir": online_dir,
+                        "on_violation": args.on_violation}
     with output_lock:  # held until the program has ended: no other collect writes here meanwhile
-        return launcher.run(command, output_dir, os.path.dirname(args.pyscript))
+        try:
+            return _write_and_run(args, script_args, output_dir, plan, online_check)
+        except OSError as e:
+            print(f"traincheck-collect: error: {_os_error_text(e)}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import threading
 
+from traincheck import output_files
+
 # Paths are data, never code: the script's path goes into the stub as a Python literal (repr), never as
 # raw text (a path with a newline would start a statement), and the shell launcher names the stub through
 # an environment variable, never by its text (an output folder `o$(cmd)` or with a space stays one word).
@@ -32,7 +34,7 @@ def prepare(config: dict, shscript: str | None, script_args: list[str]) -> list[
     out = config["output_dir"]
     script = config["pyscript"]
     stub = os.path.join(out, "_traincheck_" + os.path.basename(script))
-    with open(stub, "w") as f:
+    with output_files.open_output(stub, "w") as f:
         f.write(_STUB.format(script=repr(script), config=repr(config)))
     if not shscript:
         return [sys.executable, "-u", stub, *script_args]
@@ -49,7 +51,7 @@ def prepare(config: dict, shscript: str | None, script_args: list[str]) -> list[
     if not pattern.search(text):
         raise SystemExit(f"traincheck-collect: error: {shscript} does not mention the pyscript {base!r}")
     launcher = os.path.join(out, "_traincheck_" + os.path.basename(shscript))
-    with open(launcher, "w") as f:
+    with output_files.open_output(launcher, "w") as f:
         f.write(pattern.sub(lambda m: _launcher_reference(text, m), text))
     # `env NAME=value` takes the path as one argv entry: no shell ever parses it.
     return ["env", f"{LAUNCHER_ENV}={os.path.abspath(stub)}", "bash", launcher, *script_args]
@@ -101,7 +103,13 @@ class _SavedOutput:
     program runs on and its output still reaches the terminal."""
 
     def __init__(self, output_dir: str):
-        self.files = {k: open(os.path.join(output_dir, name), "wb") for k, name in OUTPUT_FILES.items()}
+        self.files = {}
+        try:
+            for k, name in OUTPUT_FILES.items():
+                self.files[k] = output_files.open_output(os.path.join(output_dir, name), "wb")
+        except BaseException:
+            self.close()
+            raise
         self.failed = False
 
     def write(self, keys, data: bytes) -> None:
@@ -161,16 +169,16 @@ def run(command: list[str], output_dir: str, script_dir: str) -> int:
             for sig, previous in forwarded:
                 signal.signal(sig, previous)
         _report_instrumentation(output_dir, reported)
-        _report_online_check(output_dir)
         # A process killed by signal N reads as exit code 128+N, as in a shell.
         exit_code = code if code >= 0 else 128 - code
+        _report_online_check(output_dir, exit_code)
         saved.write(("merged",), f"Program exited with code {exit_code}\n".encode())
     finally:
         saved.close()
     return exit_code
 
 
-def _report_online_check(output_dir: str) -> None:
+def _report_online_check(output_dir: str, exit_code: int) -> None:
     """The in-process check's totals and violation table over every process of the run: the engine adds up
     the processes' summary_<pid>.json (cpp/check/online/process_summaries.h); this only prints them."""
     try:
@@ -178,7 +186,7 @@ def _report_online_check(output_dir: str) -> None:
     except ImportError as e:  # the extension failed to load: nothing was checked in-process either
         print(f"traincheck-collect: warning: no online check summary ({e})", file=sys.stderr)
         return
-    report = _online.run_online_check_report(os.path.join(output_dir, "online_check"))
+    report = _online.run_online_check_report(os.path.join(output_dir, "online_check"), exit_code=exit_code)
     if report is None:
         return
     lines, table = report

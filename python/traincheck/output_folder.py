@@ -13,6 +13,7 @@ The original writes into an existing folder silently (docs/differences.md §Coll
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import fnmatch
 import os
@@ -52,8 +53,17 @@ def claim(folder: str, overwrite: bool) -> _Claim:
     (its message one line, naming the folder and what to do) when another collect holds it or an earlier
     run's files are there without `overwrite`."""
     path = os.path.join(folder, LOCK_NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:  # O_NOFOLLOW: a link planted under the lock's name would have the pid written through it
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FolderRefused(f"{path} is a symbolic link; refusing to write through it (remove it, or give "
+                                "another --output-dir)") from None
+        raise
     try:
+        if os.fstat(fd).st_nlink > 1:  # another name of the same file: the pid would land there too
+            raise FolderRefused(f"{path} has other hard links; refusing to write through them (remove it, or give "
+                                "another --output-dir)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

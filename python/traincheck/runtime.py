@@ -18,7 +18,7 @@ import signal
 import sys
 import types
 
-from traincheck import meta_vars, script_api, settings, violations
+from traincheck import meta_vars, output_files, script_api, settings, violations
 
 
 def _start_recorder(config: dict):
@@ -206,24 +206,37 @@ def _start_online_check(config: dict, core, signatures: dict):
     """In-process checking (collect -i, unless --no-online-check): the recorder's writer thread feeds every
     trace line to the checker in traincheck._online, which appends violations to failed.log as it finds
     them and writes report.html and summary_<pid>.json when the recorder shuts down. Imported only here,
-    so that otherwise no analyzer code is loaded into training. Returns that module, or None when off."""
+    so that otherwise no analyzer code is loaded into training. Returns that module, or None when off.
+
+    A check that cannot start (its output folder full or not writable) is never dropped silently: under
+    --on-violation raise the user asked to be stopped on a violation, which nothing would do, so the
+    program does not start (CheckNotStarted); otherwise training runs unchecked, with a warning."""
     online = config.get("online_check")
     if not online:
         return None
+    action = online.get("on_violation", "warn")
     try:
         from traincheck import _online
 
         interval = settings.value("TRAINCHECK_ONLINE_REPORT_INTERVAL_S")
-        action = online.get("on_violation", "warn")
         capsule = _online.start(online["invariants"], json.dumps(signatures), online["output_dir"], interval, action,
                                 json.dumps(_library_versions(config)))
         _start_cross_rank_check(_online)
         core.set_record_sink(capsule)
         violations.start_delivery(_online, action)
         return _online
-    except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches
-        print(f"traincheck: warning: online check disabled: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - checking is an extra: never stop the training it watches, unless told to
+        if action == "raise":
+            raise CheckNotStarted(f"traincheck: error: the in-process check cannot start ({e}); --on-violation raise "
+                                  "cannot be honoured, so the program was not started") from None
+        print(f"traincheck: warning: the in-process check cannot start ({e}): nothing is checked while this program "
+              "runs", file=sys.stderr)
         return None
+
+
+class CheckNotStarted(SystemExit):
+    """The program is not started: its message goes to stderr and the exit status is 1, as for any
+    SystemExit with a message, without a traceback of ours."""
 
 
 # Libraries whose internals a shipped pack's invariants may name, besides the instrumented ones.
@@ -304,11 +317,31 @@ def _from_the_script_on(tb, script: str):
     return tb
 
 
+def _to_the_step_boundary(tb):
+    """A ViolationError's traceback without its last frames when they are ours (the step-boundary hooks
+    that raised it): it ends at the script's line where the step began (the loop header, or the script's
+    own start_step() call)."""
+    ours = os.path.dirname(os.path.abspath(violations.__file__)) + os.sep
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    keep = len(entries)
+    while keep > 1 and entries[keep - 1].tb_frame.f_code.co_filename.startswith(ours):
+        keep -= 1
+    if entries:
+        entries[keep - 1].tb_next = None
+        return entries[0]
+    return None
+
+
 def _hide_our_frames(script: str) -> None:
     previous = sys.excepthook
 
     def excepthook(exc_type, exc, tb):
         tb = _from_the_script_on(tb, script)
+        if isinstance(exc, violations.ViolationError):
+            tb = _to_the_step_boundary(tb)
         if isinstance(exc, BaseException):
             exc.__traceback__ = tb  # the default hook prints the exception's own traceback, not `tb`
         previous(exc_type, exc, tb)
@@ -343,7 +376,7 @@ def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: lis
 
 def _write_summary(path: str, summary: dict, quiet: bool = False) -> None:
     try:
-        with open(path, "w") as f:
+        with output_files.open_output(path, "w") as f:
             json.dump(summary, f, indent=2)
     except OSError as e:  # a full or read-only output folder: the recorder announces it too; train anyway
         if not quiet:

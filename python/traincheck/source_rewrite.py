@@ -165,6 +165,19 @@ def _call_stmt(func: str, *args: str) -> ast.stmt:
     return ast.Expr(value=call)
 
 
+def _at_loop_header(stmt: ast.stmt, loop: ast.For | ast.While) -> ast.stmt:
+    """`stmt` placed on the loop's header (`for x in loader`, `while cond`): a step starts there, and an
+    exception raised at the boundary (a ViolationError under --on-violation raise) names that line, not
+    the body's first statement."""
+    header = loop.iter if isinstance(loop, ast.For) else loop.test
+    one_line = header.end_lineno == loop.lineno
+    end_col = header.end_col_offset if one_line else loop.col_offset + (3 if isinstance(loop, ast.For) else 5)
+    for node in ast.walk(stmt):
+        node.lineno = node.end_lineno = loop.lineno
+        node.col_offset, node.end_col_offset = loop.col_offset, end_col
+    return stmt
+
+
 def _user_calls(tree: ast.AST) -> set[str]:
     """Annotation functions the script already calls itself (any spelling: traincheck.x or x)."""
     found = set()
@@ -252,9 +265,9 @@ class _Annotator(ast.NodeTransformer):
             return node
         kind = classify_loop(node, self.trains)  # after the inner loops got theirs, as in the original
         if kind == "training":
-            node.body.insert(0, ast.copy_location(_call_stmt("start_step"), node.body[0]))
+            node.body.insert(0, _at_loop_header(_call_stmt("start_step"), node))
         elif kind == "eval":
-            node.body.insert(0, ast.copy_location(_call_stmt("start_eval_step"), node.body[0]))
+            node.body.insert(0, _at_loop_header(_call_stmt("start_eval_step"), node))
         return node
 
     visit_For = visit_While = _visit_loop

@@ -5,7 +5,9 @@ thread) prints the first violation of each invariant on stderr as it finds it (`
 the default; ``log`` keeps it to failed.log and the report). The training thread hears of those
 violations at the next step boundary (``start_step``), where this module calls the script's
 ``traincheck.on_violation`` callbacks, then, with ``--on-violation raise``, raises ``ViolationError`` in
-the training loop, so the script's own exception handling and checkpointing run. No torch here.
+the training loop, so the script's own exception handling and checkpointing run: its traceback names the
+line where the step began (the loop header the collector annotated, or the script's own start_step()).
+No torch here.
 """
 
 from __future__ import annotations

@@ -116,3 +116,21 @@ def test_on_violation_outside_collect_registers_and_never_calls():
             traincheck.on_violation("not callable")
     finally:
         violations._callbacks.remove(callback)
+
+
+def test_an_uncaught_violation_error_points_at_the_step_boundary_the_loop_header(tmp_path):
+    # The script without its own handling: the traceback Python prints ends at the loop header, where the
+    # step began and the error was raised, not inside the loop's first statement nor in traincheck's code.
+    script = SCRIPT.replace("try:\n", "if True:\n").replace("except traincheck.ViolationError as e:", "if False:")
+    (tmp_path / "train.py").write_text(script)
+    (tmp_path / "inv.json").write_text(json.dumps(INVARIANT) + "\n")
+    header = next(n for n, line in enumerate(script.splitlines(), 1) if line.strip().startswith("for i, (x, y)"))
+    result = collect(tmp_path, "-p", "train.py", "-i", "inv.json", "--output-dir", "run", "--on-violation", "raise")
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    start = lines.index("Traceback (most recent call last):")
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("traincheck.violations.ViolationError: "))
+    frames = [i for i in range(start, end) if lines[i].lstrip().startswith("File ")]
+    assert frames and all(str(tmp_path / "train.py") in lines[i] for i in frames), lines[start:end + 1]
+    assert lines[frames[-1]].endswith(f'line {header}, in <module>'), lines[start:end + 1]
+    assert lines[frames[-1] + 1].strip() == "for i, (x, y) in enumerate(zip(inputs, labels)):"

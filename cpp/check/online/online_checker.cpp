@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "check/online/process_summaries.h"
 #include "check/report/report_html_online.h"
 #include "check/result_writer.h"
+#include "common/output_file.h"
 #include "relations/registry.h"
 
 namespace traincheck {
@@ -211,15 +211,7 @@ void OnlineChecker::write_violations_summary() const {
 
 void OnlineChecker::write_report(const std::string& path) const {
   // Written beside and renamed: a browser refreshing the page never reads half of it.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << render_report();
-    if (!out) throw std::runtime_error(tmp + ": write failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": cannot replace: " + ec.message());
+  replace_output_file(path, render_report());
 }
 
 }  // namespace traincheck

@@ -1,16 +1,17 @@
 #include "check/online/online_command.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <ostream>
 #include <set>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <thread>
 
 #include "check/check_args.h"
@@ -18,6 +19,8 @@
 #include "check/report/report_exporter.h"
 #include "check/online/trace_tailer.h"
 #include "common/console_text.h"
+#include "common/fd_write.h"
+#include "common/output_file.h"
 #include "common/invariant_source.h"
 
 namespace traincheck {
@@ -37,17 +40,24 @@ std::string timestamp() {
 // Messages go to stderr and to the log file (the original's log: docs/formats.md §traincheck-onlinecheck).
 class Log {
  public:
-  Log(std::ostream& err, const std::string& path) : err_(err), file_(path, std::ios::app) {}
+  // A log that cannot be opened (a link planted under its name is refused, never followed) leaves the
+  // messages on stderr, with one line saying so.
+  Log(std::ostream& err, const std::string& path) : err_(err), fd_(open_output_fd(path, OutputMode::Append)) {
+    if (fd_ < 0) err_ << "traincheck-onlinecheck: warning: no log file: " << output_open_error(path, errno) << "\n";
+  }
+  ~Log() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
   void line(const std::string& text) {
     err_ << text << "\n";
-    file_ << text << "\n";
-    file_.flush();
+    if (fd_ >= 0) write_all(fd_, text + "\n");
   }
-  bool ok() const { return static_cast<bool>(file_); }
 
  private:
   std::ostream& err_;
-  std::ofstream file_;
+  int fd_ = -1;
 };
 
 // --exit-on-idle without a value: long enough for a checkpoint or an evaluation pass, when a training
@@ -275,6 +285,7 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
   run.html = !args.flag_set("no_html_report");
   run.report_path = (fs::path(out_dir) / "report.html").string();
 
+  if (const std::string note = existing_results_note(out_dir); !note.empty()) log.line("warning: " + note);
   try {
     OnlineCheckerOptions options;
     options.output_dir = out_dir;

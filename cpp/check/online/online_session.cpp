@@ -1,6 +1,7 @@
 #include "check/online/online_session.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -8,10 +9,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "common/fd_write.h"
+#include "common/output_file.h"
 #include "trace/json_parse.h"
 
 namespace traincheck {
@@ -32,13 +33,19 @@ int64_t monotonic_ns() {
 }
 
 // True for the first process of the run to get here: it creates invariants.json (empty, filled by the
-// checker) and owns report.html.
+// checker) and owns report.html; false when another process of the run did. Throws when the file can be
+// neither created nor found (a full or read-only folder, a link planted under its name): the check
+// cannot start.
 bool claim_invariants_file(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  create_output_subfolder(dir);  // the collector's <output-dir>/online_check: never a link planted there
   const std::string path = (fs::path(dir) / "invariants.json").string();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
+  const int fd = open_output_fd(path, OutputMode::CreateNew);
+  if (fd < 0) {
+    const int error = errno;
+    struct stat st{};
+    if (error == EEXIST && ::lstat(path.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) return false;
+    throw std::runtime_error(output_open_error(path, error == EEXIST ? ELOOP : error));
+  }
   ::close(fd);
   return true;
 }
@@ -141,7 +148,11 @@ void OnlineSession::check_peer_ends_locked(const std::vector<Record>& ends) {
 }
 
 uint64_t OnlineSession::fail_locked(const char* what) {
-  ++errors_;
+  // The first error is said on stderr (an output refused, a full disk): the others are counted in the
+  // summary. One write of the whole line, as the alerts.
+  if (errors_++ == 0)
+    write_all(STDERR_FILENO, std::string("traincheck: warning: in-process check: ") + what + "; later errors are counted in " +
+                                 summary_path_ + "\n");
   last_error_ = what;
   return 1;
 }
@@ -287,17 +298,15 @@ void OnlineSession::finish() {
       }
       checker_->end_trace();  // also a batch the writer started but never ended (it should not happen)
     }
-    refresh_report_locked(true);
+    try {  // a report that cannot be written (a link planted under its name) leaves the summary written
+      refresh_report_locked(true);
+    } catch (const std::exception& e) {
+      fail_locked(e.what());
+    }
     std::string text;
     append_value_json(text, summary_locked(), JsonStyle::Indented, 2);
     text += '\n';
-    const std::string tmp = summary_path_ + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out << text;
-      if (!out) throw std::runtime_error(tmp + ": write failed");
-    }
-    fs::rename(tmp, summary_path_);
+    replace_output_file(summary_path_, text);
   } catch (const std::exception& e) {
     fail_locked(e.what());
   } catch (...) {

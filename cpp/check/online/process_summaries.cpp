@@ -138,7 +138,7 @@ uint64_t non_blank_lines(const fs::path& path) {
 
 }  // namespace
 
-RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows) {
+RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows, std::optional<int> exit_code) {
   RunOnlineCheckReport report;
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) return report;
@@ -171,8 +171,15 @@ RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t m
   }
   const std::string failed = (fs::path(folder) / "failed.log").string();
   if (texts.empty()) {
-    report.line = "online check: " + std::to_string(non_blank_lines(failed)) +
-                  " violations (no summary: the program did not exit normally); see " + failed;
+    const std::string why = !exit_code ? "the program did not exit normally"
+                            : *exit_code == 0
+                                ? "the program exited normally, but the check could not start or could not write its results; "
+                                  "see the warnings above"
+                                : "the program ended with exit code " + std::to_string(*exit_code) + ", leaving none";
+    std::error_code missing;
+    report.line = fs::exists(failed, missing)  // no failed.log: no process got as far as checking
+                      ? "online check: " + std::to_string(non_blank_lines(failed)) + " violations (no summary: " + why + "); see " + failed
+                      : "online check: nothing checked (no summary: " + why + ")";
     return report;
   }
   const uint64_t not_evaluated = unevaluated ? std::min<uint64_t>(unevaluated->size(), checked) : 0;

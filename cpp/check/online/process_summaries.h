@@ -7,6 +7,7 @@
 // step and the counts added.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,11 @@ struct RunOnlineCheckReport {
 };
 // Violations are added up and invariants counted once over the processes (by identity); checked and
 // not checked are the largest of any process (each checks the same set). A summary that cannot be read
-// or parsed is skipped. With no summary at all (killed before the exit handlers ran), failed.log (one line
-// per violation) is all there is, and the line says so.
-RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows);
+// or parsed is skipped. With no summary at all, failed.log (one line per violation) is all there is, and
+// the line says what is known from the program's `exit_code`: not 0, the exit code (killed, stopped at
+// start, or failed); 0, the check itself could not start or write its results. Without
+// failed.log either, no process started checking, and the line says "nothing checked".
+RunOnlineCheckReport run_online_check_report(const std::string& folder, size_t max_rows,
+                                             std::optional<int> exit_code = std::nullopt);
 
 }  // namespace traincheck

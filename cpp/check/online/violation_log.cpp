@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/fd_write.h"
+#include "common/output_file.h"
 #include "common/json_writer.h"
 #include "trace/value.h"
 
@@ -26,8 +27,8 @@ int64_t monotonic_now_ns() {
 
 ViolationLog::ViolationLog(std::string failed_log, size_t max_steps_kept, size_t max_samples_kept)
     : path_(std::move(failed_log)), max_steps_kept_(max_steps_kept), max_samples_kept_(max_samples_kept) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open for appending: " + std::strerror(errno));
+  fd_ = open_output_fd(path_, OutputMode::Append);
+  if (fd_ < 0) throw std::runtime_error(output_open_error(path_, errno));
 }
 
 ViolationLog::~ViolationLog() {

@@ -13,6 +13,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 
+from traincheck import output_files
 from traincheck.instrument.installer import CallOptions
 
 
@@ -92,7 +93,7 @@ class SelectivePlan:
 
 
 def write_instr_opts(plan: SelectivePlan, path: str, model_tracker_style: str | None) -> None:
-    with open(path, "w") as f:
+    with output_files.open_output(path, "w") as f:
         json.dump(plan.to_instr_opts(model_tracker_style), f, indent=4)
 
 

@@ -11,7 +11,7 @@ import inspect
 import json
 import os
 
-from traincheck import _core
+from traincheck import _core, output_files
 
 
 def _json_default(value):
@@ -73,7 +73,7 @@ def publish_signatures(entries: dict, output_dir: str) -> None:
     if not entries:
         return
     path = os.path.join(output_dir, "api_signatures.json")
-    with open(os.path.join(output_dir, ".api_signatures.lock"), "a") as lock:
+    with output_files.open_output(os.path.join(output_dir, ".api_signatures.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         identity, merged = _last_written.get(path, (None, None))
         if merged is None or identity is None or _identity(path) != identity:
@@ -85,16 +85,6 @@ def publish_signatures(entries: dict, output_dir: str) -> None:
         if all(merged.get(name) == entry for name, entry in entries.items()):
             return
         merged = {**merged, **entries}
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            text = json.dumps(merged, sort_keys=True, default=str)  # the C encoder: json.dump to a file is pure Python
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except OSError:
-            try:  # a full disk must not leave a half-written temporary file behind
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
+        # The C encoder: json.dump to a file is pure Python.
+        output_files.replace_output(path, json.dumps(merged, sort_keys=True, default=str))
         _last_written[path] = (_identity(path), merged)

@@ -73,7 +73,7 @@ TEST(OnlineSession, ViolationsReachFailedLogDuringThePassAndTheSummaryAtClose) {
   session.finish();  // idempotent
 }
 
-// Violations while training runs: the training thread hears of an invariant's first violation once (take_alerts), and
+// The training thread hears of an invariant's first violation once (take_alerts), and
 // with Warn the writer prints it on stderr as it is found, with why to trust it; later violations of the
 // same invariant go to failed.log only.
 TEST(OnlineSession, AnInvariantsFirstViolationIsPrintedAndQueuedOnceForTheTrainingThread) {
@@ -225,4 +225,60 @@ TEST(OnlineSession, AForkChildChecksItsOwnRecordsWithASessionOfItsOwnAndLeavesTh
   EXPECT_EQ(sink.on_close(sink.context), 0u);
   EXPECT_TRUE(fs::exists(session.summary_path()));
   EXPECT_EQ(fs::path(session.report_path()).filename(), "report.html");
+}
+
+// A link planted in online_check/ under an output's name is never written through: invariants.json and
+// failed.log refused (the session does not start, naming it), report.html and summary_<pid>.json refused
+// at close while the other is still written.
+TEST(OnlineSession, ALinkPlantedUnderAnOutputNameIsNeverWrittenThrough) {
+  const fs::path dir = setup("links");
+  const fs::path victim = dir / "victim.txt";
+  std::ofstream(victim) << "precious\n";
+  const fs::path out = dir / "online_check";
+  auto victim_text = [&] {
+    std::ifstream in(victim);
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return s;
+  };
+  fs::create_directories(out);
+  fs::create_symlink(victim, out / "failed.log");
+  try {
+    OnlineSession session(options(dir));
+    FAIL() << "started on a failed.log that is a link";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find((out / "failed.log").string() + ": is a symbolic link"), std::string::npos) << e.what();
+  }
+  fs::remove_all(out);
+  fs::create_directories(out);
+  fs::create_symlink(dir / "absent.json", out / "invariants.json");  // dangling: not created through either
+  try {
+    OnlineSession session(options(dir));
+    FAIL() << "started on an invariants.json that is a link";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find((out / "invariants.json").string() + ": is a symbolic link"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "absent.json"));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  fs::create_symlink(victim, out / ("summary_" + std::to_string(::getpid()) + ".json"));
+  {
+    OnlineSession session(options(dir));
+    const TcRecordSink sink = session.sink();
+    const std::string text = line("function_call (pre)", 10) + line("function_call (post)", 15);
+    sink.on_lines(sink.context, TC_SINK_API, 7, 1, text.data(), text.size());
+    sink.on_close(sink.context);
+    EXPECT_TRUE(fs::exists(session.report_path())) << "the report is written although the summary is refused";
+    EXPECT_GE(session.errors(), 1u);
+  }
+  fs::remove_all(out);
+  fs::create_directories(out);
+  fs::create_symlink(victim, out / "report.html");
+  {
+    OnlineSession session(options(dir));
+    EXPECT_EQ(session.report_path(), (out / "report.html").string());
+    session.sink().on_close(session.sink().context);
+    EXPECT_TRUE(fs::exists(session.summary_path())) << "the summary is written although the report is refused";
+    EXPECT_TRUE(fs::is_symlink(out / "report.html"));
+  }
+  EXPECT_EQ(victim_text(), "precious\n");
 }

@@ -164,5 +164,21 @@ TEST(ProcessSummaries, RunReportWithoutSummariesCountsFailedLogLines) {
   EXPECT_FALSE(run_online_check_report((run.dir / "absent").string(), 20).checked);
 }
 
+// The program's exit code says why there is no summary; the line never claims an abnormal exit after a
+// normal one.
+TEST(ProcessSummaries, RunReportWithoutSummariesSaysWhyFromTheExitCode) {
+  RunFolder run;
+  run.write("failed.log", "");
+  const std::string failed = (run.dir / "failed.log").string();
+  EXPECT_EQ(run_online_check_report(run.dir.string(), 20, 0).line,
+            "online check: 0 violations (no summary: the program exited normally, but the check could not start or "
+            "could not write its results; see the warnings above); see " + failed);
+  EXPECT_EQ(run_online_check_report(run.dir.string(), 20, 137).line,
+            "online check: 0 violations (no summary: the program ended with exit code 137, leaving none); see " + failed);
+  fs::remove(failed);  // the check never started: no failed.log to point at
+  EXPECT_EQ(run_online_check_report(run.dir.string(), 20, 1).line,
+            "online check: nothing checked (no summary: the program ended with exit code 1, leaving none)");
+}
+
 }  // namespace
 }  // namespace traincheck
