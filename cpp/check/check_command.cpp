@@ -18,6 +18,7 @@
 #include "common/output_file.h"
 #include "invariant/version_gate.h"
 #include "relations/registry.h"
+#include "trace/lost_records.h"
 
 namespace traincheck {
 
@@ -104,6 +105,8 @@ int run_check_command(int argc, const char* const* argv, std::ostream& err) {
       err << "[check] " << console_text(name) << ": " << report.count_failed() << " failed, " << report.count_passed() << " passed, "
           << report.count_not_triggered() << " not triggered (" << secs << " s)\n";
       if (!gate.note.empty()) err << "[check] " << console_text(name) << ": " << gate.note << "\n";
+      if (trace->records_lost())
+        err << "[check] " << console_text(name) << ": " << incomplete_trace_line(trace->records_lost(), trace->files_with_lost_records()) << "\n";
       print_violation_summary(err, name, violation_summary_rows(report), summary_rows);
       // With the trace's api_signatures.json read, the APIs still without one are builtins whose signature
       // no collector records (named by position at inference too): said with -d only.

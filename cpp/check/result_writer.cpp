@@ -1,11 +1,14 @@
 #include "check/result_writer.h"
 
+#include "trace/lost_records.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
 #include "check/violation_summary.h"
 #include "common/output_file.h"
+#include "trace/lost_records.h"
 
 namespace traincheck {
 
@@ -19,10 +22,21 @@ void append_entry(std::string& out, const Value& v) {
 }  // namespace
 
 Value build_violations_summary(const TraceCheckReport& report) {
-  return build_violations_summary(violation_summary_rows(report), relation_checks_value(report));
+  return build_violations_summary(violation_summary_rows(report), relation_checks_value(report),
+                                  report.trace->records_lost()
+                                      ? incomplete_trace_value(report.trace->records_lost(), report.trace->files_with_lost_records())
+                                      : Value());
 }
 
-Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks) {
+Value incomplete_trace_value(uint64_t records_lost, const std::vector<std::string>& files) {
+  Array names;
+  for (const std::string& f : files) names.push_back(Value::string(f));
+  return make_object({{"records_lost", Value::integer(static_cast<int64_t>(records_lost))},
+                      {"files", Value::array(std::move(names))},
+                      {"note", Value::string(incomplete_trace_line(records_lost, files))}});
+}
+
+Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks, const Value& incomplete) {
   auto opt = [](const std::optional<int64_t>& x) { return x ? Value::integer(*x) : Value::null(); };
   auto stage = [](const std::string& s) { return s.empty() ? Value::null() : Value::string(s); };
   Array list;
@@ -57,6 +71,7 @@ Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, con
                     {intern_key("violations"), Value::array(std::move(list))},
                     {intern_key("invariants_violated_per_step"), Value::array(std::move(per_step))}};
   if (!checks.is_null()) summary.push_back({intern_key("checks"), checks});
+  if (!incomplete.is_null()) summary.push_back({intern_key("incomplete_trace"), incomplete});
   return Value::object(std::move(summary));
 }
 
@@ -82,9 +97,10 @@ Value relation_checks_value(const TraceCheckReport& report) {
   return make_object({{"total", value(total)}, {"by_relation", Value::object(std::move(relations))}});
 }
 
-void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows, const Value& checks) {
+void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows, const Value& checks,
+                                   const Value& incomplete) {
   std::string summary;
-  append_value_json(summary, build_violations_summary(rows, checks), JsonStyle::Indented, 4);
+  append_value_json(summary, build_violations_summary(rows, checks, incomplete), JsonStyle::Indented, 4);
   summary += '\n';
   write_output_file(path, summary);
 }
@@ -147,8 +163,10 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
   failed.close();
   passed.close();
   not_triggered.close();
+  const TraceStore& lossy = *report.trace;
   write_violations_summary_file((base / "violations_summary.json").string(), violation_summary_rows(report),
-                                relation_checks_value(report));
+                                relation_checks_value(report),
+                                lossy.records_lost() ? incomplete_trace_value(lossy.records_lost(), lossy.files_with_lost_records()) : Value());
 }
 
 }  // namespace traincheck

@@ -19,13 +19,19 @@ void write_trace_results(const std::string& dir, const TraceCheckReport& report)
 // offline, the invariants failed / passed / not triggered per relation ("checks"), so that a reader
 // (traincheck-export's results.py) displays them without recomputing anything.
 Value build_violations_summary(const TraceCheckReport& report);
-Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks = Value());
+// `incomplete`: incomplete_trace_value() when records were lost (docs/formats.md §Damaged and incomplete
+// traces), else null (no field).
+Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks = Value(),
+                               const Value& incomplete = Value());
+
+// {"records_lost": N, "files": [...], "note": the console's line} for violations_summary.json.
+Value incomplete_trace_value(uint64_t records_lost, const std::vector<std::string>& files);
 
 // {"total": {"failed", "passed", "not_triggered"}, "by_relation": {relation: {...}}} of an offline check.
 Value relation_checks_value(const TraceCheckReport& report);
 
 // Writes violations_summary.json of these rows (traincheck-onlinecheck's, at stop). Throws on I/O failure.
 void write_violations_summary_file(const std::string& path, const std::vector<ViolationSummaryRow>& rows,
-                                   const Value& checks = Value());
+                                   const Value& checks = Value(), const Value& incomplete = Value());
 
 }  // namespace traincheck

@@ -117,16 +117,21 @@ void intersect_args(Object& acc, const Object& next) {
   });
 }
 
-bool args_match(const Value& arguments, const Object& bound) {
+// `absent_unknown`: the call's API has no recorded signature, so an argument passed by position has no
+// name, and a constrained argument the call does not name is unknown, not different: it is not held
+// against the call (a missing api_signatures.json must not make every constrained child a violation).
+bool args_match(const Value& arguments, const Object& bound, bool absent_unknown) {
   const Value* args = arguments.find("args");
   if (args == nullptr || !args->is_object()) return true;
   for (const Member& want : args->as_object()) {
+    bool named = false;
     const bool found = std::any_of(bound.begin(), bound.end(), [&](const Member& m) {
       if (m.key != want.key) return false;
+      named = true;
       std::optional<Value> mode = module_mode(m.value);
       return (mode ? *mode : m.value) == want.value;
     });
-    if (!found) return false;
+    if (!found && (named || !absent_unknown)) return false;
   }
   return true;
 }
@@ -290,7 +295,7 @@ bool ApiContainRelation::api_call_matches(const Param& child, const Record& pre,
   if (child.type != ParamType::Api || pre.function != child.api_full_name) return false;
   const bool with_args = child.arguments && child.arguments->is_object();
   // `self` is bound too: the original writes it into method children's argument constraints.
-  return !with_args || args_match(*child.arguments, signatures.bind(pre, false, false));
+  return !with_args || args_match(*child.arguments, signatures.bind(pre, false, false), signatures.find(pre.function) == nullptr);
 }
 
 bool ApiContainRelation::api_outcome_matches(const Param& child, bool raised) {

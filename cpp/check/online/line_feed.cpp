@@ -64,6 +64,18 @@ void LineFeed::expect_loss(const std::string& file, uint64_t line, uint64_t reco
   list.insert(std::upper_bound(list.begin(), list.end(), std::make_pair(line, records)), {line, records});
 }
 
+void LineFeed::end_of_sources() {
+  for (auto& [source, progress] : sources_) {
+    std::optional<LostAt> last;
+    if (progress.last_time) last = LostAt{*progress.last_time, progress.last_process_id, progress.last_thread_id};
+    for (; progress.next_expected_loss < progress.expected_losses.size(); ++progress.next_expected_loss)
+      note_loss(source, progress.expected_losses[progress.next_expected_loss].second, last ? &*last : nullptr);
+  }
+  for (auto& [file, losses] : expected_losses_)
+    for (const auto& [line, records] : losses) records_lost_ += records;
+  expected_losses_.clear();
+}
+
 void LineFeed::note_loss(std::string_view source, uint64_t records, const LostAt* before) {
   records_lost_ += records;
   if (before != nullptr)
@@ -71,9 +83,9 @@ void LineFeed::note_loss(std::string_view source, uint64_t records, const LostAt
                                     [](int64_t t, const LostAt& l) { return t < l.time; }),
                    *before);
   auto& progress = sources_.find(source)->second;
-  if (!progress.had_bad_line) {
-    progress.had_bad_line = true;
-    sources_with_bad_lines_.emplace_back(source);
+  if (!progress.had_loss) {
+    progress.had_loss = true;
+    sources_with_losses_.emplace_back(source);
   }
 }
 

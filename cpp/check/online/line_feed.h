@@ -63,6 +63,9 @@ class LineFeed {
   // Records lost from the source whose file name (without folder) is `file`, before its line `line`, as
   // the recorder's log says (trace/lost_records.h): a loss there, once the feed reaches that line.
   void expect_loss(const std::string& file, uint64_t line, uint64_t records);
+  // Every source has ended: expected losses past a source's last line (lines lost at its end) are losses
+  // after its last record; those of files never seen are counted.
+  void end_of_sources();
   // Records lost so far: bad lines, and expected losses reached.
   uint64_t records_lost() const { return records_lost_; }
 
@@ -70,8 +73,8 @@ class LineFeed {
   std::optional<int64_t> last_time(std::string_view source) const;
   uint64_t lines() const { return lines_; }          // non-blank lines given
   uint64_t bad_lines() const { return bad_lines_; }  // lines that did not parse
-  // The sources with a bad line, in the order their first one was found.
-  const std::vector<std::string>& sources_with_bad_lines() const { return sources_with_bad_lines_; }
+  // The sources that lost records (a bad line, an expected loss), in the order their first loss was found.
+  const std::vector<std::string>& sources_with_losses() const { return sources_with_losses_; }
   const VarLineTemplates& templates() const { return templates_; }
   // The last bad-line messages ("source:line: what"), at most 20.
   const std::vector<std::string>& recent_errors() const { return recent_errors_; }
@@ -95,7 +98,7 @@ class LineFeed {
     uint64_t lines = 0;
     std::optional<int64_t> last_time;
     int64_t last_process_id = 0, last_thread_id = 0;  // of the record at last_time
-    bool had_bad_line = false;
+    bool had_loss = false;
     std::vector<std::pair<uint64_t, uint64_t>> expected_losses;  // (line, records), by line
     size_t next_expected_loss = 0;
   };
@@ -112,7 +115,7 @@ class LineFeed {
   VarLineTemplates templates_;
   std::unordered_map<std::string, SourceProgress, StringHash, std::equal_to<>> sources_;
   std::vector<std::string> recent_errors_;
-  std::vector<std::string> sources_with_bad_lines_;
+  std::vector<std::string> sources_with_losses_;
   std::vector<LostAt> losses_;  // not yet reported, by time
   std::unordered_map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> expected_losses_;  // by file name
   uint64_t records_lost_ = 0;

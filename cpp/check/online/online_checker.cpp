@@ -73,9 +73,14 @@ void OnlineChecker::end_batch(std::optional<int64_t> horizon) {
                    [this](const LostAt& loss) { dispatcher_->records_lost(loss.process_id, loss.thread_id); });
 }
 
+void OnlineChecker::end_of_sources() {
+  feed_->end_of_sources();
+  end_batch();
+}
+
 void OnlineChecker::end_trace() {
   if (ended_) return;
-  end_batch();
+  end_of_sources();
   ended_ = true;
   dispatcher_->end_trace();
 }
@@ -88,6 +93,7 @@ OnlineCounts OnlineChecker::counts() const {
   c.write_errors = log_->write_errors();
   c.lines = feed_->lines();
   c.bad_lines = feed_->bad_lines();
+  c.records_lost = feed_->records_lost() + unplaced_losses_;
   c.records = records_;
   c.dispatched = dispatcher_->dispatched();
   c.current_step = current_step_;
@@ -137,6 +143,7 @@ Value OnlineChecker::summary() const {
                       {"unevaluated", Value::object(std::move(unevaluated))},
                       {"records", n(c.records)},
                       {"bad_lines", n(c.bad_lines)},
+                      {"records_lost", n(c.records_lost)},
                       {"write_errors", n(c.write_errors)},
                       {"unwritten_violations", n(c.unwritten_violations)},
                       {"violated_invariants", make_string_array(violated)},
@@ -174,6 +181,7 @@ std::string OnlineChecker::render_report() const {
   data.total_invariants = states_.size();
   data.triggered = c.triggered;
   data.not_checked = c.not_checked;
+  data.incomplete_note = incomplete_trace_note();
   data.violations = c.violations;
   data.current_step = c.current_step;
   data.current_stage = c.current_stage;
@@ -205,8 +213,20 @@ std::string OnlineChecker::render_report() const {
   return render_online_report_html(data);
 }
 
+void OnlineChecker::expect_loss(const LostRecords& loss, const std::string& file) {
+  if (loss.placed) feed_->expect_loss(file, loss.line, loss.records);
+  else unplaced_losses_ += loss.records;
+}
+
+std::string OnlineChecker::incomplete_trace_note() const {
+  const uint64_t lost = feed_->records_lost() + unplaced_losses_;
+  return lost ? incomplete_trace_line(lost, feed_->sources_with_losses()) : std::string();
+}
+
 void OnlineChecker::write_violations_summary() const {
-  write_violations_summary_file((fs::path(options_.output_dir) / "violations_summary.json").string(), violation_summary());
+  const OnlineCounts c = counts();
+  write_violations_summary_file((fs::path(options_.output_dir) / "violations_summary.json").string(), violation_summary(), Value(),
+                                c.records_lost ? incomplete_trace_value(c.records_lost, feed_->sources_with_losses()) : Value());
 }
 
 void OnlineChecker::write_report(const std::string& path) const {

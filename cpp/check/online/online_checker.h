@@ -28,6 +28,7 @@
 #include "invariant/relation.h"
 #include "invariant/version_gate.h"
 #include "trace/api_signatures.h"
+#include "trace/lost_records.h"
 
 namespace traincheck {
 
@@ -52,6 +53,7 @@ struct OnlineCounts {
   uint64_t records = 0;    // records parsed (lines that may concern a check) or offered to check_record
   uint64_t dispatched = 0;  // records some check needed
   uint64_t bad_lines = 0;   // lines that did not parse (recent_errors() names them)
+  uint64_t records_lost = 0;  // bad lines, and lines the recorders' logs say they could not write
   uint64_t write_errors = 0;  // failed.log appends that failed
   uint64_t unwritten_violations = 0;  // counted in `violations`, no failed.log line (a check's per-step cap)
   std::optional<int64_t> current_step;  // the highest meta_vars.step seen
@@ -120,6 +122,17 @@ class OnlineChecker {
   // The time of the last line of `source` given to add_lines that was a valid record; nullopt if none.
   std::optional<int64_t> last_time(std::string_view source) const { return feed_->last_time(source); }
 
+  // Lines the recorder of a trace file (named without its folder) could not write, before its line
+  // `line`, from the trace folder's recorder log (trace/lost_records.h): where the feed reaches that line,
+  // every check forgets what the thread has open, as at a bad line. `placed` false: lost at no known place
+  // (counted only).
+  void expect_loss(const LostRecords& loss, const std::string& file);
+  // "" or one line: the verdicts were reached on an incomplete trace (records lost, the files that lost them).
+  std::string incomplete_trace_note() const;
+  // The trace files have ended (their recorders' logs are written): lines lost at a file's end count, and
+  // are losses after its last record. end_trace() does this first.
+  void end_of_sources();
+
   OnlineCounts counts() const;
   const std::vector<OnlineInvariantState>& states() const { return states_; }
   const std::vector<Invariant>& invariants() const { return invariants_; }  // as loaded
@@ -165,6 +178,7 @@ class OnlineChecker {
   std::unique_ptr<CheckDispatcher> dispatcher_;
   std::unique_ptr<LineFeed> feed_;
   uint64_t records_ = 0;                       // records parsed or offered (OnlineCounts::records)
+  uint64_t unplaced_losses_ = 0;               // lines lost at no known place (expect_loss)
   std::vector<Name> var_types_seen_;           // of the state records parsed or offered, first seen first
   std::optional<int64_t> current_step_;
   std::string current_stage_;

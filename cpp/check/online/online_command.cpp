@@ -16,12 +16,13 @@
 
 #include "check/check_args.h"
 #include "check/online/online_checker.h"
-#include "check/report/report_exporter.h"
 #include "check/online/trace_tailer.h"
+#include "check/report/report_exporter.h"
 #include "common/console_text.h"
 #include "common/fd_write.h"
-#include "common/output_file.h"
 #include "common/invariant_source.h"
+#include "common/output_file.h"
+#include "trace/lost_records.h"
 
 namespace traincheck {
 
@@ -243,6 +244,7 @@ void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSig
 void log_final_summary(const OnlineChecker& checker, Log& log) {
   const OnlineCounts c = checker.counts();
   log.line("Checker stopped");
+  if (const std::string note = checker.incomplete_trace_note(); !note.empty()) log.line(note);
   log.line("Total " + std::to_string(c.violations) + " violations found");
   log.line("Total " + std::to_string(c.invariants_violated) + " invariants violated:");
   const std::vector<ViolationSummaryRow> rows = checker.violation_summary();
@@ -299,6 +301,12 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     pending.load_new([&](const ApiSignatures& s) { signatures.merge(s); });
     const std::vector<std::string> invariant_files = resolve_invariant_sources(args.get_list("invariants"));
     OnlineChecker checker(OnlineChecker::load_invariants(invariant_files), std::move(signatures), options);
+    // A finished trace's recorder logs say where it lost lines: checked as the offline check places them.
+    for (const std::string& folder : folders) {
+      const std::vector<std::string> files = list_trace_files(folder);
+      for (const LostRecords& loss : read_recorder_losses(folder, files, err))
+        checker.expect_loss(loss, loss.placed ? fs::path(files[loss.file]).filename().string() : std::string());
+    }
     const OnlineCounts at_start = checker.counts();
     log.line("Checking " + std::to_string(at_start.checked) + " invariants online (" +
              std::to_string(at_start.not_checked - at_start.version_skipped) +
@@ -311,7 +319,9 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     exporter.start_follow();
     TraceTailer tailer(folders, args.get_list("traces"));
     check_until_stopped(checker, tailer, pending, run, log, stop);
-    checker.end_batch();  // records held back by a horizon when stopped inside a backlog
+    // Records held back by a horizon when stopped inside a backlog; a recorder's log read at the start
+    // means its files had ended, so lines lost at their ends count.
+    checker.end_of_sources();
     if (run.html) checker.write_report(run.report_path);
     checker.write_violations_summary();
     log_final_summary(checker, log);

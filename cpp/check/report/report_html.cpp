@@ -5,6 +5,7 @@
 
 #include "check/report/report_html_parts.h"
 #include "check/report/report_timeline.h"
+#include "trace/lost_records.h"
 
 namespace traincheck {
 
@@ -57,6 +58,9 @@ std::string render_report_html(const std::vector<TraceCheckReport>& reports, con
     }
   const std::optional<int64_t> first_bad = first_violation_step(summary);
   std::string h = page_head("offline", output_dir);
+  for (const TraceCheckReport& r : reports)
+    if (r.trace != nullptr && r.trace->records_lost())
+      h += "<p class=\"panel bad\">" + esc(r.name + ": " + incomplete_trace_line(r.trace->records_lost(), r.trace->files_with_lost_records())) + "</p>";
   h += "<div class=\"cards\">";
   h += card("Total invariants", std::to_string(total_invariants), "");
   h += card("Traces", std::to_string(reports.size()), "");

@@ -24,6 +24,7 @@ std::string render_online_report_html(OnlineReportData d) {
   for (const OnlineReportRow& row : d.rows) summary.push_back(summary_row(row));
   const std::optional<int64_t> first_bad = first_violation_step(summary);
   std::string h = page_head("online", d.output_dir);
+  if (!d.incomplete_note.empty()) h += "<p class=\"panel bad\">" + esc(d.incomplete_note) + "</p>";
   h += "<div class=\"cards\">";
   h += card("Total invariants", std::to_string(d.total_invariants), "");
   h += card("Triggered", std::to_string(d.triggered), "");

@@ -33,6 +33,7 @@ struct OnlineReportData {
   std::vector<std::string> not_triggered_labels;  // at most 50
   std::vector<OnlineReportRow> rows;              // violated invariants, any order
   std::map<std::string, report_parts::Counts> relations;
+  std::string incomplete_note;  // "" or the line saying records were lost (trace/lost_records.h)
 };
 
 std::string render_online_report_html(OnlineReportData data);
