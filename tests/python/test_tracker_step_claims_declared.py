@@ -52,6 +52,7 @@ from traincheck import _core
 from traincheck.tracking.tracker import ModelTracker
 out = sys.argv[1]
 _core.start(out)
+_core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
 tracker = ModelTracker(_core, style="sampler")
 model = torch.nn.Linear(3, 2)
 tracker.track(model, "model")
@@ -65,7 +66,8 @@ for _ in range(2):
     tracker.after_optimizer_step(opt, (), {{}})
     opt.zero_grad()
 try:
-    _core.record_var_states([1], [model.weight], [None], [None], 1, claims={{"no_such_claim": [True]}})
+    _core.record_var_states([_core.intern("w")], [model.weight], [None], [None], _core.intern("torch.nn.Parameter"),
+                            claims={{"no_such_claim": [True]}})
     print("accepted")
 except ValueError as e:
     print("rejected:", e)
