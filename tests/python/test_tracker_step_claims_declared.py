@@ -8,7 +8,7 @@ import textwrap
 
 import torch
 
-from conftest import all_records
+from conftest import read_trace_files
 from test_tracker_new_gradient import RecordingCore
 from traincheck import _core
 from traincheck.tracking.tracker import ModelTracker
@@ -81,7 +81,8 @@ def test_every_declared_claim_reaches_the_trace(tmp_path):
     run = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], check=True, timeout=120,
                          capture_output=True, text=True)
     assert "rejected:" in run.stdout and "no_such_claim" in run.stdout
-    states = [r for r in all_records(tmp_path / "out") if r["type"] == "state_change"]
+    states = [r for records in read_trace_files(tmp_path / "out", "VAR").values() for r in records
+              if r["type"] == "state_change"]
     written = {k: v for r in states for k, v in r["attributes"].items() if k.startswith("_TRAINCHECK_")}
     for claim in _declared():
         assert claim["attribute"] in written, f"{claim['name']} is declared but never reaches the trace"
