@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "record/python/value_capture.h"
 #include "record/python/var_states.h"
 #include "record/recorder.h"
+#include "record/step_claims.h"
 
 namespace nb = nanobind;
 
@@ -80,6 +82,24 @@ nb::object wrap(nb::handle original, const std::string& api_name, const nb::kwar
   Py_XDECREF(filter.keywords);  // the wrapper holds its own reference
   if (w == nullptr) throw nb::python_error();
   return nb::steal(w);
+}
+
+// record_var_states' docstring, its claims read from the table (one string for the module's life).
+const char* record_var_states_doc() {
+  static const std::string doc = [] {
+    std::string d =
+        "Write one state_change record per tensor (trace_VAR file), all with the same time. `claims`: the "
+        "claims at an optimizer's step, None or a dict from a claim's name to None or a list holding per tensor "
+        "None (no claim) or a bool; a name not declared is an error. The claims (step_claims()):";
+    for (const StepClaim& claim : kStepClaims) {
+      d += "\n  ";
+      d += claim.name;
+      d += ": ";
+      d += claim.meaning;
+    }
+    return d;
+  }();
+  return doc.c_str();
 }
 
 }  // namespace
@@ -156,26 +176,32 @@ void bind_recorder(nb::module_& m) {
   m.def(
       "record_var_states",
       [](nb::list name_ids, nb::list tensors, nb::list data_digests, nb::list grad_digests, uint32_t var_type_id,
-         uint32_t mode_id, uint32_t dump_loc_id, nb::handle grad_resets, nb::handle model_training,
-         nb::handle optimizer_has_gradients, nb::handle grad_reset_once, nb::handle grad_clipped) {
+         uint32_t mode_id, uint32_t dump_loc_id, nb::handle claims) {
         if (!g_recording_enabled.load(std::memory_order_relaxed)) return;
-        if (!record_var_states(name_ids.ptr(), tensors.ptr(), data_digests.ptr(), grad_digests.ptr(),
-                               VarStepClaims{grad_resets.ptr(), model_training.ptr(), optimizer_has_gradients.ptr(),
-                                             grad_reset_once.ptr(), grad_clipped.ptr()},
+        if (!record_var_states(name_ids.ptr(), tensors.ptr(), data_digests.ptr(), grad_digests.ptr(), claims.ptr(),
                                {var_type_id, mode_id, dump_loc_id})) {
           throw nb::python_error();
         }
       },
       nb::arg("name_ids"), nb::arg("tensors"), nb::arg("data_digests"), nb::arg("grad_digests"),
-      nb::arg("var_type_id"), nb::arg("mode_id") = 0, nb::arg("dump_loc_id") = 0, nb::arg("grad_resets").none() = nb::none(),
-      nb::arg("model_training").none() = nb::none(), nb::arg("optimizer_has_gradients").none() = nb::none(),
-      nb::arg("grad_reset_once").none() = nb::none(), nb::arg("grad_clipped").none() = nb::none(),
-      "Write one state_change record per tensor (trace_VAR file), all with the same time. The claims at an "
-      "optimizer's step, each None or per tensor None or a bool: grad_resets (its gradient was reset since its "
-      "optimizer's previous step), model_training (the model it was tracked under is in training mode), "
-      "optimizer_has_gradients (some parameter the stepping optimizer holds has a gradient), grad_reset_once (at "
-      "most one reset threw away a computed gradient since), grad_clipped (the gradient stepped on is the one "
-      "its last clipping left).");
+      nb::arg("var_type_id"), nb::arg("mode_id") = 0, nb::arg("dump_loc_id") = 0,
+      nb::arg("claims").none() = nb::none(), record_var_states_doc());
+  m.def(
+      "step_claims",
+      [] {
+        nb::list out;
+        for (const StepClaim& claim : kStepClaims) {
+          nb::dict d;
+          d["name"] = nb::str(claim.name.data(), claim.name.size());
+          d["attribute"] = nb::str(claim.attribute.data(), claim.attribute.size());
+          d["bit"] = claim.bit;
+          d["meaning"] = nb::str(claim.meaning.data(), claim.meaning.size());
+          out.append(d);
+        }
+        return out;
+      },
+      "The claims at an optimizer's step that record_var_states writes (record/step_claims.h), in bit order: "
+      "dicts of name, attribute, bit, meaning.");
   m.def(
       "set_var_hook", [](nb::handle hook) { set_var_hook(hook.ptr()); },
       "hook(api_name, 'pre'|'post') runs around calls of wrappers made with track_vars=True.");

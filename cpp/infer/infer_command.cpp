@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 
@@ -90,9 +91,20 @@ void report_across_programs(const AcrossProgramsResult& r, const std::string& re
       << ")\n";
 }
 
-}  // namespace
+// The command line, read and checked.
+struct InferCommand {
+  bool has_trace_files = false, has_trace_folders = false;  // -t, -f given
+  std::vector<std::string> trace_files;                      // -t: one trace
+  std::vector<std::string> trace_folders;                    // -f: a trace each
+  std::string output;
+  std::vector<const Relation*> relations;
+  InferOptions options;
+  AcrossPrograms across = AcrossPrograms::Auto;
+  size_t min_programs = 2;
+};
 
-int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
+// Reads the flags into `cmd`; an exit code when the command ends here (help, or invalid flags, said on `err`).
+std::optional<int> parse_infer_command(int argc, const char* const* argv, std::ostream& err, InferCommand& cmd) {
   ArgParser args("traincheck-infer", "Infer training invariants from traces of known-good runs.");
   args.list({"-t", "--traces"}, "traces", "trace files, combined into one trace", "FILE");
   args.list({"-f", "--trace-folders"}, "trace_folders", "trace folders, each one trace", "DIR");
@@ -122,88 +134,116 @@ int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
     err << args.usage() << "traincheck-infer: error: one of -t/--traces or -f/--trace-folders is required\n";
     return 2;
   }
-  AcrossPrograms across = AcrossPrograms::Auto;
-  if (!parse_across_programs(args.get("across_programs"), across)) {
+  if (!parse_across_programs(args.get("across_programs"), cmd.across)) {
     err << "traincheck-infer: error: --across-programs takes auto, on or off, got '" << console_text(args.get("across_programs")) << "'\n";
     return 2;
   }
-  size_t min_programs = 2;
-  InferOptions options;
   try {
     size_t used = 0;
     const long long m = std::stoll(args.get("min_programs"), &used);
     if (m < 1 || used != args.get("min_programs").size()) throw std::out_of_range("min_programs");
-    min_programs = static_cast<size_t>(m);
-    options.precondition.sampling = !args.flag_set("disable_precond_sampling");
-    options.precondition.sampling_threshold = std::stoul(args.get("precond_sampling_threshold"));
-    options.threads = std::stoul(args.get("threads"));
+    cmd.min_programs = static_cast<size_t>(m);
+    cmd.options.precondition.sampling = !args.flag_set("disable_precond_sampling");
+    cmd.options.precondition.sampling_threshold = std::stoul(args.get("precond_sampling_threshold"));
+    cmd.options.threads = std::stoul(args.get("threads"));
   } catch (const std::exception&) {
     err << "traincheck-infer: error: --precond-sampling-threshold and -j/--num-workers take a non-negative integer, "
            "--min-programs a positive one\n";
     return 2;
   }
-  options.progress = &err;
-  std::vector<const Relation*> relations;
-  if (!select_relations(args, relations, err)) return 2;
+  cmd.options.progress = &err;
+  if (!select_relations(args, cmd.relations, err)) return 2;
+  cmd.has_trace_files = args.has("traces");
+  cmd.has_trace_folders = args.has("trace_folders");
+  if (cmd.has_trace_files) cmd.trace_files = args.get_list("traces");
+  cmd.trace_folders = args.get_list("trace_folders");
+  cmd.output = args.get("output");
+  return std::nullopt;
+}
 
+// The traces: the -t files as one, then each folder.
+std::vector<TraceStore> read_traces(const InferCommand& cmd, std::ostream& err) {
+  std::vector<TraceStore> traces;
+  ReadOptions read;
+  read.warnings = &err;
+  read.threads = cmd.options.threads;
+  if (cmd.has_trace_files) traces.push_back(TraceStore::load_files(cmd.trace_files, read));
+  for (const std::string& folder : cmd.trace_folders) {
+    err << "[infer] reading " << console_text(folder) << "\n";
+    traces.push_back(TraceStore::load_folder(folder, read));
+  }
+  for (const TraceStore& t : traces)
+    err << "[infer] trace " << console_text(t.name()) << ": " << t.records().size() << " records, " << t.calls().size() << " calls, "
+        << t.var_instances().size() << " variables\n";
+  return traces;
+}
+
+// Whether to learn across programs, said on `err` when auto decides against it; nullopt (the error said)
+// when --across-programs on has one program only.
+std::optional<bool> decide_across(const InferCommand& cmd, const std::vector<ProgramTraces>& programs, size_t unknown,
+                                  std::ostream& err) {
+  const bool learn_across =
+      cmd.across == AcrossPrograms::On || (cmd.across == AcrossPrograms::Auto && programs.size() >= 2 && unknown == 0);
+  if (cmd.across == AcrossPrograms::On && programs.size() < 2) {
+    err << "traincheck-infer: error: --across-programs on needs traces of two programs or more; these are all of "
+        << console_text(programs.front().name) << "\n";
+    return std::nullopt;
+  }
+  if (cmd.across == AcrossPrograms::Auto && !learn_across && programs.size() >= 2)
+    err << "[infer] " << unknown << " trace(s) name no script (their env_dump.txt is missing or names none): the traces "
+           "are pooled as runs of one program"
+        << (cmd.has_trace_folders ? "; --across-programs on treats each such folder as a program of its own" : "") << "\n";
+  if (learn_across && cmd.min_programs > programs.size())
+    err << "[infer] warning: --min-programs " << cmd.min_programs << " is more than the " << programs.size()
+        << " programs given: no invariant can be kept\n";
+  return learn_across;
+}
+
+struct InferCounts {
+  size_t hypotheses = 0, written = 0, failed = 0;
+};
+
+// Learning across programs: the vetting report first (no invariant file without its reasons), then the
+// kept invariants and the failed hypotheses.
+InferCounts learn_across_programs(const InferCommand& cmd, const std::vector<ProgramTraces>& programs, std::ostream& err) {
+  const AcrossProgramsResult result = infer_across_programs(programs, cmd.relations, cmd.options, cmd.min_programs);
+  const std::vector<Invariant> kept = result.invariants();
+  const std::string report = cmd.output + ".vetting.json";
+  write_output_file(report, vet_report_json(result.vetting, result.programs, result.rule));
+  write_invariant_file(cmd.output, kept);
+  write_failed_file(cmd.output + ".failed", result.failed);
+  report_across_programs(result, report, err);
+  return {result.hypotheses, kept.size(), result.failed.size()};
+}
+
+// Learning from the traces pooled as runs of one program.
+InferCounts learn_pooled(const InferCommand& cmd, const std::vector<TraceStore>& traces) {
+  std::error_code ignored;  // an earlier run's, about invariants no longer there
+  std::filesystem::remove(cmd.output + ".vetting.json", ignored);
+  std::vector<const TraceStore*> ptrs;
+  for (const TraceStore& t : traces) ptrs.push_back(&t);
+  InferResult result = infer_invariants(ptrs, cmd.relations, cmd.options);
+  write_invariant_file(cmd.output, result.invariants);
+  write_failed_file(cmd.output + ".failed", result.failed);
+  return {result.hypotheses, result.invariants.size(), result.failed.size()};
+}
+
+}  // namespace
+
+int run_infer_command(int argc, const char* const* argv, std::ostream& err) {
+  InferCommand cmd;
+  if (const std::optional<int> exit_code = parse_infer_command(argc, argv, err, cmd)) return *exit_code;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    std::vector<TraceStore> traces;
-    ReadOptions read;
-    read.warnings = &err;
-    read.threads = options.threads;
-    if (args.has("traces")) traces.push_back(TraceStore::load_files(args.get_list("traces"), read));
-    for (const std::string& folder : args.get_list("trace_folders")) {
-      err << "[infer] reading " << console_text(folder) << "\n";
-      traces.push_back(TraceStore::load_folder(folder, read));
-    }
-    std::vector<const TraceStore*> ptrs;
-    for (const TraceStore& t : traces) {
-      ptrs.push_back(&t);
-      err << "[infer] trace " << console_text(t.name()) << ": " << t.records().size() << " records, " << t.calls().size() << " calls, "
-          << t.var_instances().size() << " variables\n";
-    }
-    const std::string output = args.get("output");
+    const std::vector<TraceStore> traces = read_traces(cmd, err);
     size_t unknown = 0;
-    const std::vector<ProgramTraces> programs = group_by_program(traces, args.get_list("trace_folders"), unknown);
-    const bool learn_across = across == AcrossPrograms::On || (across == AcrossPrograms::Auto && programs.size() >= 2 && unknown == 0);
-    if (across == AcrossPrograms::On && programs.size() < 2) {
-      err << "traincheck-infer: error: --across-programs on needs traces of two programs or more; these are all of "
-          << console_text(programs.front().name) << "\n";
-      return 2;
-    }
-    if (across == AcrossPrograms::Auto && !learn_across && programs.size() >= 2)
-      err << "[infer] " << unknown << " trace(s) name no script (their env_dump.txt is missing or names none): the traces "
-             "are pooled as runs of one program"
-          << (args.has("trace_folders") ? "; --across-programs on treats each such folder as a program of its own" : "") << "\n";
-    if (learn_across && min_programs > programs.size())
-      err << "[infer] warning: --min-programs " << min_programs << " is more than the " << programs.size()
-          << " programs given: no invariant can be kept\n";
-    size_t hypotheses = 0, written = 0, failed = 0;
-    if (learn_across) {
-      const AcrossProgramsResult result = infer_across_programs(programs, relations, options, min_programs);
-      const std::vector<Invariant> kept = result.invariants();
-      const std::string report = output + ".vetting.json";  // first: no invariant file without its reasons
-      write_output_file(report, vet_report_json(result.vetting, result.programs, result.rule));
-      write_invariant_file(output, kept);
-      write_failed_file(output + ".failed", result.failed);
-      report_across_programs(result, report, err);
-      hypotheses = result.hypotheses;
-      written = kept.size();
-      failed = result.failed.size();
-    } else {
-      std::error_code ignored;  // an earlier run's, about invariants no longer there
-      std::filesystem::remove(output + ".vetting.json", ignored);
-      InferResult result = infer_invariants(ptrs, relations, options);
-      write_invariant_file(output, result.invariants);
-      write_failed_file(output + ".failed", result.failed);
-      hypotheses = result.hypotheses;
-      written = result.invariants.size();
-      failed = result.failed.size();
-    }
+    const std::vector<ProgramTraces> programs = group_by_program(traces, cmd.trace_folders, unknown);
+    const std::optional<bool> learn_across = decide_across(cmd, programs, unknown, err);
+    if (!learn_across) return 2;
+    const InferCounts counts = *learn_across ? learn_across_programs(cmd, programs, err) : learn_pooled(cmd, traces);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    err << "[infer] " << hypotheses << " hypotheses: " << written << " invariants written to " << output << ", " << failed
-        << " failed (" << secs << " s)\n";
+    err << "[infer] " << counts.hypotheses << " hypotheses: " << counts.written << " invariants written to " << cmd.output
+        << ", " << counts.failed << " failed (" << secs << " s)\n";
   } catch (const std::exception& e) {
     err << "traincheck-infer: error: " << e.what() << "\n";
     return 1;

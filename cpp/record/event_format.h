@@ -11,6 +11,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "record/step_claims.h"
+
 namespace traincheck {
 
 enum class EventKind : uint8_t {
@@ -101,44 +103,15 @@ enum VarStateFlags : uint32_t {
   kVarHasDataDigest = 1 << 0,
   kVarHasGradDigest = 1 << 1,
   kVarHasUserAttributes = 1 << 2,  // a kDict value follows the dims
-  // Written at an optimizer's step for the parameters it holds that had a gradient at its previous step
-  // too: whether that gradient was reset since (kVarGradReset), as "_TRAINCHECK_grad_reset".
-  kVarHasGradReset = 1 << 3,
-  kVarGradReset = 1 << 4,
-  // Written with the same claims, for the parameters with a gradient: whether the model they were
-  // tracked under is in training mode (kVarModelTraining), as "_TRAINCHECK_model_training".
-  kVarHasModelTraining = 1 << 5,
-  kVarModelTraining = 1 << 6,
-  // Written with the same claims, for every parameter the stepping optimizer holds: whether any parameter
-  // it holds has a gradient (kVarOptimizerHasGradients), as "_TRAINCHECK_optimizer_has_gradients".
-  kVarHasOptimizerGradients = 1 << 7,
-  kVarOptimizerHasGradients = 1 << 8,
-  // Written with the same claims, for the parameters with a gradient at both steps of their optimizer:
-  // whether at most one reset threw away a computed gradient in between (kVarGradResetOnce), as
-  // "_TRAINCHECK_grad_reset_once".
-  kVarHasGradResetOnce = 1 << 9,
-  kVarGradResetOnce = 1 << 10,
-  // Written with the same claims, for the parameters whose gradient was clipped since that optimizer's
-  // previous step: whether the gradient stepped on is the one the last clipping call left
-  // (kVarGradClipped), as "_TRAINCHECK_grad_clipped".
-  kVarHasGradClipped = 1 << 11,
-  kVarGradClipped = 1 << 12,
+  // The step claims' bits (record/step_claims.h) follow, two per claim: claim_made_flag(bit) when the
+  // record makes the claim, claim_holds_flag(bit) when it holds.
+  kFirstStepClaimFlagShift = 3,
 };
 
-// The tracker's claims at an optimizer's step, in the order record_var_states takes them: the flag that
-// says a record makes the claim, the flag that says it holds, and the attribute it is written as.
-struct StepClaimFlags {
-  uint32_t has, holds;
-  std::string_view attribute;
-};
-inline constexpr StepClaimFlags kStepClaimFlags[] = {
-    {kVarHasGradReset, kVarGradReset, "_TRAINCHECK_grad_reset"},
-    {kVarHasModelTraining, kVarModelTraining, "_TRAINCHECK_model_training"},
-    {kVarHasOptimizerGradients, kVarOptimizerHasGradients, "_TRAINCHECK_optimizer_has_gradients"},
-    {kVarHasGradResetOnce, kVarGradResetOnce, "_TRAINCHECK_grad_reset_once"},
-    {kVarHasGradClipped, kVarGradClipped, "_TRAINCHECK_grad_clipped"},
-};
-inline constexpr size_t kStepClaimCount = std::size(kStepClaimFlags);
+constexpr uint32_t claim_made_flag(uint32_t bit) { return uint32_t{1} << (kFirstStepClaimFlagShift + 2 * bit); }
+constexpr uint32_t claim_holds_flag(uint32_t bit) { return claim_made_flag(bit) << 1; }
+static_assert(kFirstStepClaimFlagShift + 2 * kStepClaimCount <= 32,
+              "VarStateHeader::flags has no room for another step claim");
 
 // A tracked variable's state (docs/formats.md §Variable state records). Tensor attributes reuse
 // TensorSummary.

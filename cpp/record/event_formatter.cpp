@@ -327,12 +327,12 @@ void format_var_event(std::string& out, const EventHeader& h, PayloadReader& in,
                            (v.flags & kVarHasGradDigest) ? &v.grad_digest : nullptr);
   // User attributes set on the parameter object (Megatron's tensor_model_parallel, ...), merged in.
   if (v.flags & kVarHasUserAttributes) append_dict_members(out, in, ctx);
-  for (const StepClaimFlags& claim : kStepClaimFlags)
-    if (v.flags & claim.has) {
+  for (const StepClaim& claim : kStepClaims)
+    if (v.flags & claim_made_flag(claim.bit)) {
       out += ",\"";
       out += claim.attribute;
       out += "\":";
-      append_json_bool(out, v.flags & claim.holds);
+      append_json_bool(out, v.flags & claim_holds_flag(claim.bit));
     }
   out += "},\"time\":";
   append_json_uint(out, h.time_ns);

@@ -9,8 +9,8 @@ namespace traincheck {
 class GradientClippedRelation final : public StepClaimRelation {
  public:
   GradientClippedRelation();
-  // The attribute the collector writes at an optimizer's step (python/traincheck/tracking/tracker.py).
-  static constexpr std::string_view kAttribute = "_TRAINCHECK_grad_clipped";
+  // The claim it reads, declared in record/step_claims.h.
+  static constexpr std::string_view kAttribute = step_claim("grad_clipped").attribute;
   // torch's clipping functions, recorded with the parameters' changes inside them: the tracker sees a
   // gradient clipped only there.
   RecordNeeds record_needs(const Invariant& invariant) const override;

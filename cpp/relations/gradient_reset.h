@@ -9,8 +9,8 @@ namespace traincheck {
 class GradientResetRelation final : public StepClaimRelation {
  public:
   GradientResetRelation();
-  // The attribute the collector writes at an optimizer's step (python/traincheck/tracking/tracker.py).
-  static constexpr std::string_view kAttribute = "_TRAINCHECK_grad_reset";
+  // The claim it reads, declared in record/step_claims.h.
+  static constexpr std::string_view kAttribute = step_claim("grad_reset").attribute;
   // The zero_grad calls recorded with the parameters' changes inside them: a gradient zeroed in place
   // (set_to_none=False), or set to None and given back the same tensor (DDP's bucket views), is seen as
   // reset only there.

@@ -9,8 +9,8 @@ namespace traincheck {
 class GradientResetOnceRelation final : public StepClaimRelation {
  public:
   GradientResetOnceRelation();
-  // The attribute the collector writes at an optimizer's step (python/traincheck/tracking/tracker.py).
-  static constexpr std::string_view kAttribute = "_TRAINCHECK_grad_reset_once";
+  // The claim it reads, declared in record/step_claims.h.
+  static constexpr std::string_view kAttribute = step_claim("grad_reset_once").attribute;
   // As GradientResetRelation's: the zero_grad calls, recorded with the parameters' changes inside them.
   RecordNeeds record_needs(const Invariant& invariant) const override;
 };

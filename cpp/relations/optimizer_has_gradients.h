@@ -9,8 +9,8 @@ namespace traincheck {
 class OptimizerHasGradientsRelation final : public StepClaimRelation {
  public:
   OptimizerHasGradientsRelation();
-  // The attribute the collector writes at an optimizer's step (python/traincheck/tracking/tracker.py).
-  static constexpr std::string_view kAttribute = "_TRAINCHECK_optimizer_has_gradients";
+  // The claim it reads, declared in record/step_claims.h.
+  static constexpr std::string_view kAttribute = step_claim("optimizer_has_gradients").attribute;
 };
 
 }  // namespace traincheck

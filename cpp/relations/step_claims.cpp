@@ -32,7 +32,7 @@ void add_examples(const TraceStore& trace, const std::vector<uint32_t>& records,
 
 }  // namespace
 
-StepClaimRelation::StepClaimRelation(const StepClaim& claim)
+StepClaimRelation::StepClaimRelation(const StepClaimWording& claim)
     : claim_(claim), key_(intern_key(std::string(kAttributeFieldPrefix) + std::string(claim.attribute))) {}
 
 std::optional<bool> StepClaimRelation::claim_of(const Record& state) const {

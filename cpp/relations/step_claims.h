@@ -1,7 +1,7 @@
 // Relations over the collector's claims at optimizer steps (StepClaimRelation): the tracker judges
 // something per parameter when an optimizer steps (python/traincheck/tracking/tracker.py) and writes it
-// as a bool attribute of the parameter's state; the relation learns that the claim always holds and
-// checks it. Inference and both checks share one verdict (`claim_of`); the check runs online and is
+// as a bool attribute of the parameter's state (each claim declared once, in record/step_claims.h); the
+// relation learns that the claim always holds and checks it. Inference and both checks share one verdict (`claim_of`); the check runs online and is
 // replayed offline (relations/replay_check.h). Instances: GradientResetRelation (gradient_reset.h),
 // TrainingModeRelation (training_mode.h), OptimizerHasGradientsRelation (optimizer_has_gradients.h),
 // GradientResetOnceRelation (gradient_reset_once.h), GradientClippedRelation (gradient_clipped.h); what
@@ -16,13 +16,14 @@
 
 #include "invariant/precondition.h"
 #include "invariant/relation.h"
+#include "record/step_claims.h"
 
 namespace traincheck {
 
-// One claim: its relation, its attribute, and how its invariants read.
-struct StepClaim {
+// One claim's relation: its name, the claim it reads (its attribute), and how its invariants read.
+struct StepClaimWording {
   std::string_view relation;   // e.g. "GradientResetRelation"
-  std::string_view attribute;  // e.g. "_TRAINCHECK_grad_reset"
+  std::string_view attribute;  // the claim's (record/step_claims.h), e.g. step_claim("grad_reset").attribute
   std::string_view text;       // after the var type in text_description, e.g. ".grad is reset ..."
   std::string_view display;    // after the short var type in the display name
 };
@@ -31,7 +32,7 @@ class StepClaimRelation : public Relation {
  public:
   static constexpr std::string_view kGroup = "var";
 
-  explicit StepClaimRelation(const StepClaim& claim);
+  explicit StepClaimRelation(const StepClaimWording& claim);
   std::string_view name() const override { return claim_.relation; }
   std::vector<Hypothesis> generate(const TraceStore& trace) const override;
   void collect_examples(const TraceStore& trace, Hypothesis& hypothesis) const override;
@@ -45,13 +46,15 @@ class StepClaimRelation : public Relation {
 
   // The verdict inference and both checks share: nullopt when the record makes no claim.
   std::optional<bool> claim_of(const Record& state) const;
+  // The attribute it reads: a claim's of record/step_claims.h.
+  std::string_view attribute() const { return claim_.attribute; }
 
  protected:
   // The var type an invariant of this relation names; nullptr for a malformed one.
   const std::string* var_type_of(const Invariant& invariant) const;
 
  private:
-  StepClaim claim_;
+  StepClaimWording claim_;
   KeyId key_;  // "attributes.<attribute>"
 };
 

@@ -9,8 +9,8 @@ namespace traincheck {
 class TrainingModeRelation final : public StepClaimRelation {
  public:
   TrainingModeRelation();
-  // The attribute the collector writes at an optimizer's step (python/traincheck/tracking/tracker.py).
-  static constexpr std::string_view kAttribute = "_TRAINCHECK_model_training";
+  // The claim it reads, declared in record/step_claims.h.
+  static constexpr std::string_view kAttribute = step_claim("model_training").attribute;
 };
 
 }  // namespace traincheck

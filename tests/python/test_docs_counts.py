@@ -37,11 +37,24 @@ def registry_entries() -> list[tuple[str, bool]]:
 
 
 def step_claim_types() -> set[str]:
-    """Relation classes that are StepClaimRelation's."""
+    """Relation classes that are StepClaimRelation's, one per claim declared in cpp/record/step_claims.h
+    (tests/cpp/relations/step_claims_test.cpp pairs them)."""
     types = set()
     for header in RELATIONS.glob("*.h"):
         types |= set(re.findall(r"class (\w+)\s+(?:final\s+)?:\s*public StepClaimRelation\b", header.read_text()))
     return types
+
+
+def declared_step_claims() -> list[str]:
+    """The claims' names in kStepClaims (cpp/record/step_claims.h)."""
+    source = (ROOT / "cpp" / "record" / "step_claims.h").read_text()
+    table = source[source.index("kStepClaims[] = {"):]
+    table = table[:table.index("\n};")]
+    return re.findall(r'^\s*\{"(\w+)", "_TRAINCHECK_', table, re.M)
+
+
+def test_each_declared_step_claim_has_its_relation_class():
+    assert len(declared_step_claims()) == len(step_claim_types()) > 0
 
 
 def settings_count() -> int:

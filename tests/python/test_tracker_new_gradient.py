@@ -22,6 +22,7 @@ class RecordingCore:
         self.optimizer_has_gradients: list[dict | None] = []
         self.grad_reset_once: list[dict | None] = []
         self.grad_clipped: list[dict | None] = []
+        self.claims: list[dict | None] = []  # per dump: the claims argument as passed
 
     def intern(self, text):
         return self.names.setdefault(text, len(self.names) + 1)
@@ -33,12 +34,15 @@ class RecordingCore:
         return False
 
     def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc,
-                          *claims):
+                          claims=None):
         self.data_digests.extend(zip(name_ids, data_digests))
         self.grad_digests.extend(zip(name_ids, grad_digests))
-        claims = claims or (None,) * 5  # as the binding's keywords default
-        for kept, made in zip((self.grad_resets, self.model_training, self.optimizer_has_gradients,
-                               self.grad_reset_once, self.grad_clipped), claims, strict=True):
+        self.claims.append(claims)
+        claims = claims or {}  # as the binding reads it: a claim left out is made for no tensor
+        for name, kept in (("grad_reset", self.grad_resets), ("model_training", self.model_training),
+                           ("optimizer_has_gradients", self.optimizer_has_gradients),
+                           ("grad_reset_once", self.grad_reset_once), ("grad_clipped", self.grad_clipped)):
+            made = claims.get(name)
             kept.append(None if made is None else dict(zip(name_ids, made)))
 
 

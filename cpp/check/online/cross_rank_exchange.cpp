@@ -511,99 +511,108 @@ void CrossRankExchange::report_missing_at_end() {
 
 void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
   constexpr int kStepsPerRound = 4;  // bounds one round's store calls when catching up
-  for (int round = 0; round < kStepsPerRound && last_published_ && !disabled_ && !cursor_.empty(); ++round) {
-    int64_t step = cursor_.begin()->second;
-    for (const auto& [peer, next] : cursor_) step = std::min(step, next);
-    if (step > *last_published_) break;  // every peer's summaries of our ended steps are in
-    // Waiting for a step we ended earlier than just now: the peers that have not published it are asked
-    // one by one, with their latest step (they may lag, or have deleted it while we lagged).
-    const bool behind = step < *last_published_;
-    std::vector<int> wanted;
-    std::vector<std::string> keys;
-    for (const auto& [peer, next] : cursor_)
-      if (next == step) {
-        wanted.push_back(peer);
-        keys.push_back(key_of(step, peer));
-      }
-    std::optional<uint64_t> own_digest;
-    for (const OwnKey& k : own_keys_)
-      if (k.step == step && !late_steps_.count(step)) own_digest = k.digest;
+  for (int round = 0; round < kStepsPerRound; ++round) {
+    const std::optional<FetchRound> next = plan_fetch();
+    if (!next) break;
     lock.unlock();
-    struct Got {
-      int peer;
-      std::string text;
-      std::optional<int64_t> matched_process;
-    };
-    std::vector<Got> got;
-    std::vector<std::pair<int, std::string>> latest;  // of the peers whose summary is not there: their latest key
-    bool all = false;
-    uint64_t ops = 0, missing = 0;
-    std::optional<std::string> failure;
-    try {
-      all = store_->check(keys);
-      ++ops;
-      if (all) {
-        // Step keys hold at most kInlineSummaryBytes each: a batch of them stays within one value's bound.
-        constexpr size_t kBatch = kMaxStoreValueBytes / kInlineSummaryBytes;
-        for (size_t from = 0; from < keys.size(); from += kBatch) {
-          const std::vector<std::string> batch(keys.begin() + static_cast<std::ptrdiff_t>(from),
-                                               keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), from + kBatch)));
-          std::vector<std::string> values = store_->multi_get(batch);
-          ++ops;
-          for (size_t i = 0; i < batch.size() && i < values.size(); ++i) {
-            Got& g = got.emplace_back(Got{wanted[from + i], {}, std::nullopt});
-            g.text = assemble(values[i], step, g.peer, ops, missing, own_digest, g.matched_process);
-          }
-        }
-      } else if (behind) {
-        for (size_t i = 0; i < wanted.size(); ++i) {
-          ops += 2;
-          if (store_->check({keys[i]})) {
-            Got& g = got.emplace_back(Got{wanted[i], {}, std::nullopt});
-            g.text = assemble(store_->multi_get({keys[i]}).at(0), step, g.peer, ops, missing, own_digest, g.matched_process);
-          } else if (store_->check({latest_key(wanted[i])})) {
-            ++ops;
-            latest.emplace_back(wanted[i], store_->multi_get({latest_key(wanted[i])}).at(0));
-          }
-        }
-      }
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
+    Fetched fetched = query_store(*next);
     lock.lock();
-    stats_.store_ops += ops;
-    stats_.chunks_missing += missing;
-    if (failure) {
-      note_error(std::runtime_error(*failure));
-      return;
+    if (!take_fetched(*next, fetched)) {
+      if (fetched.failure) return;
+      break;  // the rest next poll
     }
-    consecutive_errors_ = 0;
-    for (auto& [peer, text, matched_process] : got) {
-      if (stats_.lagging.erase(peer))
-        std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
-                     static_cast<long long>(step));
-      ++stats_.summaries_received;
-      if (matched_process) ++stats_.summaries_matched;
-      else stats_.records_received += count_record_frames(text);
-      inbox_.push_back(Received{step, peer, std::move(text), matched_process});
-      cursor_[peer] = step + 1;
-    }
-    for (const auto& [peer, value] : latest) {
-      const std::optional<PeerWindow> window = parse_peer_window(value, options_.keep_steps);
-      if (!window) {
-        note_error(std::runtime_error("rank " + std::to_string(peer) + ": unreadable latest step '" + value.substr(0, 40) + "'"));
-        continue;
-      }
-      // Not there yet: it lags. Asked first, so that the subtraction below cannot overflow, whatever a
-      // peer's key holds (INT64_MIN once made it 9.2e18 skipped steps).
-      if (window->latest < step) continue;
-      if (step >= window->oldest) continue;  // published, and not deleted: it comes
-      stats_.steps_skipped += static_cast<uint64_t>(window->oldest) - static_cast<uint64_t>(step);
-      cursor_[peer] = window->oldest;  // the peer deleted older steps
-    }
-    if (!all) break;  // the rest next poll
   }
   skip_lagging_peers();
+}
+
+std::optional<CrossRankExchange::FetchRound> CrossRankExchange::plan_fetch() const {
+  if (!last_published_ || disabled_ || cursor_.empty()) return std::nullopt;
+  FetchRound r;
+  r.step = cursor_.begin()->second;
+  for (const auto& [peer, next] : cursor_) r.step = std::min(r.step, next);
+  if (r.step > *last_published_) return std::nullopt;  // every peer's summaries of our ended steps are in
+  // Waiting for a step we ended earlier than just now: the peers that have not published it are asked
+  // one by one, with their latest step (they may lag, or have deleted it while we lagged).
+  r.behind = r.step < *last_published_;
+  for (const auto& [peer, next] : cursor_)
+    if (next == r.step) {
+      r.wanted.push_back(peer);
+      r.keys.push_back(key_of(r.step, peer));
+    }
+  for (const OwnKey& k : own_keys_)
+    if (k.step == r.step && !late_steps_.count(r.step)) r.own_digest = k.digest;
+  return r;
+}
+
+CrossRankExchange::Fetched CrossRankExchange::query_store(const FetchRound& r) {
+  Fetched f;
+  try {
+    f.all = store_->check(r.keys);
+    ++f.ops;
+    if (f.all) {
+      // Step keys hold at most kInlineSummaryBytes each: a batch of them stays within one value's bound.
+      constexpr size_t kBatch = kMaxStoreValueBytes / kInlineSummaryBytes;
+      for (size_t from = 0; from < r.keys.size(); from += kBatch) {
+        const std::vector<std::string> batch(r.keys.begin() + static_cast<std::ptrdiff_t>(from),
+                                             r.keys.begin() + static_cast<std::ptrdiff_t>(std::min(r.keys.size(), from + kBatch)));
+        std::vector<std::string> values = store_->multi_get(batch);
+        ++f.ops;
+        for (size_t i = 0; i < batch.size() && i < values.size(); ++i) {
+          Fetched::Got& g = f.got.emplace_back(Fetched::Got{r.wanted[from + i], {}, std::nullopt});
+          g.text = assemble(values[i], r.step, g.peer, f.ops, f.missing, r.own_digest, g.matched_process);
+        }
+      }
+    } else if (r.behind) {
+      for (size_t i = 0; i < r.wanted.size(); ++i) {
+        f.ops += 2;
+        if (store_->check({r.keys[i]})) {
+          Fetched::Got& g = f.got.emplace_back(Fetched::Got{r.wanted[i], {}, std::nullopt});
+          g.text = assemble(store_->multi_get({r.keys[i]}).at(0), r.step, g.peer, f.ops, f.missing, r.own_digest,
+                            g.matched_process);
+        } else if (store_->check({latest_key(r.wanted[i])})) {
+          ++f.ops;
+          f.latest.emplace_back(r.wanted[i], store_->multi_get({latest_key(r.wanted[i])}).at(0));
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    f.failure = e.what();
+  }
+  return f;
+}
+
+bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
+  stats_.store_ops += f.ops;
+  stats_.chunks_missing += f.missing;
+  if (f.failure) {
+    note_error(std::runtime_error(*f.failure));
+    return false;
+  }
+  consecutive_errors_ = 0;
+  for (auto& [peer, text, matched_process] : f.got) {
+    if (stats_.lagging.erase(peer))
+      std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
+                   static_cast<long long>(r.step));
+    ++stats_.summaries_received;
+    if (matched_process) ++stats_.summaries_matched;
+    else stats_.records_received += count_record_frames(text);
+    inbox_.push_back(Received{r.step, peer, std::move(text), matched_process});
+    cursor_[peer] = r.step + 1;
+  }
+  for (const auto& [peer, value] : f.latest) {
+    const std::optional<PeerWindow> window = parse_peer_window(value, options_.keep_steps);
+    if (!window) {
+      note_error(std::runtime_error("rank " + std::to_string(peer) + ": unreadable latest step '" + value.substr(0, 40) + "'"));
+      continue;
+    }
+    // Not there yet: it lags. Asked first, so that the subtraction below cannot overflow, whatever a
+    // peer's key holds (INT64_MIN once made it 9.2e18 skipped steps).
+    if (window->latest < r.step) continue;
+    if (r.step >= window->oldest) continue;  // published, and not deleted: it comes
+    stats_.steps_skipped += static_cast<uint64_t>(window->oldest) - static_cast<uint64_t>(r.step);
+    cursor_[peer] = window->oldest;  // the peer deleted older steps
+  }
+  return f.all;
 }
 
 void CrossRankExchange::io_loop() {

@@ -167,7 +167,37 @@ class CrossRankExchange {
   void io_loop();
   bool connect(std::unique_lock<std::mutex>& lock);
   void publish(std::unique_lock<std::mutex>& lock);
+  // Up to a few rounds, each one step: the peers still owing it are asked for it (the lock released
+  // around the store calls only), and what came is taken in.
   void fetch(std::unique_lock<std::mutex>& lock);
+  // One round of fetch: the step asked for, the peers that owe it and their keys, this rank's digest of it.
+  struct FetchRound {
+    int64_t step = 0;
+    bool behind = false;  // a step ended before the latest: its peers are asked one by one
+    std::vector<int> wanted;
+    std::vector<std::string> keys;
+    std::optional<uint64_t> own_digest;
+  };
+  // What a round's store calls gave.
+  struct Fetched {
+    struct Got {
+      int peer = 0;
+      std::string text;
+      std::optional<int64_t> matched_process;
+    };
+    std::vector<Got> got;
+    std::vector<std::pair<int, std::string>> latest;  // of the peers whose summary is not there: their latest key
+    bool all = false;                                 // every wanted summary was there
+    uint64_t ops = 0, missing = 0;
+    std::optional<std::string> failure;  // a store call threw: nothing of the round is taken in
+  };
+  // Under the lock: the next round, nullopt when every peer's summaries of this rank's ended steps are in.
+  std::optional<FetchRound> plan_fetch() const;
+  // Without the lock (the store is the I/O thread's own).
+  Fetched query_store(const FetchRound& round);
+  // Under the lock: the round's summaries into the inbox and the cursors moved; false when fetch stops
+  // for this poll (a failure, or summaries not all there yet).
+  bool take_fetched(const FetchRound& round, Fetched& fetched);
   void skip_lagging_peers();
   // At the end, after the final wait: the peers still missing a step keep_steps before this rank's last.
   void report_missing_at_end();

@@ -4,8 +4,10 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "common/short_text_hash.h"
+#include "record/step_claims.h"
 #include "trace/key_table.h"
 
 namespace traincheck {
@@ -15,33 +17,39 @@ namespace {
 // The fields of a state record that change while its variable's line otherwise stays the same
 // (docs/formats.md §Variable state records): where each sits in the line (its object's key in the
 // record, "" for the record itself), and whether it must be an integer (a record without a numeric
-// time is a bad line: the parser's to report).
+// time is a bad line: the parser's to report). The step claims' attributes (record/step_claims.h) follow
+// the fixed fields, one per declared claim.
 struct VaryingField {
   std::string_view parent;
   std::string_view key;
-  std::string_view flat;
   bool integer_only;
 };
-constexpr VaryingField kVaryingFields[] = {
-    {"", "time", "time", true},
-    {"meta_vars", "step", "meta_vars.step", false},
-    {"attributes", "data", "attributes.data", false},
-    {"attributes", "grad", "attributes.grad", false},
-    {"attributes", "_TRAINCHECK_data_ID", "attributes._TRAINCHECK_data_ID", false},
-    {"attributes", "_TRAINCHECK_grad_ID", "attributes._TRAINCHECK_grad_ID", false},
-    {"attributes", "_TRAINCHECK_grad_reset", "attributes._TRAINCHECK_grad_reset", false},
-    {"attributes", "_TRAINCHECK_model_training", "attributes._TRAINCHECK_model_training", false},
-    {"attributes", "_TRAINCHECK_optimizer_has_gradients", "attributes._TRAINCHECK_optimizer_has_gradients", false},
-    {"attributes", "_TRAINCHECK_grad_reset_once", "attributes._TRAINCHECK_grad_reset_once", false},
-    {"attributes", "_TRAINCHECK_grad_clipped", "attributes._TRAINCHECK_grad_clipped", false},
+constexpr VaryingField kFixedFields[] = {
+    {"", "time", true},
+    {"meta_vars", "step", false},
+    {"attributes", "data", false},
+    {"attributes", "grad", false},
+    {"attributes", "_TRAINCHECK_data_ID", false},
+    {"attributes", "_TRAINCHECK_grad_ID", false},
 };
-constexpr size_t kFieldCount = std::size(kVaryingFields);
+constexpr size_t kFieldCount = std::size(kFixedFields) + kStepClaimCount;
+static_assert(kFieldCount <= 256, "a template's field index is a uint8_t");
+constexpr std::array<VaryingField, kFieldCount> kVaryingFields = [] {
+  std::array<VaryingField, kFieldCount> fields{};
+  size_t i = 0;
+  for (const VaryingField& field : kFixedFields) fields[i++] = field;
+  for (const StepClaim& claim : kStepClaims) fields[i++] = {"attributes", claim.attribute, false};
+  return fields;
+}();
 constexpr size_t kTimeField = 0, kStepField = 1;
 
 const std::array<KeyId, kFieldCount>& varying_keys() {
   static const std::array<KeyId, kFieldCount> keys = [] {
     std::array<KeyId, kFieldCount> k{};
-    for (size_t i = 0; i < kFieldCount; ++i) k[i] = intern_key(kVaryingFields[i].flat);
+    for (size_t i = 0; i < kFieldCount; ++i) {
+      const VaryingField& f = kVaryingFields[i];
+      k[i] = intern_key(f.parent.empty() ? std::string(f.key) : std::string(f.parent) + "." + std::string(f.key));
+    }
     return k;
   }();
   return keys;

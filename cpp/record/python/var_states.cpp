@@ -1,5 +1,8 @@
 #include "record/python/var_states.h"
 
+#include <array>
+#include <string_view>
+
 #include "record/python/value_capture.h"
 #include "record/recorder.h"
 
@@ -21,17 +24,49 @@ bool valid_claims(PyObject* claims, Py_ssize_t n) {
   return true;
 }
 
-// Adds item i's claim of `claims` (None or a list) to `flags`: `has` when it makes one, `holds` when true.
-void add_claim(PyObject* claims, Py_ssize_t i, uint32_t has, uint32_t holds, uint32_t& flags) {
-  if (claims == Py_None) return;
+// The per-tensor lists of a claims dict, by claim bit (nullptr: the claim is made for no tensor).
+using ClaimLists = std::array<PyObject*, kStepClaimCount>;
+
+// Reads `claims` (None or a dict keyed by claim name) into `lists`; false with a Python error set for a
+// key that names no declared claim, which would otherwise be dropped without a word.
+bool read_claims(PyObject* claims, Py_ssize_t n, ClaimLists& lists) {
+  lists.fill(nullptr);
+  if (claims == Py_None) return true;
+  if (!PyDict_Check(claims)) {
+    PyErr_SetString(PyExc_TypeError, "record_var_states: claims is None or a dict from a claim's name to a list");
+    return false;
+  }
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(claims, &pos, &key, &value)) {
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &size) : nullptr;
+    const StepClaim* found = nullptr;
+    if (text != nullptr)
+      for (const StepClaim& claim : kStepClaims)
+        if (claim.name == std::string_view(text, static_cast<size_t>(size))) found = &claim;
+    if (found == nullptr) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_ValueError, "record_var_states: %R is no step claim (traincheck._core.step_claims())", key);
+      return false;
+    }
+    if (!valid_claims(value, n)) return false;
+    lists[found->bit] = value == Py_None ? nullptr : value;
+  }
+  return true;
+}
+
+// Adds item i's claim of `claims` (nullptr or a list) to `flags` as claim `bit`.
+void add_claim(PyObject* claims, Py_ssize_t i, uint32_t bit, uint32_t& flags) {
+  if (claims == nullptr) return;
   PyObject* claim = PyList_GET_ITEM(claims, i);
-  if (claim != Py_None) flags |= has | (PyObject_IsTrue(claim) == 1 ? holds : 0);
+  if (claim != Py_None) flags |= claim_made_flag(bit) | (PyObject_IsTrue(claim) == 1 ? claim_holds_flag(bit) : 0);
 }
 
 }  // namespace
 
 bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
-                       const VarStepClaims& claims, const VarBatchLabels& labels) {
+                       PyObject* claims, const VarBatchLabels& labels) {
   if (!PyList_Check(name_ids) || !PyList_Check(tensors) || !PyList_Check(data_digests) ||
       !PyList_Check(grad_digests)) {
     PyErr_SetString(PyExc_TypeError, "record_var_states expects four lists");
@@ -42,8 +77,8 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
     PyErr_SetString(PyExc_ValueError, "record_var_states: lists of different lengths");
     return false;
   }
-  for (PyObject* claim : claims)
-    if (!valid_claims(claim, n)) return false;
+  ClaimLists claim_lists;
+  if (!read_claims(claims, n, claim_lists)) return false;
   Recorder& recorder = Recorder::instance();
   const uint64_t now = monotonic_ns();  // one dump, one time: as the original's sampler writes it
   thread_local PayloadEncoder payload;
@@ -66,8 +101,7 @@ bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_dig
       v.grad_digest = PyLong_AsLongLong(grad);
       v.flags |= kVarHasGradDigest;
     }
-    for (size_t c = 0; c < kStepClaimCount; ++c)
-      add_claim(claims[c], i, kStepClaimFlags[c].has, kStepClaimFlags[c].holds, v.flags);
+    for (uint32_t bit = 0; bit < kStepClaimCount; ++bit) add_claim(claim_lists[bit], i, bit, v.flags);
     if (PyErr_Occurred()) return false;
     payload.clear();
     payload.section(SectionTag::kVarState);

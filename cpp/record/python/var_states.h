@@ -6,7 +6,6 @@
 
 #include <Python.h>
 
-#include <array>
 #include <cstdint>
 
 #include "record/event_format.h"
@@ -19,14 +18,12 @@ struct VarBatchLabels {
   uint32_t dump_loc_id;  // 0: none
 };
 
-// The tracker's claims at an optimizer's step (docs/formats.md §Variable state records), in the order of
-// kStepClaimFlags (record/event_format.h): each None, or a list as long as the tensors holding per tensor
-// None (no claim) or a bool.
-using VarStepClaims = std::array<PyObject*, kStepClaimCount>;
-
 // `name_ids`, `tensors`, `data_digests`, `grad_digests` are equally long lists; a grad digest is None
-// when the tensor has no grad. Returns false with a Python error set when the lists are malformed.
+// when the tensor has no grad. `claims`, the tracker's claims at an optimizer's step (record/step_claims.h),
+// is None or a dict from a claim's name to None or a list as long as the tensors holding per tensor None (no
+// claim) or a bool; a claim it leaves out is made for no tensor. Returns false with a Python error set when
+// the lists are malformed or a key names no declared claim.
 bool record_var_states(PyObject* name_ids, PyObject* tensors, PyObject* data_digests, PyObject* grad_digests,
-                       const VarStepClaims& claims, const VarBatchLabels& labels);
+                       PyObject* claims, const VarBatchLabels& labels);
 
 }  // namespace traincheck

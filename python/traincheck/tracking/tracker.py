@@ -38,6 +38,10 @@ since that optimizer's previous step, whether the gradient stepped on is the one
 gradient no step uses; a step with no clipping before it (an extra step for another objective) makes no
 claim.
 
+Each claim is declared once, in C++ (cpp/record/step_claims.h; `_core.step_claims()` lists them): the
+tracker passes its per-parameter lists to `record_var_states` keyed by those names, and the recorder
+rejects a name it does not declare.
+
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
 cost no tensor work.
@@ -386,16 +390,17 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
-                    *((None,) * 5 if stepped is None else self._step_claims(written, stepped)),
+                    None if stepped is None else self._step_claims(written, stepped),
                 )
             return grad_changed
         finally:
             self.core.set_inside_recorder(previous)
 
     @staticmethod
-    def _step_claims(written: list[_Entry], optimizer) -> tuple[list, ...]:
-        """The claims at `optimizer`'s step, per written entry (digests refreshed), for the parameters it
-        holds (None for the others, and where there is no claim): whether its gradient was reset since
+    def _step_claims(written: list[_Entry], optimizer) -> dict[str, list]:
+        """The claims at `optimizer`'s step, a list per claim keyed by the name `_core.step_claims()`
+        declares it under (every declared claim, no other), per written entry (digests refreshed), for the
+        parameters it holds (None for the others, and where there is no claim): whether its gradient was reset since
         that optimizer's previous step, and at most once (_Entry.claims_at_step); when it has a gradient,
         whether the model it was tracked under is in training mode; whether any parameter the optimizer
         holds, tracked or not, has a gradient (a step with nothing to apply); and, once its gradient was
@@ -416,7 +421,8 @@ class ModelTracker:
             training.append(None if e.grad_ref is None or e.model is None else e.model.training)
             gradients.append(has_gradients)
             clipped.append(was_clipped)
-        return resets, training, gradients, once, clipped
+        return {"grad_reset": resets, "model_training": training, "optimizer_has_gradients": gradients,
+                "grad_reset_once": once, "grad_clipped": clipped}
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []

@@ -1,0 +1,68 @@
+// The tracker's claims at an optimizer's step, declared once. A claim is a bool the tracker judges per
+// parameter when an optimizer steps (python/traincheck/tracking/tracker.py) and writes as the attribute
+// `_TRAINCHECK_<name>` of the parameter's state record (docs/formats.md §Variable state records); a
+// StepClaimRelation (relations/step_claims.h) learns that it always holds and checks it. Everything that
+// carries a claim reads this table: the event encoding (two VarStateFlags bits per claim, from `bit`), the
+// formatter that writes the attribute, the online feed's line templates
+// (check/online/var_line_templates.cpp), the `_core` binding (`step_claims()`, and `record_var_states`'
+// `claims` mapping keyed by name) and, through `_core`, the tracker. Header only, no dependency: the
+// recorder and the analyzer both include it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+
+namespace traincheck {
+
+struct StepClaim {
+  std::string_view name;       // the key the tracker passes it under, e.g. "grad_reset"
+  std::string_view attribute;  // "_TRAINCHECK_" + name, the state record's attribute
+  uint32_t bit;                // its place in the event encoding: flags kVarHasClaim(bit), kVarClaimHolds(bit)
+  std::string_view meaning;    // when the tracker writes it, and what true says
+};
+
+// Bits are the table's positions; a new claim goes at the end (the encoding is the recorder's own, but
+// keeping positions keeps traces of one build comparable event by event).
+inline constexpr StepClaim kStepClaims[] = {
+    {"grad_reset", "_TRAINCHECK_grad_reset", 0,
+     "for a parameter the stepping optimizer holds, with a gradient at this step and at its previous one: its "
+     "gradient was reset since (GradientResetRelation)"},
+    {"model_training", "_TRAINCHECK_model_training", 1,
+     "for a parameter with a gradient: the model it was tracked under is in training mode (TrainingModeRelation)"},
+    {"optimizer_has_gradients", "_TRAINCHECK_optimizer_has_gradients", 2,
+     "for every parameter the stepping optimizer holds: some parameter it holds has a gradient "
+     "(OptimizerHasGradientsRelation)"},
+    {"grad_reset_once", "_TRAINCHECK_grad_reset_once", 3,
+     "with grad_reset: at most one reset threw away a computed gradient since the previous step "
+     "(GradientResetOnceRelation)"},
+    {"grad_clipped", "_TRAINCHECK_grad_clipped", 4,
+     "for a parameter whose gradient was clipped since the previous step: the gradient stepped on is the one "
+     "the last clipping left (GradientClippedRelation)"},
+};
+inline constexpr size_t kStepClaimCount = std::size(kStepClaims);
+
+// The claim named `name`; naming an undeclared claim fails to compile.
+consteval const StepClaim& step_claim(std::string_view name) {
+  for (const StepClaim& claim : kStepClaims)
+    if (claim.name == name) return claim;
+  throw "step_claim: no such claim in kStepClaims";
+}
+
+namespace step_claims_detail {
+consteval bool well_formed() {
+  constexpr std::string_view prefix = "_TRAINCHECK_";
+  for (size_t i = 0; i < kStepClaimCount; ++i) {
+    const StepClaim& c = kStepClaims[i];
+    if (c.bit != i || !c.attribute.starts_with(prefix) || c.attribute.substr(prefix.size()) != c.name) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (kStepClaims[j].name == c.name) return false;
+  }
+  return true;
+}
+}  // namespace step_claims_detail
+static_assert(step_claims_detail::well_formed(),
+              "kStepClaims: bits are positions, names unique, attribute is \"_TRAINCHECK_\" + name");
+
+}  // namespace traincheck

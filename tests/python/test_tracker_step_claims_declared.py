@@ -1,0 +1,88 @@
+"""Every step claim declared in C++ (cpp/record/step_claims.h, listed by `_core.step_claims()`) is computed by
+the tracker and reaches the trace as its attribute; a claim the tracker passes under an undeclared name is an
+error, not a dropped claim."""
+
+import subprocess
+import sys
+import textwrap
+
+import torch
+
+from conftest import read_trace_files
+from test_tracker_new_gradient import RecordingCore
+from traincheck import _core
+from traincheck.tracking.tracker import ModelTracker
+
+CLIP = "torch.nn.utils.clip_grad.clip_grad_norm_"
+
+
+def _declared() -> list[dict]:
+    return _core.step_claims()
+
+
+def test_the_table_is_well_formed():
+    claims = _declared()
+    assert claims, "no step claim declared"
+    assert [c["bit"] for c in claims] == list(range(len(claims)))
+    for c in claims:
+        assert c["attribute"] == "_TRAINCHECK_" + c["name"]
+        assert c["meaning"]
+    assert len({c["name"] for c in claims}) == len(claims)
+
+
+def test_the_tracker_passes_every_declared_claim_and_no_other():
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    model = torch.nn.Linear(3, 2)
+    tracker.track(model, "model")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(4, 3)).sum().backward()
+    opt.step()
+    tracker.after_optimizer_step(opt, (), {})
+    made = core.claims[-1]
+    assert made is not None
+    assert set(made) == {c["name"] for c in _declared()}
+
+
+# One model, two steps with a reset and a clipping in between: every claim is made for some parameter.
+EVERY_CLAIM = """
+import json, sys
+import torch
+from traincheck import _core
+from traincheck.tracking.tracker import ModelTracker
+out = sys.argv[1]
+_core.start(out)
+_core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
+tracker = ModelTracker(_core, style="sampler")
+model = torch.nn.Linear(3, 2)
+tracker.track(model, "model")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    model(torch.ones(4, 3)).sum().backward()
+    tracker.around_api("{clip}", "pre")
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    tracker.around_api("{clip}", "post")
+    opt.step()
+    tracker.after_optimizer_step(opt, (), {{}})
+    opt.zero_grad()
+try:
+    _core.record_var_states([_core.intern("w")], [model.weight], [None], [None], _core.intern("torch.nn.Parameter"),
+                            claims={{"no_such_claim": [True]}})
+    print("accepted")
+except ValueError as e:
+    print("rejected:", e)
+_core.shutdown()
+"""
+
+
+def test_every_declared_claim_reaches_the_trace(tmp_path):
+    script = tmp_path / "claims.py"
+    script.write_text(textwrap.dedent(EVERY_CLAIM.format(clip=CLIP)))
+    run = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], check=True, timeout=120,
+                         capture_output=True, text=True)
+    assert "rejected:" in run.stdout and "no_such_claim" in run.stdout
+    states = [r for records in read_trace_files(tmp_path / "out", "VAR").values() for r in records
+              if r["type"] == "state_change"]
+    written = {k: v for r in states for k, v in r["attributes"].items() if k.startswith("_TRAINCHECK_")}
+    for claim in _declared():
+        assert claim["attribute"] in written, f"{claim['name']} is declared but never reaches the trace"
