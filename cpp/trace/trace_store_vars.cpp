@@ -104,9 +104,11 @@ bool is_context_manager_excluded(std::string_view name) {
 void TraceStore::index_context_managers() {
   cm_spans_by_thread_.assign(threads_.size(), {});
   constexpr std::string_view kEnter = ".__enter__";
-  std::vector<std::string_view> managers;
-  for (std::string_view fn : functions_)
+  std::vector<std::string_view> managers, exits;
+  for (std::string_view fn : functions_) {
     if (fn.ends_with(kEnter) && !is_context_manager_excluded(fn)) managers.push_back(fn.substr(0, fn.size() - kEnter.size()));
+    if (fn.ends_with(".__exit__")) exits.push_back(fn);
+  }
   const KeyId obj_id_key = keys().obj_id;
   for (std::string_view cm : managers) {
     const std::string init = std::string(cm) + ".__init__";
@@ -123,7 +125,12 @@ void TraceStore::index_context_managers() {
     for (uint32_t c : calls_of(init)) events.emplace_back(calls_[c].start, 0, c);
     for (uint32_t c : calls_of(enter))
       if (calls_[c].post != kNone) events.emplace_back(calls_[c].end, 1, c);
-    for (uint32_t c : calls_of(exit)) events.emplace_back(calls_[c].start, 2, c);
+    // A manager's __exit__ may be another class's: a subclass that overrides __exit__ only (torch.save's
+    // _open_file exits what _opener.__enter__ entered). Any class's __exit__ on the same object closes the
+    // span; without an object id, only the manager's own does.
+    for (std::string_view other : exits)
+      for (uint32_t c : calls_of(other))
+        if (other == exit || records_[calls_[c].pre].get(obj_id_key) != nullptr) events.emplace_back(calls_[c].start, 2, c);
     std::sort(events.begin(), events.end());
     for (const auto& [time, kind, ci] : events) {
       const CallEvent& call = calls_[ci];

@@ -95,7 +95,8 @@ size_t CheckDispatcher::assume_one_process() {
 
 bool CheckDispatcher::wants(const Record& r) const {
   if (!all_records_.empty()) return true;
-  return r.is_api() ? by_function_.find(r.function) != by_function_.end() : by_var_type_.find(r.var_type) != by_var_type_.end();
+  return r.is_api() ? by_function_.find(r.function) != by_function_.end() || is_wanted_exit(r.function)
+                    : by_var_type_.find(r.var_type) != by_var_type_.end();
 }
 
 void CheckDispatcher::dispatch(const Record& record) {

@@ -41,7 +41,7 @@ class CheckDispatcher {
   // Whether a raw "function" or "var_type" value names something wanted (line_feed.h's prefilter).
   bool wants_name(std::string_view function_or_var_type) const {
     return by_function_.find(function_or_var_type) != by_function_.end() ||
-           by_var_type_.find(function_or_var_type) != by_var_type_.end();
+           by_var_type_.find(function_or_var_type) != by_var_type_.end() || is_wanted_exit(function_or_var_type);
   }
 
   // Offers a wanted record to the checks that need it (the caller guarantees relation.h's delivery order).
@@ -96,6 +96,8 @@ class CheckDispatcher {
   std::vector<OnlineInvariantState>& states_;
   ViolationLog& log_;
   OnlineContextManagers context_managers_;  // those the invariants' preconditions name
+  // With context managers to follow, every class's __exit__ is wanted: a subclass's closes a manager's span.
+  bool is_wanted_exit(std::string_view function) const { return !context_managers_.empty() && function.ends_with(".__exit__"); }
   Record enriched_;                         // scratch: a record with its live context managers
   std::vector<CheckEntry> checks_;
   std::vector<bool> idle_;  // per check: fed nothing (assume_one_process)

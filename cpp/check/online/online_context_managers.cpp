@@ -39,6 +39,12 @@ OnlineContextManagers::Method OnlineContextManagers::method_of(const Record& r, 
                                        {".__enter__", Method::Enter}, {".__exit__", Method::Exit}}) {
     if (!fn.ends_with(suffix)) continue;
     std::string name(fn.substr(0, fn.size() - suffix.size()));
+    // Any class's __exit__ closes what its object entered (a subclass overriding __exit__ only), as the
+    // store pairs them (TraceStore::index_context_managers).
+    if (method == Method::Exit && !managers_.count(name) && r.get(keys().obj_id) != nullptr) {
+      *manager = std::move(name);
+      return method;
+    }
     if (!managers_.count(name)) return Method::None;
     *manager = std::move(name);
     return method;

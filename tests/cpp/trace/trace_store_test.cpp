@@ -186,6 +186,31 @@ TEST(TraceStore, ContextManagerArgumentsBoundWithRecordedSignature) {
   EXPECT_EQ(to_json(fallback[0].value), "{\"1\":\"cuda\",\"dtype\":\"torch.float16\"}");
 }
 
+TEST(TraceStore, ASubclassesExitOnTheSameObjectClosesTheManagersSpan) {
+  // torch.save: _open_file(_opener) overrides __exit__ only, so what _opener.__enter__ entered is exited
+  // by _open_file.__exit__; left open, the span covered the rest of the trace.
+  Builder b;
+  b.call("i", "torch.serialization._opener.__init__", 1, 2);
+  b.call("e", "torch.serialization._opener.__enter__", 3, 4);
+  b.call("f", "torch.nn.functional.relu", 5, 6);
+  b.call("x", "torch.serialization._open_file.__exit__", 7, 8);
+  b.call("g", "torch.nn.functional.relu", 9, 10);
+  TraceStore t = b.build();
+  ASSERT_EQ(t.context_managers_at(5, 7, 1).size(), 1u);
+  EXPECT_TRUE(t.context_managers_at(9, 7, 1).empty());
+  // Another object's __exit__ of another class closes nothing.
+  Builder other;
+  other.call("i", "torch.serialization._opener.__init__", 1, 2);
+  other.call("e", "torch.serialization._opener.__enter__", 3, 4);
+  for (const char* type : {"function_call (pre)", "function_call (post)"})
+    other.text += std::string("{\"func_call_id\":\"x\",\"thread_id\":1,\"process_id\":7,\"meta_vars\":{\"step\":1},\"type\":\"") +
+                  type + "\",\"function\":\"torch.serialization._open_file.__exit__\",\"obj_id\":5,\"time\":" +
+                  (type[15] == 'p' && type[16] == 'r' ? "7" : "8") + "}\n";
+  other.call("g", "torch.nn.functional.relu", 9, 10);
+  TraceStore open = other.build();
+  EXPECT_EQ(open.context_managers_at(9, 7, 1).size(), 1u);
+}
+
 TEST(ApiSignatures, PositionalArgumentsTakeTheNameOfTheParameterAtTheirIndexWhateverItsKind) {
   // torch.Tensor.view(self, *shape): the original names the first argument *shape catches "shape" (its
   // invariant files constrain it by that name); one past the signature keeps its index.
