@@ -99,7 +99,7 @@ class LineFeed {
     std::optional<int64_t> last_time;
     int64_t last_process_id = 0, last_thread_id = 0;  // of the record at last_time
     bool had_loss = false;
-    std::vector<std::pair<uint64_t, uint64_t>> expected_losses;  // (line, records), by line
+    std::vector<std::pair<uint64_t, uint64_t>> expected_losses = {};  // (line, records), by line
     size_t next_expected_loss = 0;
   };
 
