@@ -155,10 +155,12 @@ def _instrument(config: dict, core):
     full_tracked = dataclasses.replace(full, track_vars=True)
     tracking = bool(config.get("models_to_track") or config.get("discover_models"))
 
+    exits = selective.overriding_exits(plan, targets) if plan is not None else set()
+
     def options_for(name):
         if plan is None:
             return full_tracked if tracking and mutates_parameters(name) else full
-        opts = plan.options_for(name)
+        opts = CallOptions() if name in exits else plan.options_for(name)
         return dataclasses.replace(opts, dump_stack=True) if opts is not None and stack else opts
 
     report = install(targets, options_for)

@@ -92,6 +92,22 @@ class SelectivePlan:
         return {**self.instr_opts, "model_tracker_style": model_tracker_style}
 
 
+def overriding_exits(plan: SelectivePlan, targets) -> set:
+    """The `__exit__` overrides, among `targets`, of subclasses of a context manager whose `__exit__` the plan
+    names: the manager entered by its `__enter__` is exited through the subclass's (torch.save's
+    `_open_file` exits what `_opener.__enter__` entered), and unrecorded, its span would run to the end of
+    the trace (TraceStore::index_context_managers closes it on any class's `__exit__` of the object)."""
+    exits = set()
+    for t in targets:
+        if t.attr != "__exit__" or not isinstance(t.owner, type) or t.api_name in plan.funcs:
+            continue
+        for base in t.owner.__mro__[1:]:
+            if f"{getattr(base, '__module__', '')}.{getattr(base, '__qualname__', '')}.__exit__" in plan.funcs:
+                exits.add(t.api_name)
+                break
+    return exits
+
+
 def write_instr_opts(plan: SelectivePlan, path: str, model_tracker_style: str | None) -> None:
     with output_files.open_output(path, "w") as f:
         json.dump(plan.to_instr_opts(model_tracker_style), f, indent=4)
