@@ -82,3 +82,58 @@ def test_batched_digests_of_small_tensors_equal_their_one_by_one_digests():
     changed = [t.clone() for t in tensors]
     changed[5][-1] += 1
     assert d.digests(changed)[5] != batched[5] and d.digests(changed)[:5] == batched[:5]
+
+
+def test_a_tensor_longer_than_the_weight_table_is_digested_with_periodic_weights_times_block_multipliers():
+    d = Digester()
+    d._TABLE, d._CHUNK = 1024, 256  # small, so that the test is quick: the rule is the same at any size
+    t = torch.randn(3000)
+    bits = t.view(torch.int32).to(torch.int64)
+    table = d._weights_for(1024, t.device)
+    weights = torch.cat([table * Digester._block_multiplier(k) if k else table for k in range(3)])[:3000]
+    assert d.digests([t])[0] == (bits * weights).sum().item()
+    changed = t.clone()
+    changed[-1] += 1
+    assert d.digests([changed])[0] != d.digests([t])[0]
+    # Two elements a table apart hold different weights: swapping them changes the digest.
+    swapped = t.clone()
+    swapped[5], swapped[5 + 1024] = t[5 + 1024], t[5]
+    assert d.digests([swapped])[0] != d.digests([t])[0]
+
+
+def test_the_original_hash_taken_in_pieces_equals_it_taken_whole():
+    whole, pieces = Digester("traincheck"), Digester("traincheck")
+    pieces._CHUNK = 100
+    for t in (torch.randn(1050), torch.randn(4, 333), torch.arange(250)):
+        assert pieces.digests([t]) == whole.digests([t])
+
+
+def test_small_tensors_beyond_one_batch_are_digested_in_several_with_the_same_results():
+    d = Digester()
+    d._CHUNK = 50
+    tensors = [torch.randn(7) for _ in range(20)]
+    assert d.digests(tensors) == [Digester().digests([t])[0] for t in tensors]
+
+
+MEMORY_PROBE = """
+import resource, sys, torch
+from traincheck.tracking.digest import Digester
+t = torch.empty(512 * 1024 * 1024, dtype=torch.float32).fill_(1.5)  # 2 GiB
+t[-1] = 2.0
+d = Digester(sys.argv[1])
+d.digests([torch.ones(3)])  # torch's first operations' own set-up is not the digests'
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+d.digests([t])
+d.digests([t.view(1024, -1)])
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+@pytest.mark.parametrize("algorithm", ["full", "traincheck"])
+def test_digesting_a_2_gib_tensor_takes_at_most_64_mib_more(algorithm):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", MEMORY_PROBE, algorithm], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout.strip()) <= 64, result.stdout

@@ -4,10 +4,17 @@
   pseudo-random weights in wrapping 64-bit arithmetic; a change of any single element changes the digest
   (the change times an odd weight is never 0 modulo 2^64). Equal tensors give equal digests in every
   process (the weights come from a fixed seed), so digests are comparable across DDP ranks and runs.
+  Element i's weight is w[i mod P] * m(i // P) for a table w of P odd weights and odd block multipliers m
+  (m(0) = 1), so the table stays P long whatever the tensor's size.
 - `traincheck`: the original tool's hash, bit for bit (docs/collection.md §Tensor digests): floats scaled
   by 1e8 and truncated to int64 in the tensor's own dtype, reshaped to rows, and only row 0 hashed with
   h = h * 6364136223846793005 + x + 1. Here it is one dot product with precomputed powers of the
   multiplier, on the device, instead of a host copy and a numpy loop.
+
+Memory: every tensor is taken in pieces of at most `_CHUNK` elements, on every device, so no temporary
+is the size of a whole tensor (int64 copies of a 128k x 8k embedding would be gigabytes on a GPU that
+has room for the training only); many small tensors are batched up to that size. What the digests hold
+beyond the tensors is a few pieces' int64 temporaries and the weight table, tens of megabytes.
 """
 
 from __future__ import annotations
@@ -37,10 +44,15 @@ class Digester:
         self._layouts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
     # -- full-coverage digest -------------------------------------------------------------------------
+    # Elements per piece: a digest's temporaries are a few int64 copies of one piece (2 MiB each).
+    _CHUNK = 1 << 18
+    _TABLE = 1 << 20  # P: weights in the table (8 MiB), the period of the block multipliers
+
     def _weights_for(self, n: int, device: torch.device) -> torch.Tensor:
+        """The table's first n weights (n <= _TABLE)."""
         w = self._weights.get(device)
         if w is None or w.numel() < n:
-            size = max(n, 2 * (w.numel() if w is not None else 0), 1024)
+            size = min(max(n, 2 * (w.numel() if w is not None else 0), 1024), self._TABLE)
             g = torch.Generator().manual_seed(0x7C3A)
             w = torch.randint(-(1 << 62), 1 << 62, (size,), generator=g, dtype=torch.int64)
             # Weights for a prefix stay the same when the cache grows: digests never depend on history.
@@ -51,25 +63,34 @@ class Digester:
             self._weights[device] = w
         return w[:n]
 
-    # On the CPU, int64 temporaries of a whole large tensor cost more in page faults than in arithmetic:
-    # the dot product runs over cache-sized chunks instead (same result: the sum is taken mod 2^64).
-    # Devices with a caching allocator take the tensor in one piece (one kernel each).
-    _CPU_CHUNK = 1 << 16
+    @staticmethod
+    def _block_multiplier(block: int) -> int:
+        """m(block): 1 for the first _TABLE elements, then an odd 64-bit number per block (splitmix64)."""
+        if block == 0:
+            return 1
+        z = (block * 0x9E3779B97F4A7C15) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return _signed((z ^ (z >> 31)) | 1)
 
     def _full(self, t: torch.Tensor) -> torch.Tensor:
-        flat = t.detach().reshape(-1)
-        if flat.is_complex():
-            flat = torch.view_as_real(flat).reshape(-1)
-        bits = flat if flat.dtype == torch.bool else flat.view(_BIT_VIEWS[flat.element_size()])
-        weights = self._weights_for(bits.numel(), bits.device)
+        bits = self._bit_view(t)
         n = bits.numel()
-        if bits.device.type != "cpu" or n <= self._CPU_CHUNK:
-            return (bits.to(torch.int64) * weights).sum()
-        total = torch.zeros((), dtype=torch.int64)
-        for start in range(0, n, self._CPU_CHUNK):
-            end = start + self._CPU_CHUNK
-            total += (bits[start:end].to(torch.int64) * weights[start:end]).sum()
+        if n <= self._CHUNK:
+            return (bits.to(torch.int64) * self._weights_for(n, bits.device)).sum()
+        total = torch.zeros((), dtype=torch.int64, device=bits.device)
+        for start in range(0, n, self._CHUNK):  # _CHUNK divides _TABLE: a piece never spans two blocks
+            end = min(start + self._CHUNK, n)
+            block, offset = divmod(start, self._TABLE)
+            weights = self._weights_for(offset + end - start, bits.device)[offset:]
+            piece = (bits[start:end].to(torch.int64) * weights).sum()
+            # Its block's multiplier factors out of the piece's sum (the sum is taken modulo 2^64).
+            m = self._block_multiplier(block)
+            total += piece if m == 1 else piece * m
         return total
+
+    # Tensors up to this many elements are digested in batches (one concatenation per batch).
+    _SMALL = 1 << 16
 
     def _bit_view(self, t: torch.Tensor) -> torch.Tensor:
         flat = t.detach().reshape(-1)
@@ -108,14 +129,22 @@ class Digester:
 
     def _traincheck(self, t: torch.Tensor) -> torch.Tensor:
         x = t.detach()
-        if x.is_floating_point():
-            x = (x * 1e8).to(torch.int64)  # in the source dtype, as the original (f16 overflows there too)
-        else:
-            x = x.to(torch.int64)  # the original rejects bool and complex; ours hashes bools as 0/1
         if x.dim() == 0:
-            return x + 1
-        row = x.reshape(-1, x.shape[-1])[0] if x.dim() > 1 else x
-        return ((row + 1) * self._powers_for(row.numel(), row.device)).sum()
+            return (x * 1e8).to(torch.int64) + 1 if x.is_floating_point() else x.to(torch.int64) + 1
+        row = x.reshape(-1, x.shape[-1])[0] if x.dim() > 1 else x  # only row 0 counts: scaled alone
+        n = row.numel()
+        total = torch.zeros((), dtype=torch.int64, device=row.device)
+        for start in range(0, n, self._CHUNK):
+            end = min(start + self._CHUNK, n)
+            piece = row[start:end]
+            # In the source dtype, as the original (f16 overflows there too); it rejects bool and complex,
+            # ours hashes bools as 0/1.
+            piece = (piece * 1e8).to(torch.int64) if piece.is_floating_point() else piece.to(torch.int64)
+            # Column c's power is M^(n-1-c) = M^(n-end) * M^(end-1-c): a piece's powers times one scalar.
+            scale = _signed(pow(_MULTIPLIER, n - end, 1 << 64))
+            powers = self._powers_for(end - start, row.device)
+            total += ((piece + 1) * (powers if scale == 1 else powers * scale)).sum()
+        return total
 
     # -- batches ----------------------------------------------------------------------------------------
     def digests(self, tensors: list[torch.Tensor]) -> list[int]:
@@ -141,16 +170,22 @@ class Digester:
         groups: dict[torch.dtype, tuple[list[int], list[torch.Tensor]]] = {}
         for i in idx:
             t = tensors[i]
-            if t.numel() > self._CPU_CHUNK or t.is_complex():
+            if t.numel() > min(self._SMALL, self._CHUNK) or t.is_complex():
                 singles.append(i)
                 continue
             view = self._bit_view(t)
             members, views = groups.setdefault(view.dtype, ([], []))
             members.append(i)
             views.append(view)
-        for members, views in groups.values():  # small tensors of one bit width: batched
-            order += members
-            parts.append(self._full_small_batch(views))
+        for members, views in groups.values():  # small tensors of one bit width: batched, _CHUNK at most
+            start, size = 0, 0
+            for k, v in enumerate(views + [None]):
+                if v is not None and (size == 0 or size + v.numel() <= self._CHUNK):
+                    size += v.numel()
+                    continue
+                order += members[start:k]
+                parts.append(self._full_small_batch(views[start:k]))
+                start, size = k, (v.numel() if v is not None else 0)
         if singles:
             order += singles
             parts.append(torch.stack([self._full(tensors[i]) for i in singles]))
