@@ -4,8 +4,8 @@
 // the fields the checks read.
 //
 // Binary, not JSON: a rank writes one record per parameter every step and reads one per parameter and
-// peer, on the recorder's writer thread. As JSON lines that cost about 0.7 us to write and 0.9 us to read
-// per record at 50k parameters, more than checking it (bench/README.md, consistency_scale); here a value
+// peer, on the recorder's writer thread. As JSON lines, writing and reading one cost more than checking
+// it (bench/consistency_scale.py; latest figures in bench/README.md); here a value
 // is copied, never printed or parsed, and a float field keeps its bits (JSON wrote NaN as null; inside an
 // array or object it still does, as those travel as JSON).
 //
