@@ -150,6 +150,9 @@ class Learner {
         if (inserted) clauses_.emplace_back(std::move(c), std::move(key));
         ids.push_back(it->second);
       }
+      // A clause once per example, however many of its fields gave it: merged_candidates counts examples.
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
       ids.shrink_to_fit();
       local_done_[example] = true;
     }

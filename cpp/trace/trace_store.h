@@ -187,8 +187,8 @@ class TraceStore {
   int64_t time_of(const VarChange& c) const { return vars_[c.var].attrs[c.attr].states[c.new_state].start; }
 
   // Context managers active on (pid, tid) at `time`, as fields "meta_vars.context_managers.<X>" ->
-  // {arg: value}, sorted by key: what the original injects into example records
-  // (docs/analysis.md §Trace model).
+  // {arg: value}, sorted by key, one per manager (of nested spans of one manager, the innermost): what the
+  // original injects into example records (docs/analysis.md §Trace model).
   std::vector<Field> context_managers_at(int64_t time, int64_t pid, int64_t tid) const;
   const std::vector<ContextManagerSpan>& context_manager_spans() const { return cm_spans_; }
 

@@ -185,12 +185,20 @@ std::vector<Field> TraceStore::context_managers_at(int64_t time, int64_t pid, in
   std::vector<Field> out;
   const uint32_t t = thread_index(pid, tid);
   if (t == kNone) return out;
+  // One field per manager: of two live spans of one manager (nested, or entered and never exited), the
+  // inner one, the latest entered, as the online checker's tracking has it (online_context_managers.h).
+  // Two fields of one key made the precondition learner count an example twice.
+  std::vector<std::pair<int64_t, Field>> live;
   for (uint32_t si : cm_spans_by_thread_[t]) {
     const ContextManagerSpan& s = cm_spans_[si];
     if (s.start <= time && time <= s.end)
-      out.push_back({intern_key(std::string(kContextManagerFieldPrefix) + s.name), s.args});
+      live.push_back({s.start, Field{intern_key(std::string(kContextManagerFieldPrefix) + s.name), s.args}});
   }
-  std::sort(out.begin(), out.end(), [](const Field& a, const Field& b) { return a.key < b.key; });
+  std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+    return a.second.key != b.second.key ? a.second.key < b.second.key : a.first > b.first;
+  });
+  for (auto& [start, field] : live)
+    if (out.empty() || out.back().key != field.key) out.push_back(std::move(field));
   return out;
 }
 

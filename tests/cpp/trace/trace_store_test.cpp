@@ -211,6 +211,30 @@ TEST(TraceStore, ASubclassesExitOnTheSameObjectClosesTheManagersSpan) {
   EXPECT_EQ(open.context_managers_at(9, 7, 1).size(), 1u);
 }
 
+TEST(TraceStore, NestedSpansOfOneManagerGiveOneFieldTheInnermosts) {
+  // Two live spans of one manager (nested, or one never exited): one field, with the inner one's
+  // arguments, as online; two fields of one key counted an example twice in precondition learning.
+  Builder b;
+  auto line = [&](const char* id, const char* type, const std::string& fn, int64_t time, int obj, const std::string& extra) {
+    b.text += std::string("{\"func_call_id\":\"") + id + "\",\"thread_id\":1,\"process_id\":7,\"meta_vars\":{\"step\":1},\"type\":\"function_call (" +
+              type + ")\",\"function\":\"" + fn + "\",\"obj_id\":" + std::to_string(obj) + "," + extra + "\"time\":" + std::to_string(time) + "}\n";
+  };
+  const std::string cm = "torch.amp.autocast_mode.autocast";
+  for (const auto& [id, obj, start, dtype] : {std::tuple{"o", 1, 1, "float16"}, std::tuple{"i", 2, 5, "bfloat16"}}) {
+    const std::string init_id = std::string(id) + "_init", enter_id = std::string(id) + "_enter";
+    line(init_id.c_str(), "pre", cm + ".__init__", start, obj, std::string("\"kwargs\":{\"dtype\":{\"str\":\"torch.") + dtype + "\"}},");
+    line(init_id.c_str(), "post", cm + ".__init__", start + 1, obj, "");
+    line(enter_id.c_str(), "pre", cm + ".__enter__", start + 2, obj, "");
+    line(enter_id.c_str(), "post", cm + ".__enter__", start + 3, obj, "");
+  }
+  b.call("f", "torch.nn.functional.relu", 10, 11);
+  TraceStore t = b.build();
+  const std::vector<Field> inside = t.context_managers_at(10, 7, 1);
+  ASSERT_EQ(inside.size(), 1u);
+  EXPECT_EQ(to_json(inside[0].value), "{\"dtype\":\"torch.bfloat16\"}");
+  EXPECT_EQ(t.context_managers_at(4, 7, 1).size(), 1u);  // before the inner one: the outer alone
+}
+
 TEST(ApiSignatures, PositionalArgumentsTakeTheNameOfTheParameterAtTheirIndexWhateverItsKind) {
   // torch.Tensor.view(self, *shape): the original names the first argument *shape catches "shape" (its
   // invariant files constrain it by that name); one past the signature keeps its index.
