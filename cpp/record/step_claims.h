@@ -40,6 +40,21 @@ inline constexpr StepClaim kStepClaims[] = {
     {"grad_clipped", "_TRAINCHECK_grad_clipped", 4,
      "for a parameter whose gradient was clipped since the previous step: the gradient stepped on is the one "
      "the last clipping left (GradientClippedRelation)"},
+    {"gets_gradients", "_TRAINCHECK_gets_gradients", 5,
+     "for a parameter the stepping optimizer holds that required gradients when the tracker first saw that "
+     "optimizer, at a step with some gradient to apply: it still requires gradients and has had a gradient at "
+     "one of that optimizer's steps (ParameterGetsGradientsRelation)"},
+    {"eval_in_validation", "_TRAINCHECK_eval_in_validation", 6,
+     "for a parameter whose model ran forward passes without gradients in an evaluation loop since the "
+     "stepping optimizer's previous step: all of them ran in eval mode (EvalModeInValidationRelation)"},
+    {"forward_through_ddp", "_TRAINCHECK_forward_through_ddp", 7,
+     "for a parameter of a model that a DistributedDataParallel wraps, which ran forward passes with "
+     "gradients in training mode since the stepping optimizer's previous step: all of them ran inside the "
+     "wrapper (ForwardThroughWrapperRelation)"},
+    {"sampler_epoch_advanced", "_TRAINCHECK_sampler_epoch_advanced", 8,
+     "for every parameter the stepping optimizer holds, when a shuffling DistributedSampler began an iteration "
+     "since that optimizer's previous step, after an optimizer step since its own previous iteration: its "
+     "epoch differs from that iteration's (SamplerEpochAdvancesRelation)"},
 };
 inline constexpr size_t kStepClaimCount = std::size(kStepClaims);
 

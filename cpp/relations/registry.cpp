@@ -7,12 +7,16 @@
 #include "relations/consistent_input_output.h"
 #include "relations/consistent_output.h"
 #include "relations/distinct_argument.h"
+#include "relations/eval_mode_in_validation.h"
+#include "relations/forward_through_wrapper.h"
 #include "relations/function_order.h"
 #include "relations/gradient_clipped.h"
 #include "relations/gradient_reset.h"
 #include "relations/gradient_reset_once.h"
 #include "relations/module_mode_relation.h"
 #include "relations/optimizer_has_gradients.h"
+#include "relations/parameter_gets_gradients.h"
+#include "relations/sampler_epoch_advances.h"
 #include "relations/threshold.h"
 #include "relations/training_mode.h"
 
@@ -33,10 +37,15 @@ const std::vector<const Relation*>& implemented_relations() {
   static const OptimizerHasGradientsRelation optimizer_has_gradients;  // ours
   static const GradientResetOnceRelation gradient_reset_once;          // ours
   static const GradientClippedRelation gradient_clipped;               // ours
+  static const ParameterGetsGradientsRelation parameter_gets_gradients;  // ours
+  static const EvalModeInValidationRelation eval_mode_in_validation;    // ours
+  static const ForwardThroughWrapperRelation forward_through_wrapper;  // ours
+  static const SamplerEpochAdvancesRelation sampler_epoch_advances;    // ours
   static const std::vector<const Relation*> all = {
       &api_contain,       &consistency, &consistent_output, &consistent_input_output, &function_cover,
       &function_lead,     &distinct_argument, &threshold,   &module_mode,             &gradient_reset,
-      &training_mode,     &optimizer_has_gradients,         &gradient_reset_once,     &gradient_clipped};
+      &training_mode,     &optimizer_has_gradients,         &gradient_reset_once,     &gradient_clipped,
+      &parameter_gets_gradients, &eval_mode_in_validation, &forward_through_wrapper, &sampler_epoch_advances};
   return all;
 }
 

@@ -163,6 +163,7 @@ def is_collecting() -> bool:
 def start_step() -> None:
     """Begin a training iteration: step 1 is the first; sampling decides whether it is recorded."""
     _steps_started[0] += 1
+    _in_evaluation[0] = False
     for hook in _step_end_hooks:
         hook()
     if _meta.get("stage") != "training":
@@ -173,8 +174,18 @@ def start_step() -> None:
     _set_recording(is_step_sampled(_meta["step"]), sampled_out=True)
 
 
+def in_evaluation() -> bool:
+    """Whether an evaluation iteration began since the last training iteration: the program is in an
+    evaluation loop (or after one, until training goes on)."""
+    return _in_evaluation[0]
+
+
+_in_evaluation = [False]
+
+
 def start_eval_step() -> None:
     """Begin an evaluation iteration (meta var ``eval_step``), sampled like training steps."""
+    _in_evaluation[0] = True
     _meta["eval_step"] = _meta.get("eval_step", 0) + 1
     _changed_other_keys()
     _publish()

@@ -24,7 +24,7 @@ class Wrapper(nn.Module):
 
 
 def _names(owners):
-    return [name for name, _ in owners]
+    return [name for name, _, _ in owners]
 
 
 def test_each_root_holding_a_stepped_parameter_is_named_after_its_class_in_parameter_order():
@@ -39,7 +39,7 @@ def test_a_copy_no_optimizer_steps_is_not_returned():
     student = Generator()
     teacher = copy.deepcopy(student)  # no registration hook sees a deepcopy
     owners = discovery.owners_of(list(student.parameters()), set())
-    assert [obj for _, obj in owners] == [student]
+    assert [obj for _, obj, _ in owners] == [student]
     assert teacher in discovery.live_roots()
 
 
@@ -47,13 +47,13 @@ def test_a_wrapper_is_unwrapped_and_its_inner_model_named():
     model = Generator()
     wrapped = Wrapper(model)
     owners = discovery.owners_of(list(wrapped.parameters()), set())
-    assert owners == [("Generator", model)]
+    assert owners == [("Generator", model, wrapped)]
 
 
 def test_a_submodule_is_never_a_root():
     model = Generator()
     owners = discovery.owners_of(list(model.body[2].parameters()), set())
-    assert [obj for _, obj in owners] == [model]
+    assert [obj for _, obj, _ in owners] == [model]
 
 
 def test_a_tensor_no_module_holds_is_tracked_as_itself_and_taken_names_are_not_reused():

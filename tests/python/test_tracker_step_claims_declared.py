@@ -44,20 +44,28 @@ def test_the_tracker_passes_every_declared_claim_and_no_other():
     assert set(made) == {c["name"] for c in _declared()}
 
 
-# One model, two steps with a reset and a clipping in between: every claim is made for some parameter.
+# One DDP model (one rank), two steps with a reset, a clipping, a pass of a shuffling DistributedSampler and
+# a validation forward in between: every claim is made for some parameter.
 EVERY_CLAIM = """
 import json, sys
 import torch
-from traincheck import _core
+import torch.distributed as dist
+from torch.utils.data.distributed import DistributedSampler
+from traincheck import _core, meta_vars
 from traincheck.tracking.tracker import ModelTracker
 out = sys.argv[1]
+dist.init_process_group("gloo", init_method="file://" + out + "_pg", rank=0, world_size=1)
 _core.start(out)
 _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
 tracker = ModelTracker(_core, style="sampler")
-model = torch.nn.Linear(3, 2)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2))
 tracker.track(model, "model")
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(2):
+sampler = DistributedSampler(range(8), num_replicas=1, rank=0, shuffle=True)
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    tracker.sampler_iterated(sampler)
+    meta_vars.start_step()
     model(torch.ones(4, 3)).sum().backward()
     tracker.around_api("{clip}", "pre")
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
@@ -65,13 +73,17 @@ for _ in range(2):
     opt.step()
     tracker.after_optimizer_step(opt, (), {{}})
     opt.zero_grad()
+    meta_vars.start_eval_step()
+    with torch.no_grad():
+        model(torch.ones(1, 3))
 try:
-    _core.record_var_states([_core.intern("w")], [model.weight], [None], [None], _core.intern("torch.nn.Parameter"),
+    _core.record_var_states([_core.intern("w")], [model.module.weight], [None], [None], _core.intern("torch.nn.Parameter"),
                             claims={{"no_such_claim": [True]}})
     print("accepted")
 except ValueError as e:
     print("rejected:", e)
 _core.shutdown()
+dist.destroy_process_group()
 """
 
 

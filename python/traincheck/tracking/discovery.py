@@ -77,9 +77,10 @@ def optimizer_parameters(optimizer) -> list:
             if isinstance(p, torch.Tensor)]
 
 
-def owners_of(params: list, known_names: set[str]) -> list[tuple[str, object]]:
-    """(name, module or tensor) to track so that every tensor of `params` is tracked: the roots holding
-    them (unwrapped), in the order of the first parameter each holds, then the tensors no module holds.
+def owners_of(params: list, known_names: set[str]) -> list[tuple[str, object, object]]:
+    """(name, module or tensor, root) to track so that every tensor of `params` is tracked: the roots
+    holding them (unwrapped; the root itself is the wrapper, a DDP whose forward the tracker watches), in
+    the order of the first parameter each holds, then the tensors no module holds (root None).
     `known_names`: names taken already (tracked models), never reused."""
     wanted = {id(p) for p in params}
     holder = {}  # parameter id -> the root holding it first
@@ -94,10 +95,10 @@ def owners_of(params: list, known_names: set[str]) -> list[tuple[str, object]]:
             continue
         seen_roots.add(id(root))
         model = unwrapped(root)
-        out.append((_fresh_name(type(model).__name__, taken), model))
+        out.append((_fresh_name(type(model).__name__, taken), model, root))
     loose = [p for p in params if id(p) not in holder]
     for i, p in enumerate(loose):
-        out.append((_fresh_name(f"{type(p).__name__}_{i}", taken), p))
+        out.append((_fresh_name(f"{type(p).__name__}_{i}", taken), p, None))
     return out
 
 

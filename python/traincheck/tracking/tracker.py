@@ -38,6 +38,26 @@ since that optimizer's previous step, whether the gradient stepped on is the one
 gradient no step uses; a step with no clipping before it (an extra step for another objective) makes no
 claim.
 
+Four claims come from what the tracker sees between two steps of an optimizer:
+- `_TRAINCHECK_gets_gradients` (ParameterGetsGradientsRelation): from an optimizer's second step, for a
+  parameter it holds that required gradients when the tracker first saw that optimizer (the first step
+  boundary, or its first step), at a step with some gradient to apply: whether the parameter still
+  requires gradients and has had a gradient at one of that optimizer's steps. A detached activation or a
+  layer frozen after its optimizer was built leaves parameters that never get one.
+- `_TRAINCHECK_eval_in_validation` (EvalModeInValidationRelation): for the parameters of a tracked model
+  that ran forward passes without gradients in an evaluation loop (meta_vars.in_evaluation) since the
+  previous step, whether all of them ran in eval mode. A forward pre-hook on each tracked model sees them.
+- `_TRAINCHECK_forward_through_ddp` (ForwardThroughWrapperRelation): for the parameters of a tracked
+  model a DistributedDataParallel wraps that ran forward passes with gradients in training mode since the
+  previous step, whether all of them ran inside the wrapper's forward (`model.module(x)` skips the
+  gradient averaging). The same hook sees them.
+- `_TRAINCHECK_sampler_epoch_advanced` (SamplerEpochAdvancesRelation): for every parameter the optimizer
+  holds, when a shuffling DistributedSampler began an iteration since the previous step, after some
+  optimizer step since its own previous iteration: whether its epoch moved (`set_epoch`).
+  `watch_sampler_iterations` sees the iterations.
+A hook costs one Python call per forward of a tracked model (not per layer), and nothing while dynamo
+traces a compiled forward.
+
 Each claim is declared once, in C++ (cpp/record/step_claims.h; `_core.step_claims()` lists them): the
 tracker passes its per-parameter lists to `record_var_states` keyed by those names, and the recorder
 rejects a name it does not declare.
@@ -56,10 +76,12 @@ not. Sharded (DTensor) parameters are digested on this rank's shard, and named a
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import torch
 
+from traincheck import meta_vars
 from traincheck.meta_vars import get_meta_vars
 from traincheck.tracking import discovery, shards
 from traincheck.tracking.digest import Digester
@@ -69,7 +91,8 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 class _Entry:
     __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
-                 "resets", "discards", "grad_since_reset", "clips", "clip_ref", "clip_version", "steps")
+                 "resets", "discards", "grad_since_reset", "clips", "clip_ref", "clip_version", "steps",
+                 "grad_steps")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
@@ -98,6 +121,8 @@ class _Entry:
         # Per optimizer holding the parameter (its id): (grad_ref, resets, discards, clips) at its last step,
         # grad_ref None when the parameter had no gradient then.
         self.steps = {}
+        # The optimizers (their ids) at one of whose steps the parameter had a gradient.
+        self.grad_steps = set()
 
     def claims_at_step(self, optimizer_key: int) -> tuple[bool | None, bool | None, bool | None]:
         """At a step of the optimizer `optimizer_key`, once `grad_ref` is the gradient now: whether the
@@ -191,6 +216,27 @@ def _model_of(obj):
     return obj
 
 
+def _is_ddp(obj) -> bool:
+    return isinstance(obj, torch.nn.parallel.DistributedDataParallel)
+
+
+def _wrapped_by_ddp(outer, model) -> bool:
+    """Whether a DistributedDataParallel is among the wrappers from `outer` down to `model` (DDP itself,
+    or a torch.compile'd DDP)."""
+    for _ in range(4):
+        if outer is None or outer is model or not isinstance(outer, torch.nn.Module):
+            return False
+        if _is_ddp(outer):
+            return True
+        outer = outer._modules.get("_orig_mod") or outer._modules.get("module")
+    return False
+
+
+def _and(verdict: bool | None, ok: bool) -> bool:
+    """A verdict over several observations: every one of them held."""
+    return ok if verdict is None else verdict and ok
+
+
 def _parameters(obj, name: str):
     """(dotted name, tensor, owner module, attribute) of each parameter of a module (_model_of), in
     named_parameters' order and names; or of a tensor."""
@@ -217,6 +263,22 @@ def _computed(grad_changed: list[_Entry]) -> None:
             e.grad_since_reset = True
 
 
+def watch_sampler_iterations(tracker: "ModelTracker") -> None:
+    """Tell `tracker` when a DistributedSampler (or a subclass calling its `__iter__`) begins an iteration:
+    `DistributedSampler.__iter__` is replaced by a function that calls the tracker, then the original. Once
+    per pass over the data, never per batch."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    original = DistributedSampler.__iter__
+
+    @functools.wraps(original)
+    def __iter__(self):
+        tracker.sampler_iterated(self)
+        return original(self)
+
+    DistributedSampler.__iter__ = __iter__
+
+
 class ModelTracker:
     """`discover`: at each optimizer step, the models holding parameters it steps that no tracked model
     holds are found and tracked under names of their own (tracking/discovery.py), so claims need no
@@ -237,6 +299,25 @@ class ModelTracker:
         self._ids: dict[str, int] = {}
         self._stepped_since_boundary = False
         self._modules_registered = False  # a submodule was set since the last write (module_registered)
+        # Per optimizer, weakly: which of its parameters (ids) required gradients when the tracker first saw
+        # it, and how many steps it took.
+        self._first_sight = weakref.WeakKeyDictionary()
+        self._step_counts = weakref.WeakKeyDictionary()
+        self._steps_taken = 0  # optimizer steps, all optimizers
+        # Per tracked model (id): its forward pre-hook's handle, whether a DDP wraps it, and the verdicts
+        # over its forwards since its optimizer's last step (None: no such forward).
+        self._forward_hooks: dict[int, object] = {}
+        self._ddp_wrapped: set[int] = set()
+        self._eval_forwards: dict[int, bool] = {}
+        self._ddp_forwards: dict[int, bool] = {}
+        # Per DistributedSampler, weakly: (epoch, steps taken) when its last iteration began; and the
+        # verdict over the iterations begun since the last step.
+        self._sampler_iterations = weakref.WeakKeyDictionary()
+        self._sampler_verdict: bool | None = None
+        # torch's own functions, never a recorder's wrapper of them: the hooks' calls are not the program's.
+        unwrap = getattr(core, "unwrap", lambda f: f)
+        self._grad_enabled = unwrap(torch.is_grad_enabled)
+        self._is_compiling = unwrap(getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False))
 
     def _id(self, text: str | None) -> int:
         if text is None:
@@ -247,10 +328,13 @@ class ModelTracker:
         return i
 
     # -- public ---------------------------------------------------------------------------------------
-    def track(self, obj, name: str) -> None:
-        """Start tracking `obj` (a module or tensor) under `name`; re-tracking a name replaces it."""
+    def track(self, obj, name: str, wrapper=None) -> None:
+        """Start tracking `obj` (a module or tensor) under `name`; re-tracking a name replaces it. `wrapper`:
+        the module that wraps `obj` where it was found (discovery's root), when not `obj` itself."""
         known = {id(e.param): e for e in self.entries.get(name, [])}
         model = None if isinstance(obj, torch.Tensor) else _model_of(obj)
+        if model is not None:
+            self._watch_forwards(model, _wrapped_by_ddp(obj, model) or _wrapped_by_ddp(wrapper, model))
         entries = []
         for pname, p, owner, attr in _parameters(obj, name):
             entries.append(known.get(id(p)) or _Entry(self._id(pname), p, owner, attr, model))
@@ -269,6 +353,8 @@ class ModelTracker:
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
+        self._steps_taken += 1
+        self._note_optimizer(optimizer, stepped=True)
         if self.discover:
             self._discover_models_of(optimizer)
         entries = self._all()
@@ -281,13 +367,16 @@ class ModelTracker:
         step only what changed since it; without one (parameters updated by hand), every state."""
         stepped = self._stepped_since_boundary
         self._stepped_since_boundary = False
-        if self.discover and not self._looked_for_optimizers:
+        if not self._looked_for_optimizers:
             # The first boundary: the optimizers built before the loop are found now, so that their models'
-            # states before any update are written (ranks that start apart differ at the first step).
+            # states before any update are written (ranks that start apart differ at the first step), and
+            # what each trains is known as it was built.
             self._looked_for_optimizers = True
             if not discovery.dynamo_is_tracing():
                 for optimizer in discovery.live_optimizers():
-                    self._discover_models_of(optimizer)
+                    self._note_optimizer(optimizer)
+                    if self.discover:
+                        self._discover_models_of(optimizer)
         if not stepped and get_meta_vars().get("step", 0) == 0:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
@@ -311,7 +400,61 @@ class ModelTracker:
         else:
             _computed(grad_changed)
 
+    def sampler_iterated(self, sampler) -> None:
+        """A DistributedSampler begins an iteration (watch_sampler_iterations)."""
+        if not getattr(sampler, "shuffle", False):
+            return
+        epoch = getattr(sampler, "epoch", None)
+        try:
+            last = self._sampler_iterations.get(sampler)
+            self._sampler_iterations[sampler] = (epoch, self._steps_taken)
+        except TypeError:  # a sampler without weak references
+            return
+        if last is not None and self._steps_taken > last[1]:
+            self._sampler_verdict = _and(self._sampler_verdict, epoch != last[0])
+
     # -- internals ------------------------------------------------------------------------------------
+    def _note_optimizer(self, optimizer, stepped: bool = False) -> None:
+        """What `optimizer` trains as the tracker first sees it (which parameters require gradients), and
+        with `stepped`, one more of its steps."""
+        try:
+            if optimizer not in self._first_sight:
+                self._first_sight[optimizer] = {id(p): p.requires_grad
+                                                for p in discovery.optimizer_parameters(optimizer)}
+                self._step_counts[optimizer] = 0
+            if stepped:
+                self._step_counts[optimizer] += 1
+        except TypeError:  # an optimizer-like object without weak references: makes no gets_gradients claim
+            pass
+
+    def _watch_forwards(self, model, ddp_wrapped: bool) -> None:
+        key = id(model)
+        if ddp_wrapped:
+            self._ddp_wrapped.add(key)
+        if key not in self._forward_hooks:
+            self._forward_hooks[key] = model.register_forward_pre_hook(self._forward_seen)
+
+    def _unwatch_forwards(self, model) -> None:
+        handle = self._forward_hooks.pop(id(model), None)
+        if handle is not None:
+            handle.remove()
+        for table in (self._ddp_wrapped, self._eval_forwards, self._ddp_forwards):
+            table.discard(id(model)) if isinstance(table, set) else table.pop(id(model), None)
+
+    def _forward_seen(self, module, args) -> None:
+        """A tracked model's forward pre-hook: a forward without gradients in an evaluation loop should run
+        in eval mode; one with gradients in training mode, of a model a DDP wraps, inside the wrapper."""
+        if self._is_compiling():
+            return None
+        key = id(module)
+        if self._grad_enabled():
+            if module.training and key in self._ddp_wrapped:
+                inside = getattr(torch.nn.parallel.DistributedDataParallel, "_active_ddp_module", None) is not None
+                self._ddp_forwards[key] = _and(self._ddp_forwards.get(key), inside)
+        elif meta_vars.in_evaluation():
+            self._eval_forwards[key] = _and(self._eval_forwards.get(key), not module.training)
+        return None
+
     def _discover_models_of(self, optimizer) -> None:
         """Track what holds the optimizer's untracked parameters. Per step
         this costs a count of its groups' tensors; the walk runs only when the count changed (its first
@@ -331,8 +474,8 @@ class ModelTracker:
         missing = [p for p in discovery.optimizer_parameters(optimizer) if id(p) not in tracked]
         if missing:
             self._forget_models_no_optimizer_holds(optimizer)
-        for name, obj in discovery.owners_of(missing, set(self.entries)) if missing else ():
-            self.track(obj, name)
+        for name, obj, wrapper in discovery.owners_of(missing, set(self.entries)) if missing else ():
+            self.track(obj, name, wrapper)
             self._discovered_names.add(name)
         try:
             self._discovered[optimizer] = count
@@ -347,7 +490,9 @@ class ModelTracker:
         for name in sorted(self._discovered_names):
             if not any(id(e.param) in held for e in self.entries.get(name, ())):
                 self.entries.pop(name, None)
-                self.objects.pop(name, None)
+                obj = self.objects.pop(name, None)
+                if isinstance(obj, torch.nn.Module) and not any(o is obj for o in self.objects.values()):
+                    self._unwatch_forwards(obj)
                 self._discovered_names.discard(name)
 
     def _all(self) -> list[_Entry]:
@@ -396,24 +541,36 @@ class ModelTracker:
         finally:
             self.core.set_inside_recorder(previous)
 
-    @staticmethod
-    def _step_claims(written: list[_Entry], optimizer) -> dict[str, list]:
+    def _step_claims(self, written: list[_Entry], optimizer) -> dict[str, list]:
         """The claims at `optimizer`'s step, a list per claim keyed by the name `_core.step_claims()`
         declares it under (every declared claim, no other), per written entry (digests refreshed), for the
         parameters it holds (None for the others, and where there is no claim): whether its gradient was reset since
         that optimizer's previous step, and at most once (_Entry.claims_at_step); when it has a gradient,
         whether the model it was tracked under is in training mode; whether any parameter the optimizer
-        holds, tracked or not, has a gradient (a step with nothing to apply); and, once its gradient was
-        clipped since that step, whether the gradient stepped on is the clipped one."""
+        holds, tracked or not, has a gradient (a step with nothing to apply); once its gradient was
+        clipped since that step, whether the gradient stepped on is the clipped one; and the four claims of
+        what was seen since that step (the module docstring). The verdicts over forwards and sampler
+        iterations are taken by the step that claims them."""
         params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())]
         held = {id(p) for p in params}
         has_gradients = any(p.grad is not None for p in params)
         key = id(optimizer)
-        resets, once, training, gradients, clipped = [], [], [], [], []
+        try:
+            first_sight = self._first_sight.get(optimizer)
+            judged = first_sight is not None and self._step_counts.get(optimizer, 0) >= 2 and has_gradients
+        except TypeError:
+            first_sight, judged = None, False
+        sampler, self._sampler_verdict = self._sampler_verdict, None
+        claims = {name: [] for name in ("grad_reset", "model_training", "optimizer_has_gradients", "grad_reset_once",
+                                        "grad_clipped", "gets_gradients", "eval_in_validation", "forward_through_ddp",
+                                        "sampler_epoch_advanced")}
+        lists = list(claims.values())
+        (resets, training, gradients, once, clipped, gets, evaluating, through_ddp, epochs) = lists
+        models = set()
         for e in written:
             if id(e.param) not in held:
-                for claims in (resets, once, training, gradients, clipped):
-                    claims.append(None)
+                for claim_list in lists:
+                    claim_list.append(None)
                 continue
             reset, reset_once, was_clipped = e.claims_at_step(key)
             resets.append(reset)
@@ -421,8 +578,19 @@ class ModelTracker:
             training.append(None if e.grad_ref is None or e.model is None else e.model.training)
             gradients.append(has_gradients)
             clipped.append(was_clipped)
-        return {"grad_reset": resets, "model_training": training, "optimizer_has_gradients": gradients,
-                "grad_reset_once": once, "grad_clipped": clipped}
+            if e.grad_ref is not None:
+                e.grad_steps.add(key)
+            trainable = judged and first_sight.setdefault(id(e.param), e.param.requires_grad)
+            gets.append(None if not trainable else e.param.requires_grad and key in e.grad_steps)
+            model = None if e.model is None else id(e.model)
+            models.add(model)
+            evaluating.append(self._eval_forwards.get(model))
+            through_ddp.append(self._ddp_forwards.get(model))
+            epochs.append(sampler)
+        for model in models:  # taken by this step
+            self._eval_forwards.pop(model, None)
+            self._ddp_forwards.pop(model, None)
+        return claims
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []
