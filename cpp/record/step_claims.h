@@ -41,9 +41,10 @@ inline constexpr StepClaim kStepClaims[] = {
      "for a parameter whose gradient was clipped since the previous step: the gradient stepped on is the one "
      "the last clipping left (GradientClippedRelation)"},
     {"gets_gradients", "_TRAINCHECK_gets_gradients", 5,
-     "for a parameter the stepping optimizer holds that required gradients when the tracker first saw that "
-     "optimizer, at a step with some gradient to apply: it still requires gradients and has had a gradient at "
-     "one of that optimizer's steps (ParameterGetsGradientsRelation)"},
+     "for a parameter an optimizer holds that required gradients when the optimizer was built: from its second "
+     "step, at a step with some gradient to apply, while the parameter requires gradients, it has had a gradient "
+     "at one of that optimizer's steps; and at the end of the run, it had one at some step "
+     "(ParameterGetsGradientsRelation)"},
     {"eval_in_validation", "_TRAINCHECK_eval_in_validation", 6,
      "for a parameter whose model ran forward passes without gradients in an evaluation loop since the "
      "stepping optimizer's previous step: all of them ran in eval mode (EvalModeInValidationRelation)"},

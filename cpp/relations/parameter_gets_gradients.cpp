@@ -8,14 +8,15 @@
 // (fine-tuning a head over a frozen backbone, with `model.parameters()` handed to the optimizer) makes no
 // claim, and neither does an optimizer step with nothing to apply (OptimizerHasGradientsRelation's).
 //
-// What is judged: the collector's claim on each parameter state written at an optimizer's step for the
-// tracked parameters that optimizer holds, "_TRAINCHECK_gets_gradients"
-// (python/traincheck/tracking/tracker.py): made for a parameter that required gradients when the tracker
-// first saw the optimizer (the first step boundary, or the optimizer's first step), at a step where some
-// parameter it holds has a gradient; true when the parameter still requires gradients and has had a
-// gradient at one of that optimizer's steps so far. "So far" rather than "now" keeps a parameter that
-// only some batches use (an expert of a mixture, a branch taken now and then) from alarming once it has
-// been used; the price is that a layer that got gradients for a while and then stopped is not told.
+// What is judged: the collector's claim "_TRAINCHECK_gets_gradients" (python/traincheck/tracking/tracker.py)
+// on parameter states, made for a parameter an optimizer holds that required gradients when the optimizer
+// was built. At the optimizer's steps from its second, when some parameter it holds has a gradient and this
+// one requires gradients: true when it has had a gradient at one of that optimizer's steps so far. "So far"
+// rather than "now" keeps a parameter that only some batches use (an expert of a mixture, a branch taken
+// now and then) from alarming once it has been used; the price is that a layer that got gradients for a
+// while and then stopped is not told. At the end of the run, on the states written then: true when it had
+// a gradient at any step of that optimizer. A layer frozen for a warm-up and unfrozen later passes; one
+// never unfrozen is told there, at the last step.
 //
 // Params: [VarTypeParam(t, "_TRAINCHECK_gets_gradients")], t the parameters' var type.
 // Precondition group: "var" = [the state record], no field given to the learner.
@@ -34,7 +35,7 @@ namespace traincheck {
 ParameterGetsGradientsRelation::ParameterGetsGradientsRelation()
     : StepClaimRelation({.relation = "ParameterGetsGradientsRelation",
                          .attribute = kAttribute,
-                         .text = " held by an optimizer, and trainable when the optimizer was first seen, receives gradients (keeps requires_grad and has a gradient at its optimizer's steps)",
+                         .text = " held by an optimizer, and trainable when the optimizer was built, receives gradients (has a gradient at its optimizer's steps)",
                          .display = " held by its optimizer receives gradients"}) {}
 
 }  // namespace traincheck

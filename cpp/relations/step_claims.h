@@ -4,8 +4,11 @@
 // relation learns that the claim always holds and checks it. Inference and both checks share one verdict (`claim_of`); the check runs online and is
 // replayed offline (relations/replay_check.h). Instances: GradientResetRelation (gradient_reset.h),
 // TrainingModeRelation (training_mode.h), OptimizerHasGradientsRelation (optimizer_has_gradients.h),
-// GradientResetOnceRelation (gradient_reset_once.h), GradientClippedRelation (gradient_clipped.h); what
-// each claims and why it generalises is in its .cpp header.
+// GradientResetOnceRelation (gradient_reset_once.h), GradientClippedRelation (gradient_clipped.h),
+// ParameterGetsGradientsRelation (parameter_gets_gradients.h), EvalModeInValidationRelation
+// (eval_mode_in_validation.h), ForwardThroughWrapperRelation (forward_through_wrapper.h),
+// SamplerEpochAdvancesRelation (sampler_epoch_advances.h); what each claims and why it generalises is in
+// its .cpp header.
 #pragma once
 
 #include <cstdint>

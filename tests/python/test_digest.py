@@ -108,6 +108,18 @@ def test_the_original_hash_taken_in_pieces_equals_it_taken_whole():
         assert pieces.digests([t]) == whole.digests([t])
 
 
+@pytest.mark.parametrize("algorithm", ["full", "traincheck"])
+def test_a_sparse_gradient_is_digested_by_its_entries_whatever_their_order(algorithm):
+    embedding = torch.nn.Embedding(50, 8, sparse=True)  # its gradient is a sparse COO tensor: nothing to view
+    embedding(torch.tensor([1, 2, 2, 7])).sum().backward()
+    grad = embedding.weight.grad
+    reordered = torch.sparse_coo_tensor(grad._indices().flip(1), grad._values().flip(0), grad.shape)
+    d = Digester(algorithm)
+    first, same, doubled, dense = d.digests([grad, reordered, grad * 2, embedding.weight])
+    assert first == same and first != doubled
+    assert dense == d.digests([embedding.weight])[0]
+
+
 def test_small_tensors_beyond_one_batch_are_digested_in_several_with_the_same_results():
     d = Digester()
     d._CHUNK = 50

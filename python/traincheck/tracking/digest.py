@@ -151,6 +151,8 @@ class Digester:
         """One digest per tensor; one host synchronisation per device involved."""
         if not tensors:
             return []
+        if any(t.layout != torch.strided for t in tensors):
+            return self._with_sparse(tensors)
         out = [0] * len(tensors)
         with torch.no_grad():
             by_device: dict[torch.device, list[int]] = {}
@@ -161,6 +163,22 @@ class Digester:
                 for i, v in zip(order, torch.cat(parts).tolist()):
                     out[i] = v
         return out
+
+    def _with_sparse(self, tensors: list[torch.Tensor]) -> list[int]:
+        """A sparse tensor (nn.Embedding(sparse=True)'s gradient) has no strided storage to view: its digest
+        combines those of its coalesced indices and values (one layout per value, so equal tensors digest
+        equally however their entries were ordered), in the memory they take, never densified."""
+        strided, parts = [], []
+        for t in tensors:
+            if t.layout == torch.strided:
+                parts.append((len(strided), None))
+                strided.append(t)
+            else:
+                c = t.detach().coalesce()
+                parts.append((len(strided), len(strided) + 1))
+                strided += [c.indices(), c.values()]
+        d = self.digests(strided)
+        return [d[i] if j is None else _signed((d[i] * _MULTIPLIER + d[j]) & _MASK) for i, j in parts]
 
     def _device_digests(self, tensors: list[torch.Tensor], idx: list[int]) -> tuple[list[int], list[torch.Tensor]]:
         """(tensor indices, 1-d digest tensors in that order) for the tensors of one device."""

@@ -39,11 +39,13 @@ gradient no step uses; a step with no clipping before it (an extra step for anot
 claim.
 
 Four claims come from what the tracker sees between two steps of an optimizer:
-- `_TRAINCHECK_gets_gradients` (ParameterGetsGradientsRelation): from an optimizer's second step, for a
-  parameter it holds that required gradients when the tracker first saw that optimizer (the first step
-  boundary, or its first step), at a step with some gradient to apply: whether the parameter still
-  requires gradients and has had a gradient at one of that optimizer's steps. A detached activation or a
-  layer frozen after its optimizer was built leaves parameters that never get one.
+- `_TRAINCHECK_gets_gradients` (ParameterGetsGradientsRelation), for a parameter an optimizer holds that
+  required gradients when the optimizer was built (`watch_optimizer_construction`; a parameter group added
+  later: when first seen at a step): from the optimizer's second step, at a step with some gradient to
+  apply, while the parameter requires gradients, whether it has had a gradient at one of that optimizer's
+  steps (a detached activation leaves the parameters before it without one); and at the end of the run
+  (`at_exit`), whether it had one at any step (a layer frozen after its optimizer was built, and never
+  unfrozen, had none; frozen for a warm-up and unfrozen later, it had).
 - `_TRAINCHECK_eval_in_validation` (EvalModeInValidationRelation): for the parameters of a tracked model
   that ran forward passes without gradients in an evaluation loop (meta_vars.in_evaluation) since the
   previous step, whether all of them ran in eval mode. A forward pre-hook on each tracked model sees them.
@@ -92,7 +94,7 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 class _Entry:
     __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
                  "resets", "discards", "grad_since_reset", "clips", "clip_ref", "clip_version", "steps",
-                 "grad_steps")
+                 "grad_steps", "__weakref__")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
@@ -263,6 +265,19 @@ def _computed(grad_changed: list[_Entry]) -> None:
             e.grad_since_reset = True
 
 
+def watch_optimizer_construction(tracker: "ModelTracker") -> None:
+    """Tell `tracker` what each optimizer trains as it is built: `Optimizer.__init__` is replaced by a
+    function that calls the original, then the tracker (ModelTracker.optimizer_built). Once per optimizer."""
+    original = torch.optim.Optimizer.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        tracker.optimizer_built(self)
+
+    torch.optim.Optimizer.__init__ = __init__
+
+
 def watch_sampler_iterations(tracker: "ModelTracker") -> None:
     """Tell `tracker` when a DistributedSampler (or a subclass calling its `__iter__`) begins an iteration:
     `DistributedSampler.__iter__` is replaced by a function that calls the tracker, then the original. Once
@@ -304,6 +319,10 @@ class ModelTracker:
         self._first_sight = weakref.WeakKeyDictionary()
         self._step_counts = weakref.WeakKeyDictionary()
         self._steps_taken = 0  # optimizer steps, all optimizers
+        # Per optimizer that stepped (its id; it may be gone by the end of the run): the entries of the
+        # parameters it was built to train, judged at the end of the run (at_exit). Weakly: a model the
+        # tracker stops following (_forget_models_no_optimizer_holds) is released, unjudged.
+        self._trained_by: dict[int, weakref.WeakValueDictionary] = {}
         # Per tracked model (id): its forward pre-hook's handle, whether a DDP wraps it, and the verdicts
         # over its forwards since its optimizer's last step (None: no such forward).
         self._forward_hooks: dict[int, object] = {}
@@ -367,16 +386,13 @@ class ModelTracker:
         step only what changed since it; without one (parameters updated by hand), every state."""
         stepped = self._stepped_since_boundary
         self._stepped_since_boundary = False
-        if not self._looked_for_optimizers:
+        if self.discover and not self._looked_for_optimizers:
             # The first boundary: the optimizers built before the loop are found now, so that their models'
-            # states before any update are written (ranks that start apart differ at the first step), and
-            # what each trains is known as it was built.
+            # states before any update are written (ranks that start apart differ at the first step).
             self._looked_for_optimizers = True
             if not discovery.dynamo_is_tracing():
                 for optimizer in discovery.live_optimizers():
-                    self._note_optimizer(optimizer)
-                    if self.discover:
-                        self._discover_models_of(optimizer)
+                    self._discover_models_of(optimizer)
         if not stepped and get_meta_vars().get("step", 0) == 0:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
@@ -399,6 +415,24 @@ class ModelTracker:
                     e.clip_ref, e.clip_version = e.grad_ref, e.grad_ref()._version
         else:
             _computed(grad_changed)
+
+    def optimizer_built(self, optimizer) -> None:
+        """An optimizer was built (watch_optimizer_construction): which of its parameters require gradients
+        now is what it was built to train."""
+        self._note_optimizer(optimizer)
+
+    def at_exit(self) -> None:
+        """The end of the run: the last iteration's states, then, for each live optimizer that stepped, the
+        gets_gradients claim over the whole run of the parameters it was built to train (a layer frozen after
+        its optimizer was built and never unfrozen had no gradient at any step)."""
+        self.at_step_end()
+        if any(self._trained_by.values()) and not self.core.is_recording():
+            self.core.set_recording(True)  # a sampled-out end still gets the run's verdicts; nothing runs after
+        mode, loc = (None, None) if self.style == "sampler" else ("sample", "exit")
+        for key, trained in self._trained_by.items():
+            judged = list(trained.values())
+            if judged:
+                self._write(judged, mode=mode, dump_loc=loc, only_changed=False, stepped=key, final=True)
 
     def sampler_iterated(self, sampler) -> None:
         """A DistributedSampler begins an iteration (watch_sampler_iterations)."""
@@ -507,10 +541,12 @@ class ModelTracker:
                 self.track(self.objects[name], name)  # a parameter was replaced: follow the module
         return [e for entries in self.entries.values() for e in entries]
 
-    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool, stepped=None) -> list[_Entry]:
+    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool, stepped=None,
+               final: bool = False) -> list[_Entry]:
         """Write the states of `entries` (only those that changed, with `only_changed`); `stepped`: the
-        optimizer whose step this is, for the gradient resets of the parameters it holds. Returns the
-        entries whose gradient changed since they were last written."""
+        optimizer whose step this is, for the gradient resets of the parameters it holds (with `final`, the
+        id of the optimizer whose claims over the whole run are written at its end). Returns the entries whose
+        gradient changed since they were last written."""
         if not entries or not self.core.is_recording():
             return []
         previous = self.core.set_inside_recorder(True)  # the digests' torch calls are not traced
@@ -535,7 +571,7 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
-                    None if stepped is None else self._step_claims(written, stepped),
+                    None if stepped is None else (self._final_claims if final else self._step_claims)(written, stepped),
                 )
             return grad_changed
         finally:
@@ -561,6 +597,9 @@ class ModelTracker:
         except TypeError:
             first_sight, judged = None, False
         sampler, self._sampler_verdict = self._sampler_verdict, None
+        trained = self._trained_by.get(key)
+        if trained is None:
+            trained = self._trained_by[key] = weakref.WeakValueDictionary()
         claims = {name: [] for name in ("grad_reset", "model_training", "optimizer_has_gradients", "grad_reset_once",
                                         "grad_clipped", "gets_gradients", "eval_in_validation", "forward_through_ddp",
                                         "sampler_epoch_advanced")}
@@ -580,8 +619,12 @@ class ModelTracker:
             clipped.append(was_clipped)
             if e.grad_ref is not None:
                 e.grad_steps.add(key)
-            trainable = judged and first_sight.setdefault(id(e.param), e.param.requires_grad)
-            gets.append(None if not trainable else e.param.requires_grad and key in e.grad_steps)
+            built_to_train = first_sight is not None and first_sight.setdefault(id(e.param), e.param.requires_grad)
+            if built_to_train and id(e) not in trained:
+                trained[id(e)] = e
+            # A parameter frozen now is judged at the end of the run (at_exit): it may be unfrozen later.
+            trainable = judged and built_to_train and e.param.requires_grad
+            gets.append(True if trainable and key in e.grad_steps else False if trainable else None)
             model = None if e.model is None else id(e.model)
             models.add(model)
             evaluating.append(self._eval_forwards.get(model))
@@ -591,6 +634,12 @@ class ModelTracker:
             self._eval_forwards.pop(model, None)
             self._ddp_forwards.pop(model, None)
         return claims
+
+    @staticmethod
+    def _final_claims(written: list[_Entry], key: int) -> dict[str, list]:
+        """At the end of the run, for the parameters the optimizer `key` (its id) was built to train
+        (at_exit): whether each had a gradient at one of its steps."""
+        return {"gets_gradients": [key in e.grad_steps for e in written]}
 
     def _refresh_digests(self, changed: list) -> None:
         tensors, slots = [], []

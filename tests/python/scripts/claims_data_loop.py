@@ -2,7 +2,8 @@
 tell (docs/relations.md §ParameterGetsGradientsRelation, §EvalModeInValidationRelation,
 §ForwardThroughWrapperRelation, §SamplerEpochAdvancesRelation): `--bug` picks one; `none` is the correct
 program (a shuffling DistributedSampler whose epoch is set, a validation pass in eval mode after each epoch,
-every forward through the DDP wrapper)."""
+every forward through the DDP wrapper, the encoder frozen for the first epoch, after the optimizer was
+built, and unfrozen for the others)."""
 import argparse
 import os
 import tempfile
@@ -13,7 +14,8 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
-BUGS = ["none", "no_set_epoch", "validate_in_train_mode", "detached_encoder", "forward_bypasses_ddp"]
+BUGS = ["none", "no_set_epoch", "validate_in_train_mode", "detached_encoder", "forward_bypasses_ddp",
+        "encoder_left_frozen"]
 parser = argparse.ArgumentParser()
 parser.add_argument("--bug", choices=BUGS, default="none")
 args = parser.parse_args()
@@ -48,6 +50,9 @@ def main():
     for epoch in range(3):
         if args.bug != "no_set_epoch":
             sampler.set_epoch(epoch)
+        warming_up = epoch == 0 or args.bug == "encoder_left_frozen"
+        for p in model.module.encoder.parameters():
+            p.requires_grad_(not warming_up)
         model.train()
         for x, y in loader:
             optimizer.zero_grad()

@@ -1,0 +1,49 @@
+"""Zero-setup detection of what runs between optimizer steps, with the shipped pack and no model named: the
+correct data-parallel loop (tests/python/scripts/claims_data_loop.py) raises no alarm, and each of its bugs
+is found by its claim's relation in-process (ParameterGetsGradientsRelation, EvalModeInValidationRelation,
+ForwardThroughWrapperRelation, SamplerEpochAdvancesRelation), the same relations offline on the trace."""
+
+import glob
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import SCRIPTS, collect
+
+RELATIONS = {"ParameterGetsGradientsRelation", "EvalModeInValidationRelation", "ForwardThroughWrapperRelation",
+             "SamplerEpochAdvancesRelation"}
+
+
+def _run(tmp_path: Path, bug: str) -> tuple[set[str], set[str]]:
+    """(relations of the pack violated in-process, and offline by traincheck-check on the same trace)."""
+    out = tmp_path / bug
+    proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_data_loop.py"), "--output-dir", str(out),
+                   script_args=["--bug", bug])
+    assert proc.returncode == 0, proc.stderr
+    online = set()
+    for path in glob.glob(str(out / "online_check" / "summary_*.json")):
+        online |= {key.split("|")[0] for key in json.loads(Path(path).read_text())["violated_invariants"]}
+    check = subprocess.run(["traincheck-check", "-f", str(out), "-i", str(out / "online_check" / "invariants.json"),
+                            "-o", str(tmp_path / f"{bug}_check"), "--no-html-report"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    summary = json.loads(next((tmp_path / f"{bug}_check").rglob("violations_summary.json")).read_text())
+    offline = {v["relation_type"] for v in summary["violations"]}
+    return online, offline
+
+
+def test_the_correct_loop_raises_no_alarm(tmp_path):
+    online, offline = _run(tmp_path, "none")
+    assert online == set() and offline == set()
+
+
+@pytest.mark.parametrize("bug, relation", [("detached_encoder", "ParameterGetsGradientsRelation"),
+                                           ("encoder_left_frozen", "ParameterGetsGradientsRelation"),
+                                           ("validate_in_train_mode", "EvalModeInValidationRelation"),
+                                           ("forward_bypasses_ddp", "ForwardThroughWrapperRelation"),
+                                           ("no_set_epoch", "SamplerEpochAdvancesRelation")])
+def test_each_bug_is_found_by_its_claim_online_and_offline(tmp_path, bug, relation):
+    online, offline = _run(tmp_path, bug)
+    assert online & RELATIONS == {relation}
+    assert offline & RELATIONS == {relation}
