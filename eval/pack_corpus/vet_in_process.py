@@ -96,11 +96,21 @@ def kept(candidates: list[dict], report: dict, min_programs: int) -> list[dict]:
     return out
 
 
-def install(invariants: list[dict], pack: Path = INSTALLED_PACK) -> None:
-    """Appends `invariants` to the pack, replacing one of the same identity."""
+def install(invariants: list[dict], programs: list[str], pack: Path = INSTALLED_PACK) -> None:
+    """Appends `invariants` to the pack, replacing one of the same identity, and records them in its metadata
+    (`vetted_in_process`: the relations added so and the programs they were vetted on; the pack's counts)."""
     new = {identity(i) for i in invariants}
-    existing = [i for i in read_jsonl(pack) if identity(i) not in new]
-    pack.write_text("".join(json.dumps(i) + "\n" for i in [*existing, *invariants]))
+    merged = [*(i for i in read_jsonl(pack) if identity(i) not in new), *invariants]
+    pack.write_text("".join(json.dumps(i) + "\n" for i in merged))
+    meta_path = pack.with_name(pack.name.replace(".json", ".meta.json"))
+    meta = json.loads(meta_path.read_text())
+    by_relation: dict[str, int] = {}
+    for i in merged:
+        by_relation[i["relation"]] = by_relation.get(i["relation"], 0) + 1
+    added = sorted({*meta.get("vetted_in_process", {}).get("relations", []), *(i["relation"] for i in invariants)})
+    meta.update(invariants=len(merged), by_relation=dict(sorted(by_relation.items())),
+                vetted_in_process={"relations": added, "programs": programs})
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def main(argv=None) -> int:
@@ -135,7 +145,7 @@ def main(argv=None) -> int:
         print("not installed: some programs did not run", file=sys.stderr)
         return 1
     if args.install:
-        install(good)
+        install(good, [q.name for q in ran])
     return 0
 
 

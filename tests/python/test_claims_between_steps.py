@@ -47,3 +47,15 @@ def test_each_bug_is_found_by_its_claim_online_and_offline(tmp_path, bug, relati
     online, offline = _run(tmp_path, bug)
     assert online & RELATIONS == {relation}
     assert offline & RELATIONS == {relation}
+
+
+@pytest.mark.parametrize("style", ["zero_in_place", "set_to_none", "zero_grad_first", "missing_reset"])
+def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, style):
+    out = tmp_path / style
+    proc = collect(tmp_path, "-p", str(SCRIPTS / "hand_update_loop.py"), "--output-dir", str(out),
+                   script_args=["--style", style])
+    assert proc.returncode == 0, proc.stderr
+    violated = set()
+    for path in glob.glob(str(out / "online_check" / "summary_*.json")):
+        violated |= {key.split("|")[0] for key in json.loads(Path(path).read_text())["violated_invariants"]}
+    assert violated == ({"GradientResetRelation"} if style == "missing_reset" else set())

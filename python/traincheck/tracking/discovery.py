@@ -102,6 +102,23 @@ def owners_of(params: list, known_names: set[str]) -> list[tuple[str, object, ob
     return out
 
 
+def models_trained_by_hand(known_names: set[str], versions: dict[int, int]) -> list[tuple[str, object, object]]:
+    """(name, model, root) as owners_of gives them, for the live roots holding a parameter that has a
+    gradient, or whose data changed since `versions` (parameter id -> its version, as the previous call
+    left it; updated here): what a loop updating parameters by hand (no optimizer) trains, whether it
+    leaves the gradients in place or sets them to None."""
+    params = []
+    for root in live_roots():
+        for p in root.parameters():
+            if not p.requires_grad:
+                continue
+            last = versions.get(id(p))
+            versions[id(p)] = p._version
+            if p.grad is not None or (last is not None and last != p._version):
+                params.append(p)
+    return owners_of(params, known_names) if params else []
+
+
 def _fresh_name(base: str, taken: set[str]) -> str:
     name, n = base, 1
     while name in taken:

@@ -38,6 +38,14 @@ since that optimizer's previous step, whether the gradient stepped on is the one
 gradient no step uses; a step with no clipping before it (an extra step for another objective) makes no
 claim.
 
+In a loop that updates parameters by hand (no optimizer steps: `p -= lr * p.grad` under no_grad), each
+iteration boundary at which a parameter's data changed is an update, and the parameter gets the
+`_TRAINCHECK_grad_reset` claim there (_Entry.reset_by_hand): a reset by `p.grad = None` or `zero_grad()` is
+seen as at an optimizer's step, and one by `p.grad.zero_()`, an in-place write no wrapper sees, as more
+writes to the gradient than backward's accumulations into it (counted by a post-accumulate hook on each
+such parameter). Without an optimizer nothing is discovered at steps: at the first iteration boundaries,
+the models with gradients, or whose parameters changed since the previous boundary, are tracked.
+
 Four claims come from what the tracker sees between two steps of an optimizer:
 - `_TRAINCHECK_gets_gradients` (ParameterGetsGradientsRelation), for a parameter an optimizer holds that
   required gradients when the optimizer was built (`watch_optimizer_construction`; a parameter group added
@@ -94,7 +102,8 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 class _Entry:
     __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
                  "resets", "discards", "grad_since_reset", "clips", "clip_ref", "clip_version", "steps",
-                 "grad_steps", "__weakref__")
+                 "grad_steps", "trained_by", "data_version", "accumulations", "accumulation_hook", "hand",
+                 "__weakref__")
 
     def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
@@ -123,8 +132,17 @@ class _Entry:
         # Per optimizer holding the parameter (its id): (grad_ref, resets, discards, clips) at its last step,
         # grad_ref None when the parameter had no gradient then.
         self.steps = {}
-        # The optimizers (their ids) at one of whose steps the parameter had a gradient.
+        # The optimizers (their ids) at one of whose steps the parameter had a gradient, and those that were
+        # built to train it (it required gradients then) and stepped.
         self.grad_steps = set()
+        self.trained_by = set()
+        # Updates by hand (no optimizer): the data's version at the last iteration boundary; backward's
+        # accumulations into the gradient (counted by a hook, once the parameter was first updated by
+        # hand); and (gradient, its version, accumulations, resets) at its last update (None: no gradient).
+        self.data_version = param._version
+        self.accumulations = 0
+        self.accumulation_hook = None
+        self.hand = None
 
     def claims_at_step(self, optimizer_key: int) -> tuple[bool | None, bool | None, bool | None]:
         """At a step of the optimizer `optimizer_key`, once `grad_ref` is the gradient now: whether the
@@ -146,11 +164,46 @@ class _Entry:
             return None, None, clipped
         return ref is not last[0] or last[1] != self.resets, self.discards - last[2] <= 1, clipped
 
+    def reset_by_hand(self) -> bool | None:
+        """At an iteration boundary with no optimizer step: when the data changed since the last boundary (an
+        update by hand), whether the gradient was reset since the previous update; None when it was not
+        updated, had no gradient at one of the two updates, or its accumulations were not counted yet. Reset:
+        another gradient tensor (set to None, made anew by backward), a recorded zero_grad that changed it,
+        or more in-place writes to it than backward's accumulations (`p.grad.zero_()`). Without a reset,
+        backward accumulated into the previous update's gradient: a missing zero_grad."""
+        version = self.param._version
+        updated, self.data_version = version != self.data_version, version
+        if not updated:
+            return None
+        g = self.param.grad
+        last, counted = self.hand, self.accumulation_hook is not None
+        self.hand = None if g is None else (weakref.ref(g), g._version, self.accumulations, self.resets)
+        self.count_accumulations()
+        if g is None or last is None or not counted:
+            return None
+        if last[0]() is not g or last[3] != self.resets:
+            return True
+        return g._version - last[1] > self.accumulations - last[2]
+
+    def count_accumulations(self) -> None:
+        """Count backward's accumulations into the gradient from now on (a hook after each one)."""
+        if self.accumulation_hook is None and self.param.requires_grad:
+            def accumulated(_param, entry=weakref.ref(self)):
+                e = entry()
+                if e is not None:
+                    e.accumulations += 1
+            self.accumulation_hook = self.param.register_post_accumulate_grad_hook(accumulated)
+
     def holds_grad(self, g) -> bool:
         """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
         if self.grad_ref is None:
             return g is None
         return g is not None and self.grad_ref() is g  # a dead reference is no tensor, not None's twin
+
+
+# Iteration boundaries at which, with no optimizer stepped and nothing tracked, the tracker looks for models
+# with gradients (a loop updating parameters by hand): a walk over the live objects each, so a few only.
+_HAND_SEARCHES = 3
 
 
 CLIPPING_APIS = ("clip_grad_norm_", "clip_grads_with_norm_", "clip_grad_value_")
@@ -319,10 +372,6 @@ class ModelTracker:
         self._first_sight = weakref.WeakKeyDictionary()
         self._step_counts = weakref.WeakKeyDictionary()
         self._steps_taken = 0  # optimizer steps, all optimizers
-        # Per optimizer that stepped (its id; it may be gone by the end of the run): the entries of the
-        # parameters it was built to train, judged at the end of the run (at_exit). Weakly: a model the
-        # tracker stops following (_forget_models_no_optimizer_holds) is released, unjudged.
-        self._trained_by: dict[int, weakref.WeakValueDictionary] = {}
         # Per tracked model (id): its forward pre-hook's handle, whether a DDP wraps it, and the verdicts
         # over its forwards since its optimizer's last step (None: no such forward).
         self._forward_hooks: dict[int, object] = {}
@@ -333,6 +382,8 @@ class ModelTracker:
         # verdict over the iterations begun since the last step.
         self._sampler_iterations = weakref.WeakKeyDictionary()
         self._sampler_verdict: bool | None = None
+        self._hand_searches = 0  # walks for models trained by hand (at_step_end)
+        self._hand_versions: dict[int, int] = {}  # their parameters' versions at the last walk
         # torch's own functions, never a recorder's wrapper of them: the hooks' calls are not the program's.
         unwrap = getattr(core, "unwrap", lambda f: f)
         self._grad_enabled = unwrap(torch.is_grad_enabled)
@@ -379,7 +430,8 @@ class ModelTracker:
         entries = self._all()
         _forget_fused_writes(entries, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
-        _computed(self._write(entries, mode=mode, dump_loc=loc, only_changed=False, stepped=optimizer))
+        _computed(self._write(entries, mode=mode, dump_loc=loc, only_changed=False,
+                              claims=lambda written: self._step_claims(written, optimizer)))
 
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
@@ -396,7 +448,20 @@ class ModelTracker:
         if not stepped and get_meta_vars().get("step", 0) == 0:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
-        _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=stepped))
+        if stepped:
+            _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=True))
+            return
+        if self.discover and not self.entries and self._steps_taken == 0 and self._hand_searches < _HAND_SEARCHES:
+            # No optimizer has stepped and nothing is tracked: a loop that updates parameters by hand trains
+            # the models that have gradients now.
+            self._hand_searches += 1
+            if not discovery.dynamo_is_tracing():
+                for name, obj, root in discovery.models_trained_by_hand(set(self.entries), self._hand_versions):
+                    self.track(obj, name, root)
+        # Updates by hand are judged in a program no optimizer stepped in (an optimizer's parameters are
+        # judged at its steps).
+        claims = self._hand_claims if self._steps_taken == 0 else None
+        _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, claims=claims))
 
     def around_api(self, api_name: str, phase: str) -> None:
         """The recorder's variable hook, before and after calls of the APIs it wraps: write what changed.
@@ -426,13 +491,19 @@ class ModelTracker:
         gets_gradients claim over the whole run of the parameters it was built to train (a layer frozen after
         its optimizer was built and never unfrozen had no gradient at any step)."""
         self.at_step_end()
-        if any(self._trained_by.values()) and not self.core.is_recording():
+        # Per optimizer (its id; it may be gone by now), the parameters it was built to train, of the models
+        # still tracked (a model the tracker stopped following, _forget_models_no_optimizer_holds, is not
+        # judged).
+        trained: dict[int, list[_Entry]] = {}
+        for e in self._all():
+            for key in e.trained_by:
+                trained.setdefault(key, []).append(e)
+        if trained and not self.core.is_recording():
             self.core.set_recording(True)  # a sampled-out end still gets the run's verdicts; nothing runs after
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "exit")
-        for key, trained in self._trained_by.items():
-            judged = list(trained.values())
-            if judged:
-                self._write(judged, mode=mode, dump_loc=loc, only_changed=False, stepped=key, final=True)
+        for key, judged in trained.items():
+            self._write(judged, mode=mode, dump_loc=loc, only_changed=False,
+                        claims=lambda written, key=key: self._final_claims(written, key))
 
     def sampler_iterated(self, sampler) -> None:
         """A DistributedSampler begins an iteration (watch_sampler_iterations)."""
@@ -541,12 +612,11 @@ class ModelTracker:
                 self.track(self.objects[name], name)  # a parameter was replaced: follow the module
         return [e for entries in self.entries.values() for e in entries]
 
-    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool, stepped=None,
-               final: bool = False) -> list[_Entry]:
-        """Write the states of `entries` (only those that changed, with `only_changed`); `stepped`: the
-        optimizer whose step this is, for the gradient resets of the parameters it holds (with `final`, the
-        id of the optimizer whose claims over the whole run are written at its end). Returns the entries whose
-        gradient changed since they were last written."""
+    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool, claims=None) -> list[_Entry]:
+        """Write the states of `entries` (only those that changed, with `only_changed`); `claims`: a function
+        of the written entries (digests refreshed) giving the claims written with them (an optimizer's step:
+        _step_claims; the end of the run: _final_claims; a pass updating parameters by hand: _hand_claims).
+        Returns the entries whose gradient changed since they were last written."""
         if not entries or not self.core.is_recording():
             return []
         previous = self.core.set_inside_recorder(True)  # the digests' torch calls are not traced
@@ -571,7 +641,7 @@ class ModelTracker:
                     self._var_type_id,
                     self._id(mode),
                     self._id(dump_loc),
-                    None if stepped is None else (self._final_claims if final else self._step_claims)(written, stepped),
+                    None if claims is None else claims(written),
                 )
             return grad_changed
         finally:
@@ -597,9 +667,6 @@ class ModelTracker:
         except TypeError:
             first_sight, judged = None, False
         sampler, self._sampler_verdict = self._sampler_verdict, None
-        trained = self._trained_by.get(key)
-        if trained is None:
-            trained = self._trained_by[key] = weakref.WeakValueDictionary()
         claims = {name: [] for name in ("grad_reset", "model_training", "optimizer_has_gradients", "grad_reset_once",
                                         "grad_clipped", "gets_gradients", "eval_in_validation", "forward_through_ddp",
                                         "sampler_epoch_advanced")}
@@ -620,8 +687,8 @@ class ModelTracker:
             if e.grad_ref is not None:
                 e.grad_steps.add(key)
             built_to_train = first_sight is not None and first_sight.setdefault(id(e.param), e.param.requires_grad)
-            if built_to_train and id(e) not in trained:
-                trained[id(e)] = e
+            if built_to_train:
+                e.trained_by.add(key)
             # A parameter frozen now is judged at the end of the run (at_exit): it may be unfrozen later.
             trainable = judged and built_to_train and e.param.requires_grad
             gets.append(True if trainable and key in e.grad_steps else False if trainable else None)
@@ -634,6 +701,18 @@ class ModelTracker:
             self._eval_forwards.pop(model, None)
             self._ddp_forwards.pop(model, None)
         return claims
+
+    def _hand_claims(self, written: list[_Entry]) -> dict[str, list] | None:
+        """At an iteration boundary with no optimizer step since the last one, for the parameters whose data
+        changed since then (updated by hand, in place under no_grad): whether the gradient was reset since
+        their previous update (_Entry.reset_by_hand). Their gradients' accumulations are counted from their
+        first update on (_Entry.count_accumulations), so the claim starts at their second."""
+        resets, any_claim = [], False
+        for e in written:
+            reset = e.reset_by_hand()
+            resets.append(reset)
+            any_claim |= reset is not None
+        return {"grad_reset": resets} if any_claim else None
 
     @staticmethod
     def _final_claims(written: list[_Entry], key: int) -> dict[str, list]:

@@ -1,0 +1,36 @@
+"""Gradient descent written by hand, with no optimizer object (parameters updated in place under no_grad), in
+the styles tutorials teach: `--style` zeroes the gradients in place after the update (`p.grad.zero_()`),
+sets them to None, or calls `model.zero_grad()` before backward; `missing_reset` forgets to reset them, so
+each update applies the sum of every gradient so far."""
+import argparse
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--style", choices=["zero_in_place", "set_to_none", "zero_grad_first", "missing_reset"],
+                    default="zero_in_place")
+args = parser.parse_args()
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+
+
+def train(steps=8, lr=0.05):
+    for step in range(steps):
+        if args.style == "zero_grad_first":
+            model.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= lr * p.grad
+                if args.style == "zero_in_place":
+                    p.grad.zero_()
+                elif args.style == "set_to_none":
+                    p.grad = None
+        print(f"step {step} loss {loss.item():.6f}")
+
+
+train()
