@@ -6,6 +6,7 @@ ForwardThroughWrapperRelation, SamplerEpochAdvancesRelation), the same relations
 import glob
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,35 @@ def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, st
     for path in glob.glob(str(out / "online_check" / "summary_*.json")):
         violated |= {key.split("|")[0] for key in json.loads(Path(path).read_text())["violated_invariants"]}
     assert violated == ({"GradientResetRelation"} if style == "missing_reset" else set())
+
+
+COPY_AND_PICKLE = """
+import copy, io, torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    model(torch.ones(2, 4)).sum().backward()
+    opt.step()
+    ema = copy.deepcopy(model)  # an EMA or best-model copy
+    buf = io.BytesIO()
+    torch.save(model, buf)  # the whole module, its hooks included
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    with torch.no_grad():
+        print("RESULT", round(float(ema(torch.ones(1, 4)).sum()), 5), round(float(loaded(torch.ones(1, 4)).sum()), 5),
+              b"traincheck" in buf.getvalue())
+"""
+
+
+def test_a_watched_model_can_be_deep_copied_and_pickled_as_without_the_tool(tmp_path):
+    script = tmp_path / "copy_pickle.py"
+    script.write_text(COPY_AND_PICKLE)
+    plain = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    proc = collect(tmp_path, "-p", str(script), "--output-dir", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    results = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    assert results == [line for line in plain.stdout.splitlines() if line.startswith("RESULT")]
+    assert all(line.endswith("False") for line in results)  # a pickled model names nothing of traincheck's

@@ -287,6 +287,27 @@ def _wrapped_by_ddp(outer, model) -> bool:
     return False
 
 
+class _ForwardWatch:
+    """A tracked model's forward pre-hook (ModelTracker._forward_seen). The model's hooks travel with it: a
+    `copy.deepcopy` of the model (an EMA or best-model copy) shares this object, and the copy's forwards are
+    ignored (it is not tracked); a pickled model (`torch.save(model)`) gets in its place `{}.get`, which
+    returns the forward's arguments unchanged, so loading it needs no traincheck."""
+
+    __slots__ = ("tracker",)
+
+    def __init__(self, tracker):
+        self.tracker = tracker
+
+    def __call__(self, module, args):
+        self.tracker._forward_seen(module, args)
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return getattr, ({}, "get")
+
+
 def _and(verdict: bool | None, ok: bool) -> bool:
     """A verdict over several observations: every one of them held."""
     return ok if verdict is None else verdict and ok
@@ -537,7 +558,7 @@ class ModelTracker:
         if ddp_wrapped:
             self._ddp_wrapped.add(key)
         if key not in self._forward_hooks:
-            self._forward_hooks[key] = model.register_forward_pre_hook(self._forward_seen)
+            self._forward_hooks[key] = model.register_forward_pre_hook(_ForwardWatch(self))
 
     def _unwatch_forwards(self, model) -> None:
         handle = self._forward_hooks.pop(id(model), None)
@@ -549,9 +570,11 @@ class ModelTracker:
     def _forward_seen(self, module, args) -> None:
         """A tracked model's forward pre-hook: a forward without gradients in an evaluation loop should run
         in eval mode; one with gradients in training mode, of a model a DDP wraps, inside the wrapper."""
-        if self._is_compiling():
+        if self._is_compiling():  # first: dynamo folds it, and traces nothing of the tracker's
             return None
         key = id(module)
+        if key not in self._forward_hooks:
+            return None  # a copy of a tracked model: its hooks were copied with it
         if self._grad_enabled():
             if module.training and key in self._ddp_wrapped:
                 inside = getattr(torch.nn.parallel.DistributedDataParallel, "_active_ddp_module", None) is not None
