@@ -1,5 +1,5 @@
-"""Cost of the tracker's claims at optimizer steps (GradientReset, TrainingMode, OptimizerHasGradients;
-docs/collection.md §Model tracking), measured side by side.
+"""Cost of the tracker's claims at optimizer steps (every claim of cpp/record/step_claims.h; docs/collection.md
+§Model tracking), measured side by side.
 
     python bench/step_claims_cost.py [--params 1000 10000 50000] [--rounds 7]
 
@@ -53,7 +53,9 @@ def measure(n, rounds):
     entries = tracker._all()
     plain = best_ms(optimizer.step, rounds)
     without = best_ms(lambda: tracker._write(entries, None, None, only_changed=False), rounds)
-    with_claims = best_ms(lambda: tracker._write(entries, None, None, only_changed=False, stepped=optimizer), rounds)
+    with_claims = best_ms(lambda: tracker._write(entries, None, None, only_changed=False,
+                                                 claims=lambda written: tracker._step_claims(written, optimizer)),
+                          rounds)
     return plain, without, with_claims
 
 
