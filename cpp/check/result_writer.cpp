@@ -36,17 +36,20 @@ Value incomplete_trace_value(uint64_t records_lost, const std::vector<std::strin
                       {"note", Value::string(incomplete_trace_line(records_lost, files))}});
 }
 
+std::map<int64_t, int64_t> invariants_per_step(const std::vector<ViolationSummaryRow>& rows) {
+  std::map<int64_t, int64_t> invariants_at;
+  for (const ViolationSummaryRow& r : rows)
+    for (int64_t step : r.steps) ++invariants_at[step];
+  return invariants_at;
+}
+
 Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks, const Value& incomplete) {
   auto opt = [](const std::optional<int64_t>& x) { return x ? Value::integer(*x) : Value::null(); };
   auto stage = [](const std::string& s) { return s.empty() ? Value::null() : Value::string(s); };
   Array list;
-  std::map<int64_t, int64_t> invariants_at;  // step -> rows violated at it
   for (const ViolationSummaryRow& r : rows) {
     Array steps;
-    for (int64_t step : r.steps) {
-      steps.push_back(Value::integer(step));
-      ++invariants_at[step];
-    }
+    for (int64_t step : r.steps) steps.push_back(Value::integer(step));
     Value row = make_object({{"display_name", Value::string(r.label)},
                              {"relation_type", Value::string(r.relation)},
                              {"first_step", opt(r.first_step)},
@@ -64,7 +67,7 @@ Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, con
     list.push_back(std::move(row));
   }
   Array per_step;
-  for (const auto& [step, n] : invariants_at)
+  for (const auto& [step, n] : invariants_per_step(rows))
     per_step.push_back(make_object({{"step", Value::integer(step)}, {"invariants", Value::integer(n)}}));
   Object summary = {{intern_key("first_violation_step"), opt(first_violation_step(rows))},
                     {intern_key("distinct_invariants_violated"), Value::integer(static_cast<int64_t>(rows.size()))},

@@ -2,6 +2,8 @@
 // (indent-4 JSON objects separated by newlines) and violations_summary.json.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include <vector>
@@ -23,6 +25,9 @@ Value build_violations_summary(const TraceCheckReport& report);
 // traces), else null (no field).
 Value build_violations_summary(const std::vector<ViolationSummaryRow>& rows, const Value& checks = Value(),
                                const Value& incomplete = Value());
+
+// Step -> the number of rows violated at it (violations_summary.json's `invariants_violated_per_step`).
+std::map<int64_t, int64_t> invariants_per_step(const std::vector<ViolationSummaryRow>& rows);
 
 // {"records_lost": N, "files": [...], "note": the console's line} for violations_summary.json.
 Value incomplete_trace_value(uint64_t records_lost, const std::vector<std::string>& files);

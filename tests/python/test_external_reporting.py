@@ -208,3 +208,24 @@ def test_a_backend_that_fails_to_set_up_is_reported_in_one_line_without_a_traceb
     assert ("traincheck-export: --report-mlflow: cannot set up the run (ConnectionError: cannot reach http://10.255.255.1:5000)\n"
             in result.stderr), result.stderr
     assert "reporting to mlflow failed (exit status 1); the check's result is unchanged" in result.stderr
+
+
+def test_following_logs_exactly_the_per_step_counts_the_checker_hands_over(monkeypatch):
+    """Live, the exporter recounts nothing: each "<step> <invariants>" line on its stdin is one point, in
+    the order given, split lines joined, anything else skipped; end of input ends the follow."""
+    from traincheck.reporting import export
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"3 1\n4 2\nnot a count\n7 ")
+    os.write(write_end, b"5\n")
+    os.close(write_end)
+    logged = []
+
+    class Sink:
+        def log_step(self, step, n):
+            logged.append((step, n))
+
+    with os.fdopen(read_end, "rb") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert export.follow(None, [Sink()]) == 7
+    assert logged == [(3, 1), (4, 2), (7, 5)]

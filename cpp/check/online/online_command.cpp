@@ -17,7 +17,9 @@
 #include "check/check_args.h"
 #include "check/online/online_checker.h"
 #include "check/online/trace_tailer.h"
+#include "check/report/final_step_counts.h"
 #include "check/report/report_exporter.h"
+#include "check/result_writer.h"
 #include "common/console_text.h"
 #include "common/fd_write.h"
 #include "common/invariant_source.h"
@@ -198,8 +200,16 @@ class NewViolationPrinter {
 };
 
 // Polls and checks until `stop` is set or, with --exit-on-idle, no data came for that long.
+// The W&B / MLflow exporter following the check, given each step's count once final (FinalStepCounts); the
+// steps still open when the check stops it reads from violations_summary.json.
+void hand_final_steps(const OnlineChecker& checker, FinalStepCounts& steps, ReportExporter& exporter, bool end) {
+  if (exporter.enabled()) exporter.log_step_counts(steps.take(invariants_per_step(checker.violation_summary()), end));
+}
+
 void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSignatures& signatures, const OnlineRun& run,
-                         Log& log, const std::atomic<bool>& stop) {
+                         Log& log, const std::atomic<bool>& stop, ReportExporter& exporter) {
+  FinalStepCounts exported_steps;
+  uint64_t exported_violations = 0;
   auto last_data = Clock::now(), last_report = Clock::now() - std::chrono::hours(1);
   uint64_t reported_violations = ~0ull;
   uint64_t reported_bad = 0;
@@ -229,6 +239,10 @@ void check_until_stopped(OnlineChecker& checker, TraceTailer& tailer, PendingSig
       checker.write_report(run.report_path);
       last_report = Clock::now();
       reported_violations = c.violations;
+    }
+    if (c.violations != exported_violations) {
+      hand_final_steps(checker, exported_steps, exporter, false);
+      exported_violations = c.violations;
     }
     if (stopping) break;
     if (run.idle_limit > 0 && seconds_since(last_data) >= run.idle_limit) {
@@ -318,7 +332,7 @@ int run_online_check_command(int argc, const char* const* argv, std::ostream& er
     ReportExporter exporter(args, "traincheck-onlinecheck", "online", out_dir, err);
     exporter.start_follow();
     TraceTailer tailer(folders, args.get_list("traces"));
-    check_until_stopped(checker, tailer, pending, run, log, stop);
+    check_until_stopped(checker, tailer, pending, run, log, stop, exporter);
     // Records held back by a horizon when stopped inside a backlog; a recorder's log read at the start
     // means its files had ended, so lines lost at their ends count.
     checker.end_of_sources();

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +10,7 @@
 #include <ostream>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 extern char** environ;
@@ -115,6 +115,24 @@ bool ReportExporter::spawn(bool follow) {
 void ReportExporter::start_follow() {
   if (!enabled() || child_ > 0) return;
   spawn(true);
+}
+
+void ReportExporter::log_step_counts(const std::vector<std::pair<int64_t, int64_t>>& counts) {
+  if (stdin_fd_ < 0 || counts.empty()) return;
+  std::string lines;
+  for (const auto& [step, invariants] : counts) lines += std::to_string(step) + " " + std::to_string(invariants) + "\n";
+  // A child that exited closed the pipe: without SIGPIPE ignored, the write would kill the check.
+  ::signal(SIGPIPE, SIG_IGN);
+  for (size_t done = 0; done < lines.size();) {
+    const ssize_t n = ::write(stdin_fd_, lines.data() + done, lines.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // EPIPE: the child is gone; finish() reaps it and says how it ended
+      ::close(stdin_fd_);
+      stdin_fd_ = -1;
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
 }
 
 void ReportExporter::finish() {

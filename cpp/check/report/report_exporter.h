@@ -1,7 +1,8 @@
 // External reporting (docs/differences.md §Checking): --report-wandb and --report-mlflow hand the
 // checker's output folder to a Python child, `python -m traincheck.reporting.export`, which logs it with
 // the real `wandb` / `mlflow` packages. The checker itself never links or embeds Python: the child reads
-// only the files the checker wrote (failed.log, violations_summary.json, report.html, invariants.json).
+// only what the checker wrote (violations_summary.json, report.html, invariants.json, and, following a live
+// check, the per-step counts on its stdin).
 //
 // Interpreter: $TRAINCHECK_PYTHON, else python3 / python beside this executable (the venv that installed
 // it), else python3 on PATH. It runs isolated (`python -I`: neither the working directory nor PYTHONPATH
@@ -14,8 +15,10 @@
 
 #include <iosfwd>
 #include <optional>
+#include <cstdint>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 #include "common/cli_args.h"
@@ -38,10 +41,13 @@ class ReportExporter {
 
   bool enabled() const { return !backends_.empty(); }
 
-  // traincheck-onlinecheck: starts the child in follow mode; it tails failed.log and logs per-step
-  // violation counts while the check runs. It finalises when its stdin closes: finish(), or this process
-  // exiting in any way.
+  // traincheck-onlinecheck: starts the child in follow mode; it logs the per-step violation counts this
+  // process hands it (log_step_counts) while the check runs, and finalises when its stdin closes: finish(),
+  // or this process exiting in any way.
   void start_follow();
+  // Hands the follow child final per-step counts (FinalStepCounts), one "<step> <invariants>" line each on
+  // its stdin. A child that has gone (its pipe closed) is given nothing more; the check goes on.
+  void log_step_counts(const std::vector<std::pair<int64_t, int64_t>>& counts);
   // Runs the child once on the finished folder (or, after start_follow, tells it to finalise) and waits.
   void finish();
 

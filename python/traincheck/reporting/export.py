@@ -1,19 +1,19 @@
 """`python -m traincheck.reporting.export`: logs a checker output folder to W&B and/or MLflow.
 
 Run by traincheck-check (once, on the finished folder) and traincheck-onlinecheck (with --follow, from its
-start): following, it tails <out>/failed.log and logs each step's count of violated invariants once a later
-step has shown up (a step's count is final by then, as records arrive in step order), and it finalises when
-its stdin reaches end of file, which the checker causes by closing the pipe at stop or by exiting in any
-way. Exit status: 0; 3 when a backend package is missing (named on stderr); 1 when a backend failed (said
+start): following, it logs each step's count of violated invariants as the checker hands it over on stdin
+("<step> <invariants>" lines, each step once, when its count is final: cpp/check/report/final_step_counts.h),
+and it finalises when its stdin reaches end of file, which the checker causes by closing the pipe at stop or
+by exiting in any way; the steps after the last one handed over come from violations_summary.json. Every
+count is the checker's: nothing is recounted here. Exit status: 0; 3 when a backend package is missing (named on stderr); 1 when a backend failed (said
 in one line). Run as `python -I` (cpp/check/report/report_exporter.h): nothing from the working directory is
 imported."""
 import argparse
 import os
-import select
 import signal
 import sys
 
-from traincheck.reporting.results import entry_steps, online_invariant_key, read_results
+from traincheck.reporting.results import read_results
 
 MISSING_PACKAGE = 3
 PACKAGES = {"wandb": "wandb", "mlflow": "mlflow (mlflow-skinny)"}
@@ -26,7 +26,6 @@ def parse_args(argv):
     p.add_argument("--follow", action="store_true")
     p.add_argument("--wandb", action="store_true")
     p.add_argument("--mlflow", action="store_true")
-    p.add_argument("--poll-seconds", type=float, default=1.0)
     for o in ("wandb-project", "wandb-entity", "wandb-run-name", "wandb-group", "wandb-run-id", "mlflow-experiment", "mlflow-run-name"):
         p.add_argument(f"--{o}", default="")
     p.add_argument("--wandb-tags", nargs="*", default=[])
@@ -71,62 +70,30 @@ def open_sinks(opts) -> tuple[list, int]:
     return sinks, status
 
 
-class StepFollower:
-    """Tails the online failed.log (one JSON line per violation) and hands out final per-step counts."""
-
-    def __init__(self, path: str):
-        self.path, self.offset, self.partial = path, 0, b""
-        self.invariants_at: dict[int, set] = {}
-        self.logged_upto: int | None = None
-
-    def poll(self):
-        import json
-
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return
-        self.offset += len(data)
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()  # an incomplete last line waits for its end
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            for step, _ in entry_steps(entry):
-                self.invariants_at.setdefault(step, set()).add(online_invariant_key(entry))
-
-    def ready(self, final: bool) -> list[tuple[int, int]]:
-        """(step, distinct invariants) not yet handed out: those below the latest step, or all when final.
-        A step already handed out is not repeated (its late violations count in the totals only)."""
-        if not self.invariants_at:
-            return []
-        latest = max(self.invariants_at)
-        out = [(s, len(k)) for s, k in sorted(self.invariants_at.items())
-               if (self.logged_upto is None or s > self.logged_upto) and (final or s < latest)]
-        if out:
-            self.logged_upto = out[-1][0]
-        return out
+def step_counts(lines: list[bytes]) -> list[tuple[int, int]]:
+    """(step, invariants) of complete "<step> <invariants>" lines from the checker; anything else is skipped."""
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and all(p.lstrip(b"-").isdigit() for p in parts):
+            out.append((int(parts[0]), int(parts[1])))
+    return out
 
 
 def follow(opts, sinks):
-    """Until stdin ends: per-step counts as they become final."""
+    """Until stdin ends: the per-step counts the checker hands over. Returns the last step logged."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the checker tells us when to stop
-    follower = StepFollower(os.path.join(opts.output_dir, "failed.log"))
+    logged_upto, partial = None, b""
     while True:
-        readable, _, _ = select.select([sys.stdin], [], [], opts.poll_seconds)
-        eof = bool(readable) and not os.read(sys.stdin.fileno(), 4096)
-        follower.poll()
-        for step, n in follower.ready(final=eof):
+        data = os.read(sys.stdin.fileno(), 65536)
+        lines = (partial + data).split(b"\n")
+        partial = lines.pop()  # an incomplete last line waits for its end
+        for step, n in step_counts(lines):
             for sink in sinks:
                 sink.log_step(step, n)
-        if eof:
-            return follower.logged_upto
+            logged_upto = step
+        if not data:
+            return logged_upto
 
 
 def main(argv=None) -> int:

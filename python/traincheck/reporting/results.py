@@ -1,24 +1,13 @@
 """Reads a traincheck-check / traincheck-onlinecheck output folder into what the sinks log.
 
 Only reading: rows, counts and steps were decided by the C++ checker and are taken from its
-violations_summary.json (cpp/check/result_writer.h); failed.log is read only by the live follower
-(export.py), as it grows."""
+violations_summary.json (cpp/check/result_writer.h); while a live check runs, it hands the exporter its
+per-step counts itself (export.py)."""
 import json
 import os
 from dataclasses import dataclass, field
 
 RELATION_COUNTS = ("failed", "passed", "not_triggered")
-
-
-def entry_steps(entry: dict) -> list[tuple[int, str | None]]:
-    """(step, stage) of each violating record of an entry that has a step (the live follower's, which
-    reads failed.log as it grows: violations_summary.json is written only when the checker stops)."""
-    out = []
-    for record in entry.get("trace") or []:
-        if isinstance(record, dict) and isinstance(record.get("meta_vars.step"), int):
-            stage = record.get("meta_vars.stage")
-            out.append((record["meta_vars.step"], stage if isinstance(stage, str) else None))
-    return out
 
 
 @dataclass
@@ -136,10 +125,6 @@ def read_offline(out: str) -> Results:
                 into[kind] += counts.get(kind, 0)
     _note_report(res, out)
     return res
-
-
-def online_invariant_key(entry: dict) -> str:
-    return json.dumps(entry.get("invariant"), sort_keys=True)
 
 
 def read_online(out: str) -> Results:
