@@ -17,15 +17,21 @@ RELATIONS = {"ParameterGetsGradientsRelation", "EvalModeInValidationRelation", "
              "SamplerEpochAdvancesRelation"}
 
 
+def _violated_in_process(out: Path) -> set[str]:
+    """The relations of the invariants a collect's in-process check found violated."""
+    violated = set()
+    for path in glob.glob(str(out / "online_check" / "summary_*.json")):
+        violated |= {key.split("|")[0] for key in json.loads(Path(path).read_text())["violated_invariants"]}
+    return violated
+
+
 def _run(tmp_path: Path, bug: str) -> tuple[set[str], set[str]]:
     """(relations of the pack violated in-process, and offline by traincheck-check on the same trace)."""
     out = tmp_path / bug
     proc = collect(tmp_path, "-p", str(SCRIPTS / "claims_data_loop.py"), "--output-dir", str(out),
                    script_args=["--bug", bug])
     assert proc.returncode == 0, proc.stderr
-    online = set()
-    for path in glob.glob(str(out / "online_check" / "summary_*.json")):
-        online |= {key.split("|")[0] for key in json.loads(Path(path).read_text())["violated_invariants"]}
+    online = _violated_in_process(out)
     check = subprocess.run(["traincheck-check", "-f", str(out), "-i", str(out / "online_check" / "invariants.json"),
                             "-o", str(tmp_path / f"{bug}_check"), "--no-html-report"], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
@@ -56,10 +62,7 @@ def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, st
     proc = collect(tmp_path, "-p", str(SCRIPTS / "hand_update_loop.py"), "--output-dir", str(out),
                    script_args=["--style", style])
     assert proc.returncode == 0, proc.stderr
-    violated = set()
-    for path in glob.glob(str(out / "online_check" / "summary_*.json")):
-        violated |= {key.split("|")[0] for key in json.loads(Path(path).read_text())["violated_invariants"]}
-    assert violated == ({"GradientResetRelation"} if style == "missing_reset" else set())
+    assert _violated_in_process(out) == ({"GradientResetRelation"} if style == "missing_reset" else set())
 
 
 COPY_AND_PICKLE = """
