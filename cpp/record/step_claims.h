@@ -41,21 +41,22 @@ inline constexpr StepClaim kStepClaims[] = {
      "for a parameter whose gradient was clipped since the previous step: the gradient stepped on is the one "
      "the last clipping left (GradientClippedRelation)"},
     {"gets_gradients", "_TRAINCHECK_gets_gradients", 5,
-     "for a parameter an optimizer holds that required gradients when the optimizer was built: from its second "
+     "for a parameter an optimizer holds that required gradients when the optimizer was built: from its fifth "
      "step, at a step with some gradient to apply, while the parameter requires gradients, it has had a gradient "
      "at one of that optimizer's steps; and at the end of the run, it had one at some step "
      "(ParameterGetsGradientsRelation)"},
     {"eval_in_validation", "_TRAINCHECK_eval_in_validation", 6,
-     "for a parameter whose model ran forward passes without gradients in an evaluation loop since the "
-     "stepping optimizer's previous step: all of them ran in eval mode (EvalModeInValidationRelation)"},
+     "for a parameter whose model, holding a layer that depends on its mode (dropout, running statistics), ran "
+     "forward passes without gradients in an evaluation loop since the stepping optimizer's previous step: all of "
+     "them ran in eval mode (EvalModeInValidationRelation)"},
     {"forward_through_ddp", "_TRAINCHECK_forward_through_ddp", 7,
      "for a parameter of a model that a DistributedDataParallel wraps, which ran forward passes with "
      "gradients in training mode since the stepping optimizer's previous step: all of them ran inside the "
      "wrapper (ForwardThroughWrapperRelation)"},
     {"sampler_epoch_advanced", "_TRAINCHECK_sampler_epoch_advanced", 8,
-     "for every parameter the stepping optimizer holds, when a shuffling DistributedSampler began an iteration "
-     "since that optimizer's previous step, after an optimizer step since its own previous iteration: its "
-     "epoch differs from that iteration's (SamplerEpochAdvancesRelation)"},
+     "for every parameter the stepping optimizer holds, at the first step after a shuffling DistributedSampler "
+     "began a pass, when an earlier pass of it was trained on: the two passes' epochs differ "
+     "(SamplerEpochAdvancesRelation)"},
 };
 inline constexpr size_t kStepClaimCount = std::size(kStepClaims);
 

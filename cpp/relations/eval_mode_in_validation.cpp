@@ -10,8 +10,9 @@
 // "_TRAINCHECK_eval_in_validation" (python/traincheck/tracking/tracker.py): made for the parameters of a
 // tracked model that ran forward passes with gradients disabled (`no_grad`, `inference_mode`) inside an
 // evaluation loop (a loop the collector annotates with start_eval_step, docs/collection.md §Step and
-// stage annotations) since that optimizer's previous step; true when every such forward ran with the
-// model's `training` flag off. A forward with gradients enabled, or outside an evaluation loop (a GAN's
+// stage annotations) since that optimizer's previous step, when the model holds a layer whose behaviour
+// depends on its mode (dropout with p > 0, a normalisation layer keeping running statistics: without one
+// the mode changes nothing); true when every such forward ran with the model's `training` flag off. A forward with gradients enabled, or outside an evaluation loop (a GAN's
 // generator sampling inside its training step), makes no claim, and neither does a loop inside a library
 // (a Trainer's evaluation calls `model.eval()` itself and is not annotated).
 //

@@ -10,7 +10,7 @@
 //
 // What is judged: the collector's claim "_TRAINCHECK_gets_gradients" (python/traincheck/tracking/tracker.py)
 // on parameter states, made for a parameter an optimizer holds that required gradients when the optimizer
-// was built. At the optimizer's steps from its second, when some parameter it holds has a gradient and this
+// was built. At the optimizer's steps from its fifth, when some parameter it holds has a gradient and this
 // one requires gradients: true when it has had a gradient at one of that optimizer's steps so far. "So far"
 // rather than "now" keeps a parameter that only some batches use (an expert of a mixture, a branch taken
 // now and then) from alarming once it has been used; the price is that a layer that got gradients for a

@@ -7,11 +7,11 @@
 //
 // What is judged: the collector's claim on each parameter state written at an optimizer's step for the
 // tracked parameters that optimizer holds, "_TRAINCHECK_sampler_epoch_advanced"
-// (python/traincheck/tracking/tracker.py): made when a DistributedSampler with `shuffle=True` began an
-// iteration since that optimizer's previous step, and some optimizer stepped since that sampler's own
-// previous iteration began (a peek at one batch before training is no epoch); true when the sampler's
-// epoch differs from its previous iteration's. A sampler without shuffling, or iterated once, makes no
-// claim.
+// (python/traincheck/tracking/tracker.py): made at the first optimizer step after a DistributedSampler
+// with `shuffle=True` began a pass, when an earlier pass of it was trained on too (an optimizer stepped
+// after it began); true when the two passes' epochs differ. A pass no step follows (a peek at one batch
+// before training, an evaluation over the training set) is no epoch of training and is never compared; a
+// sampler without shuffling, or trained on once, makes no claim.
 //
 // Params: [VarTypeParam(t, "_TRAINCHECK_sampler_epoch_advanced")], t the parameters' var type.
 // Precondition group: "var" = [the state record], no field given to the learner.

@@ -44,8 +44,8 @@ def test_the_tracker_passes_every_declared_claim_and_no_other():
     assert set(made) == {c["name"] for c in _declared()}
 
 
-# One DDP model (one rank), two steps with a reset, a clipping, a pass of a shuffling DistributedSampler and
-# a validation forward in between: every claim is made for some parameter.
+# One DDP model with dropout (one rank), five steps with a reset, a clipping, a pass of a shuffling
+# DistributedSampler and a validation forward in between: every claim is made for some parameter.
 EVERY_CLAIM = """
 import json, sys
 import torch
@@ -58,11 +58,11 @@ dist.init_process_group("gloo", init_method="file://" + out + "_pg", rank=0, wor
 _core.start(out)
 _core.set_torch_types(torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.nn.Module)
 tracker = ModelTracker(_core, style="sampler")
-model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2))
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Dropout(0.1)))
 tracker.track(model, "model")
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 sampler = DistributedSampler(range(8), num_replicas=1, rank=0, shuffle=True)
-for epoch in range(2):
+for epoch in range(5):  # ParameterGetsGradients' claim is made from an optimizer's fifth step
     sampler.set_epoch(epoch)
     tracker.sampler_iterated(sampler)
     meta_vars.start_step()
@@ -77,7 +77,7 @@ for epoch in range(2):
     with torch.no_grad():
         model(torch.ones(1, 3))
 try:
-    _core.record_var_states([_core.intern("w")], [model.module.weight], [None], [None], _core.intern("torch.nn.Parameter"),
+    _core.record_var_states([_core.intern("w")], [model.module[0].weight], [None], [None], _core.intern("torch.nn.Parameter"),
                             claims={{"no_such_claim": [True]}})
     print("accepted")
 except ValueError as e:

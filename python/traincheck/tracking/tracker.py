@@ -49,21 +49,22 @@ the models with gradients, or whose parameters changed since the previous bounda
 Four claims come from what the tracker sees between two steps of an optimizer:
 - `_TRAINCHECK_gets_gradients` (ParameterGetsGradientsRelation), for a parameter an optimizer holds that
   required gradients when the optimizer was built (`watch_optimizer_construction`; a parameter group added
-  later: when first seen at a step): from the optimizer's second step, at a step with some gradient to
+  later: when first seen at a step): from the optimizer's fifth step (_GRACE_STEPS), at a step with some gradient to
   apply, while the parameter requires gradients, whether it has had a gradient at one of that optimizer's
   steps (a detached activation leaves the parameters before it without one); and at the end of the run
   (`at_exit`), whether it had one at any step (a layer frozen after its optimizer was built, and never
   unfrozen, had none; frozen for a warm-up and unfrozen later, it had).
 - `_TRAINCHECK_eval_in_validation` (EvalModeInValidationRelation): for the parameters of a tracked model
-  that ran forward passes without gradients in an evaluation loop (meta_vars.in_evaluation) since the
-  previous step, whether all of them ran in eval mode. A forward pre-hook on each tracked model sees them.
+  holding a layer that depends on its mode (_depends_on_mode) that ran forward passes without gradients in
+  an evaluation loop (meta_vars.in_evaluation) since the previous step, whether all of them ran in eval
+  mode. A forward pre-hook on each tracked model sees them.
 - `_TRAINCHECK_forward_through_ddp` (ForwardThroughWrapperRelation): for the parameters of a tracked
   model a DistributedDataParallel wraps that ran forward passes with gradients in training mode since the
   previous step, whether all of them ran inside the wrapper's forward (`model.module(x)` skips the
   gradient averaging). The same hook sees them.
 - `_TRAINCHECK_sampler_epoch_advanced` (SamplerEpochAdvancesRelation): for every parameter the optimizer
-  holds, when a shuffling DistributedSampler began an iteration since the previous step, after some
-  optimizer step since its own previous iteration: whether its epoch moved (`set_epoch`).
+  holds, at the first step after a shuffling DistributedSampler began a pass, when an earlier pass of it
+  was trained on: whether the epochs differ (`set_epoch`); a pass no step follows is never compared.
   `watch_sampler_iterations` sees the iterations.
 A hook costs one Python call per forward of a tracked model (not per layer), and nothing while dynamo
 traces a compiled forward.
@@ -206,6 +207,12 @@ class _Entry:
 _HAND_SEARCHES = 3
 
 
+# The gets_gradients claim is made from an optimizer's step this many on: a layer only some batches use
+# (a branch, an expert, a layer dropped now and then) has had a gradient by then, almost always; one never
+# given any is judged at the end of the run in any case.
+_GRACE_STEPS = 5
+
+
 CLIPPING_APIS = ("clip_grad_norm_", "clip_grads_with_norm_", "clip_grad_value_")
 
 
@@ -308,6 +315,21 @@ class _ForwardWatch:
         return getattr, ({}, "get")
 
 
+def _depends_on_mode(model: torch.nn.Module) -> bool:
+    """Whether `model` computes otherwise in training mode: it holds a dropout layer with p > 0 or a
+    normalisation layer keeping running statistics (which a forward in training mode also updates). A model
+    without one validates alike in either mode: its mode is no claim."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+            return True
+        if isinstance(m, torch.nn.modules.batchnorm._NormBase) and m.track_running_stats:
+            return True
+    return False
+
+
+_NO_PASS = object()  # a sampler with no pass trained on yet
+
+
 def _and(verdict: bool | None, ok: bool) -> bool:
     """A verdict over several observations: every one of them held."""
     return ok if verdict is None else verdict and ok
@@ -399,10 +421,15 @@ class ModelTracker:
         self._ddp_wrapped: set[int] = set()
         self._eval_forwards: dict[int, bool] = {}
         self._ddp_forwards: dict[int, bool] = {}
-        # Per DistributedSampler, weakly: (epoch, steps taken) when its last iteration began; and the
-        # verdict over the iterations begun since the last step.
-        self._sampler_iterations = weakref.WeakKeyDictionary()
+        # Per DistributedSampler, weakly: the epoch of its pass begun and not yet trained on (no optimizer
+        # step since it began), and the epoch of its last pass trained on; the verdict over the passes first
+        # trained on since the last step (_judge_sampler_passes).
+        self._sampler_pending = weakref.WeakKeyDictionary()
+        self._sampler_trained = weakref.WeakKeyDictionary()
         self._sampler_verdict: bool | None = None
+        # Per tracked model (id): whether it has a layer whose behaviour depends on its mode (dropout, batch
+        # norm's running statistics), found at its first forward in an evaluation loop.
+        self._mode_dependent: dict[int, bool] = {}
         self._hand_searches = 0  # walks for models trained by hand (at_step_end)
         self._hand_versions: dict[int, int] = {}  # their parameters' versions at the last walk
         # torch's own functions, never a recorder's wrapper of them: the hooks' calls are not the program's.
@@ -445,6 +472,8 @@ class ModelTracker:
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         self._stepped_since_boundary = True
         self._steps_taken += 1
+        if self._sampler_pending:
+            self._judge_sampler_passes()
         self._note_optimizer(optimizer, stepped=True)
         if self.discover:
             self._discover_models_of(optimizer)
@@ -527,17 +556,25 @@ class ModelTracker:
                         claims=lambda written, key=key: self._final_claims(written, key))
 
     def sampler_iterated(self, sampler) -> None:
-        """A DistributedSampler begins an iteration (watch_sampler_iterations)."""
+        """A DistributedSampler begins a pass (watch_sampler_iterations): judged at the first optimizer step
+        after it (_judge_sampler_passes), if any; a pass no step follows (a peek at a batch, an evaluation
+        over the training set) is no epoch of training."""
         if not getattr(sampler, "shuffle", False):
             return
-        epoch = getattr(sampler, "epoch", None)
         try:
-            last = self._sampler_iterations.get(sampler)
-            self._sampler_iterations[sampler] = (epoch, self._steps_taken)
+            self._sampler_pending[sampler] = getattr(sampler, "epoch", None)
         except TypeError:  # a sampler without weak references
-            return
-        if last is not None and self._steps_taken > last[1]:
-            self._sampler_verdict = _and(self._sampler_verdict, epoch != last[0])
+            pass
+
+    def _judge_sampler_passes(self) -> None:
+        """At an optimizer step: each pass begun since the previous step is trained on; its epoch should
+        differ from the one of its sampler's previous pass trained on."""
+        for sampler, epoch in list(self._sampler_pending.items()):
+            del self._sampler_pending[sampler]
+            last = self._sampler_trained.get(sampler, _NO_PASS)
+            if last is not _NO_PASS:
+                self._sampler_verdict = _and(self._sampler_verdict, epoch != last)
+            self._sampler_trained[sampler] = epoch
 
     # -- internals ------------------------------------------------------------------------------------
     def _note_optimizer(self, optimizer, stepped: bool = False) -> None:
@@ -564,7 +601,7 @@ class ModelTracker:
         handle = self._forward_hooks.pop(id(model), None)
         if handle is not None:
             handle.remove()
-        for table in (self._ddp_wrapped, self._eval_forwards, self._ddp_forwards):
+        for table in (self._ddp_wrapped, self._eval_forwards, self._ddp_forwards, self._mode_dependent):
             table.discard(id(model)) if isinstance(table, set) else table.pop(id(model), None)
 
     def _forward_seen(self, module, args) -> None:
@@ -580,7 +617,11 @@ class ModelTracker:
                 inside = getattr(torch.nn.parallel.DistributedDataParallel, "_active_ddp_module", None) is not None
                 self._ddp_forwards[key] = _and(self._ddp_forwards.get(key), inside)
         elif meta_vars.in_evaluation():
-            self._eval_forwards[key] = _and(self._eval_forwards.get(key), not module.training)
+            dependent = self._mode_dependent.get(key)
+            if dependent is None:
+                dependent = self._mode_dependent[key] = _depends_on_mode(module)
+            if dependent:
+                self._eval_forwards[key] = _and(self._eval_forwards.get(key), not module.training)
         return None
 
     def _discover_models_of(self, optimizer) -> None:
@@ -686,7 +727,7 @@ class ModelTracker:
         key = id(optimizer)
         try:
             first_sight = self._first_sight.get(optimizer)
-            judged = first_sight is not None and self._step_counts.get(optimizer, 0) >= 2 and has_gradients
+            judged = first_sight is not None and self._step_counts.get(optimizer, 0) >= _GRACE_STEPS and has_gradients
         except TypeError:
             first_sight, judged = None, False
         sampler, self._sampler_verdict = self._sampler_verdict, None

@@ -3,7 +3,7 @@ tell (docs/relations.md §ParameterGetsGradientsRelation, §EvalModeInValidation
 §ForwardThroughWrapperRelation, §SamplerEpochAdvancesRelation): `--bug` picks one; `none` is the correct
 program (a shuffling DistributedSampler whose epoch is set, a validation pass in eval mode after each epoch,
 every forward through the DDP wrapper, the encoder frozen for the first epoch, after the optimizer was
-built, and unfrozen for the others)."""
+built, and unfrozen for the others, the training set's accuracy measured after each epoch)."""
 import argparse
 import os
 import tempfile
@@ -68,7 +68,9 @@ def main():
                 logits = model(x)
                 predicted = logits.argmax(dim=1)
                 correct += int((predicted == y).sum())
-        print(f"epoch {epoch} loss {loss.item():.6f} val_acc {correct / 32:.4f}")
+        with torch.no_grad():  # the training set's accuracy: another pass of its sampler, in the same epoch
+            train_correct = sum(int((model(x).argmax(dim=1) == y).sum()) for x, y in loader)
+        print(f"epoch {epoch} loss {loss.item():.6f} val_acc {correct / 32:.4f} train_acc {train_correct / 64:.4f}")
     dist.destroy_process_group()
 
 

@@ -1,0 +1,59 @@
+"""The tracker's claims of what ran between two optimizer steps, judged directly (no collector): which passes
+of a DistributedSampler are compared, and which validation forwards make a claim."""
+
+import torch
+from torch.utils.data.distributed import DistributedSampler
+
+from test_tracker_new_gradient import RecordingCore
+from traincheck import meta_vars
+from traincheck.tracking.tracker import ModelTracker
+
+
+def _claims_of(core: RecordingCore, name: str) -> list:
+    """Per dump written at an optimizer step, the values of claim `name` it made (None: not made)."""
+    return [sorted({v for v in (claims.get(name) or []) if v is not None}) or None for claims in core.claims if claims]
+
+
+def _step(tracker, model, optimizer):
+    optimizer.zero_grad()
+    model(torch.ones(4, 3)).sum().backward()
+    optimizer.step()
+    tracker.after_optimizer_step(optimizer, (), {})
+
+
+def _tracked(model):
+    core = RecordingCore()
+    tracker = ModelTracker(core, style="sampler")
+    tracker.track(model, "model")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tracker.optimizer_built(optimizer)
+    return core, tracker, optimizer
+
+
+def test_a_pass_no_step_follows_is_never_compared_and_two_trained_passes_of_one_epoch_are():
+    model = torch.nn.Linear(3, 1)
+    core, tracker, optimizer = _tracked(model)
+    sampler = DistributedSampler(range(8), num_replicas=1, rank=0, shuffle=True)
+    tracker.sampler_iterated(sampler)  # a peek at one batch before training, epoch 0
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        tracker.sampler_iterated(sampler)
+        _step(tracker, model, optimizer)
+        tracker.sampler_iterated(sampler)  # the training set's accuracy after the epoch: no step follows
+    assert _claims_of(core, "sampler_epoch_advanced") == [None, [True]]
+    tracker.sampler_iterated(sampler)  # the next epoch without set_epoch
+    _step(tracker, model, optimizer)
+    assert _claims_of(core, "sampler_epoch_advanced")[-1] == [False]
+
+
+def test_validation_in_training_mode_is_claimed_only_for_a_model_whose_mode_changes_what_it_computes():
+    for model, expected in ((torch.nn.Linear(3, 1), None),
+                            (torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Dropout(0.2)), [False])):
+        core, tracker, optimizer = _tracked(model)
+        _step(tracker, model, optimizer)
+        meta_vars.start_eval_step()
+        with torch.no_grad():
+            model(torch.ones(2, 3))  # model.eval() forgotten
+        meta_vars.start_step()
+        _step(tracker, model, optimizer)
+        assert _claims_of(core, "eval_in_validation")[-1] == expected
