@@ -290,7 +290,7 @@ def _start_tracking(config: dict, core) -> None:
     finally:
         core.set_inside_recorder(previous)
     meta_vars.add_step_end_hook(tracker.at_step_end)
-    atexit.register(tracker.at_step_end)  # the last iteration's states (runs before the recorder's shutdown)
+    atexit.register(tracker.at_exit)  # the last iteration's states (runs before the recorder's shutdown)
     core.set_var_hook(tracker.around_api)
 
 

@@ -62,6 +62,7 @@ import torch
 
 from traincheck.meta_vars import get_meta_vars
 from traincheck.tracking import discovery, shards
+from traincheck.tracking.deferred_states import DeferredStates
 from traincheck.tracking.digest import Digester
 
 PARAMETER_TYPE = "torch.nn.Parameter"
@@ -231,6 +232,7 @@ class ModelTracker:
         self._discovered_names: set[str] = set()  # tracked names discovery chose (named models are never dropped)
         self.style = style
         self.digester = Digester(tensor_hash)
+        self._states = DeferredStates(core)  # writes whose device digests are on their way to the host
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
         self.objects: dict[str, object] = {}        # tracked name -> the module or tensor
         self._var_type_id = core.intern(PARAMETER_TYPE)
@@ -262,6 +264,11 @@ class ModelTracker:
         else:
             self._write(fresh, mode="update", dump_loc="initing", only_changed=False)
 
+    def at_exit(self) -> None:
+        """The end of training: the last iteration's states, then every write still waiting for the device."""
+        self.at_step_end()
+        self._states.drain()
+
     def module_registered(self, module, name, submodule) -> None:
         """torch's global module registration hook (`module.name = submodule`, add_module): the tracked
         models are walked again at the next write, so a part replaced after tracking began is followed."""
@@ -279,6 +286,7 @@ class ModelTracker:
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
         step only what changed since it; without one (parameters updated by hand), every state."""
+        self._states.release_ready()
         stepped = self._stepped_since_boundary
         self._stepped_since_boundary = False
         if self.discover and not self._looked_for_optimizers:
@@ -382,7 +390,7 @@ class ModelTracker:
             self._refresh_digests(changed)
             written = [c[0] for c in changed] if only_changed else entries
             if written:
-                self.core.record_var_states(
+                self._states.record_var_states(
                     [e.name_id for e in written],
                     [shards.local(e.param) for e in written],
                     [e.data_digest for e in written],
@@ -439,5 +447,4 @@ class ModelTracker:
                 tensors.append(shards.local(g))
                 slots.append((e, "grad_digest"))
                 e.grad_ref = weakref.ref(g)
-        for (e, attr), value in zip(slots, self.digester.digests(tensors)):
-            setattr(e, attr, value)
+        self._states.assign(slots, self.digester.digests_later(tensors))
