@@ -2,12 +2,11 @@
 once (tracking/deferred_states.py, record_var_states(hold=True) and release_var_states)."""
 import subprocess
 import sys
-import textwrap
 
-import pytest
 import torch
 
 from conftest import read_trace_files
+from test_tracker_new_gradient import RecordingCore
 from traincheck.tracking import digest as digest_module
 from traincheck.tracking.tracker import ModelTracker
 
@@ -65,21 +64,13 @@ class FakeEvent:
         FakeEvent.done = True
 
 
-class HoldingCore:
+class HoldingCore(RecordingCore):
     """The recorder calls of ModelTracker, kept in the order emitted: (name -> data digest, name -> grad
     digest, step at the write)."""
 
     def __init__(self):
-        self.names, self.emitted, self.step = {}, [], 0
-
-    def intern(self, text):
-        return self.names.setdefault(text, len(self.names) + 1)
-
-    def is_recording(self):
-        return True
-
-    def set_inside_recorder(self, value):
-        return False
+        super().__init__()
+        self.emitted, self.step = [], 0
 
     def record_var_states(self, name_ids, tensors, data, grad, var_type, mode, dump_loc, claims=None, hold=False):
         if hold:

@@ -4,23 +4,11 @@ Without a GPU the meta device stands in for one (scripts/device_reads.py), and e
 device-to-host read made from the tool's code is counted per training step."""
 import json
 
-import pytest
 
 from conftest import SCRIPTS, collect, read_trace_files
+from test_tracking import ZERO_GRAD_INVARIANT  # over parameters: selective mode writes their states around zero_grad
 
 DEPLOYED = SCRIPTS.parents[2] / "eval" / "perf_overhead" / "invariants" / "deployed_100.json"
-# An invariant over parameters, so that selective mode writes their states around the APIs it names.
-ZERO_GRAD_INVARIANT = {
-    "text_description": "zero_grad changes grad",
-    "relation": "APIContainRelation",
-    "params": [
-        {"param_type": "APIParam", "api_full_name": "torch.optim.optimizer.Optimizer.zero_grad"},
-        {"param_type": "VarTypeParam", "var_type": "torch.nn.Parameter", "attr_name": "grad", "pre_value": "non_zero", "post_value": None},
-    ],
-    "precondition": {"parent_func_call_pre": {"inverted": False, "preconditions": [{"clauses": "Unconditional"}]}},
-    "num_positive_examples": 3,
-    "num_negative_examples": 0,
-}
 PARAMS = {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"}
 
 
