@@ -1,6 +1,6 @@
 """The tool's added host time on the training thread per step, in microseconds, per mode and workload.
 
-    python bench/host_cost.py [--blocks 9] [--iters 10] [--paper-size] [--json FILE]
+    python bench/host_cost.py [--blocks 9] [--iters 10] [--pairs 40] [--paper-size] [--json FILE]
         [--workloads mnist resnet18 transformer p1000 p10000 p50000] [--modes full selective selective+check tracking]
 
 What a GPU pays for the tool is host time: there the training thread only launches kernels, and a step of
@@ -16,13 +16,13 @@ the noise of a 50-500 ms CPU step. Method:
   check of the same figures).
 - Modes that wrap APIs (full, selective, selective+check) are installed for a block in which every other
   step is sampled out (the same step, the wrappers only passing the calls through): their recording
-  cost is the median recorded step minus the median sampled-out step of the block, steps apart and not
-  blocks, so the machine's drift and other processes' load cancel out far better than between blocks.
+  cost is the median, over every pair of adjacent steps of every block, of the recorded step minus the
+  sampled-out one: a step apart, the machine's drift and other processes' load cancel out far better
+  than between blocks.
   To it is added what the wrappers cost when they record nothing: the wrapped calls per recorded step
   (the recorder's events, two per call) times the pass-through cost of a wrapper on a sampled-out step,
-  measured at the start (as bench/record_call_cost.py). A mode's figure is the median over `--blocks`
-  blocks, round-robin over the modes, each after a plain block (nothing installed) that gives the plain
-  step time. Times are the training thread's CPU time (`time.thread_time`): what other processes and the
+  measured at the start (as bench/record_call_cost.py). `--blocks` rounds, round-robin over the modes,
+  each block after a plain block (nothing installed) that gives the plain step time. Times are the training thread's CPU time (`time.thread_time`): what other processes and the
   writer thread do is not counted.
 - The tracking mode does work on sampled-out steps too (its optimizer hook), so it is measured against
   the plain block just before it: every step recorded, the median step of its block minus the plain
@@ -36,6 +36,8 @@ the noise of a 50-500 ms CPU step. Method:
   before the block's clock stops, the mode's minus the plain block's.
 
 Modes, as eval/perf_overhead's Figure 7 sets them up (collect's defaults), each with the step annotation:
+  annotate          the step annotation alone, measured as the wrapping modes are: what it adds is
+                    almost nothing, so its row shows the method's noise on this machine;
   full              every torch API wrapped, arguments and results summarised, every step recorded;
   selective         the 100 deployed invariants' APIs (eval/perf_overhead/invariants/deployed_100.json),
                     every step recorded (sampling 1/1, the most a step can cost);
@@ -46,8 +48,8 @@ Modes, as eval/perf_overhead's Figure 7 sets them up (collect's defaults), each 
 Workloads: the Figure 7 workloads with the paper's structure (eval/perf_overhead/workloads: MNIST CNN,
 Adadelta; ResNet-18, SGD with momentum; word-level Transformer LM, clipping and a manual update; widths
 and inputs as above), and synthetic models of 1k/10k/50k parameter tensors (4 elements each, every one with a gradient
-zeroed, recomputed in place and applied each step by foreach calls, SGD; from 10k on half the rounds and
-steps). Each paper figure is printed with its share of the paper's H200 step (MNIST 3.0 ms, ResNet-18
+zeroed, recomputed in place and applied each step by foreach calls, SGD; from 10k tensors on, fewer rounds,
+steps and pairs). Each paper figure is printed with its share of the paper's H200 step (MNIST 3.0 ms, ResNet-18
 24.2 ms, Transformer 5.2 ms); each synthetic figure with microseconds per parameter tensor.
 """
 
@@ -73,7 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from selective_inprocess import classifier_step, start_online_check  # noqa: E402
 
 H200_STEP_MS = {"mnist": 3.0, "resnet18": 24.2, "transformer": 5.2}
-MODES = ("full", "selective", "selective+check", "tracking")
+MODES = ("annotate", "full", "selective", "selective+check", "tracking")
 
 
 # -- workloads: (model, step function) --------------------------------------------------------------------
@@ -258,9 +260,9 @@ def run_block(step, iters, mode, meta_vars):
     return statistics.median(thread), others / iters
 
 
-def run_alternating(step, iters, mode, tool):
-    """A wrapping mode with every other step sampled out: (median recorded step - median sampled-out step in
-    seconds, wrapped calls per recorded step, other threads' CPU seconds per recorded step)."""
+def run_alternating(step, pairs, mode, tool):
+    """A wrapping mode with every other step sampled out: per pair of adjacent steps, recorded minus sampled
+    out (seconds); wrapped calls per recorded step; other threads' CPU seconds per recorded step."""
     policy = dict(tool.meta_vars._policy)
     mode.enter()
     tool.meta_vars._policy.update(interval=2, warm_up=0)
@@ -270,20 +272,20 @@ def run_alternating(step, iters, mode, tool):
             step()
         tool.core.flush()
         events0, process0, thread0 = tool.core.stats()["events_written"], time.process_time(), time.thread_time()
-        recorded, sampled_out = [], []
-        for _ in range(2 * iters):
+        times = {True: [], False: []}
+        for _ in range(2 * pairs):
             t0 = time.thread_time()
             tool.meta_vars.start_step()
-            kept = recorded if tool.core.is_recording() else sampled_out
+            recorded = tool.core.is_recording()
             step()
-            kept.append(time.thread_time() - t0)
+            times[recorded].append(time.thread_time() - t0)
         mode.flush()
         others = (time.process_time() - process0) - (time.thread_time() - thread0)
-        calls = (tool.core.stats()["events_written"] - events0) / 2 / len(recorded)  # a pre and a post event each
+        calls = (tool.core.stats()["events_written"] - events0) / 2 / len(times[True])  # a pre and a post event each
     finally:
         tool.meta_vars._policy.update(policy)
         mode.exit()
-    return statistics.median(recorded) - statistics.median(sampled_out), calls, others / len(recorded)
+    return [r - o for r, o in zip(times[True], times[False])], calls, others / len(times[True])
 
 
 BLOCK_WARMUP = 2  # untimed steps first: installing or removing wrappers de-specialises bytecode
@@ -296,7 +298,8 @@ def measure(name, make, args, tool):
         step()
     modes = [Mode(m, tool, model) for m in args.modes]
     size = int(name[1:]) if name.startswith("p") else 0
-    blocks, iters = (args.blocks, args.iters) if size < 10000 else (max(3, args.blocks // 2), max(3, args.iters // 2))
+    blocks, iters, pairs = (args.blocks, args.iters, args.pairs) if size < 10000 else (
+        max(3, args.blocks // 2), max(3, args.iters // 2), max(5, args.pairs // (4 if size == 10000 else 8)))
     added = {m.name: ([], [], []) for m in modes}
     plain = []
     for b in range(blocks):
@@ -308,8 +311,8 @@ def measure(name, make, args, tool):
                 added[mode.name][0].append(cand[0] - base[0])
                 added[mode.name][1].append(cand[1] - base[1])
                 continue
-            recording, calls, others = run_alternating(step, iters, mode, tool)
-            added[mode.name][0].append(recording + calls * tool.pass_through_s)
+            differences, calls, others = run_alternating(step, pairs, mode, tool)
+            added[mode.name][0].extend(d + calls * tool.pass_through_s for d in differences)
             added[mode.name][1].append(others - base[1])
             added[mode.name][2].append(calls)
     return [(name, m.name, statistics.median(plain) * 1e3, statistics.median(added[m.name][0]) * 1e6,
@@ -326,7 +329,9 @@ def share(name, us):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=int, default=9, help="rounds of (plain, mode) block pairs per mode")
-    parser.add_argument("--iters", type=int, default=10, help="timed steps per block")
+    parser.add_argument("--iters", type=int, default=10, help="timed steps per tracking or plain block")
+    parser.add_argument("--pairs", type=int, default=40,
+                        help="pairs of steps (recorded, sampled out) per block of a wrapping mode")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--paper-size", action="store_true",
@@ -339,7 +344,8 @@ def main():
     torch.manual_seed(0)
     out = tempfile.mkdtemp(prefix="tc_host_cost_")
     tool = Tool(args.invariants, out)
-    print(f"{len(tool.plan.funcs)} APIs in the selective plan; {args.blocks} rounds x {args.iters} steps; "
+    print(f"{len(tool.plan.funcs)} APIs in the selective plan; {args.blocks} rounds: {args.pairs} step pairs per "
+          f"wrapping mode's block, {args.iters} steps per tracking or plain block (fewer from 10k tensors); "
           f"{'paper' if args.paper_size else 'smallest'} widths and inputs; a wrapper passes a sampled-out call "
           f"through in {tool.pass_through_s * 1e9:.0f} ns; trace in {out}")
     print(f"{'workload':<12} {'mode':<16} {'plain step':>11} {'with the tool':>14} {'ratio':>6} {'added':>11} "
