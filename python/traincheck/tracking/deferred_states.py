@@ -11,6 +11,10 @@ A digest not yet known is a `Pending` (its batch and position) on the tracker's 
 write or step boundary finds its batch ready (`DigestBatch.ready`: the copy's event has completed, asked
 without waiting) and puts the value in its place. `release_ready` runs at each write and step boundary;
 `drain` waits for the device, once, at the end of training.
+
+Both run on the training thread: it asks the events and reads the copies' host memory once they are
+done (no wait for the device), and emits the held writes. os._exit and SIGTERM shut the recorder down
+without draining: writes still held then (at most the last step's, on a device) are not written.
 """
 
 from __future__ import annotations
