@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,7 +91,9 @@ const char* record_var_states_doc() {
     std::string d =
         "Write one state_change record per tensor (trace_VAR file), all with the same time. `claims`: the "
         "claims at an optimizer's step, None or a dict from a claim's name to None or a list holding per tensor "
-        "None (no claim) or a bool; a name not declared is an error. The claims (step_claims()):";
+        "None (no claim) or a bool; a name not declared is an error. With `hold`, nothing is emitted and the "
+        "digest lists are not read: the write is returned (HeldVarStates, None when recording is off) for "
+        "release_var_states. The claims (step_claims()):";
     for (const StepClaim& claim : kStepClaims) {
       d += "\n  ";
       d += claim.name;
@@ -173,19 +176,32 @@ void bind_recorder(nb::module_& m) {
   m.def(
       "intern", [](const std::string& text) { return Recorder::instance().intern_name(text); },
       "An id for a string that events refer to (variable names, modes).");
+  nb::class_<HeldVarStates>(m, "HeldVarStates",
+                            "A write of record_var_states(hold=True): encoded, not yet emitted (release_var_states).");
   m.def(
       "record_var_states",
       [](nb::list name_ids, nb::list tensors, nb::list data_digests, nb::list grad_digests, uint32_t var_type_id,
-         uint32_t mode_id, uint32_t dump_loc_id, nb::handle claims) {
-        if (!g_recording_enabled.load(std::memory_order_relaxed)) return;
+         uint32_t mode_id, uint32_t dump_loc_id, nb::handle claims, bool hold) -> nb::object {
+        if (!g_recording_enabled.load(std::memory_order_relaxed)) return nb::none();
+        std::unique_ptr<HeldVarStates> held = hold ? std::make_unique<HeldVarStates>() : nullptr;
         if (!record_var_states(name_ids.ptr(), tensors.ptr(), data_digests.ptr(), grad_digests.ptr(), claims.ptr(),
-                               {var_type_id, mode_id, dump_loc_id})) {
+                               {var_type_id, mode_id, dump_loc_id}, held.get())) {
           throw nb::python_error();
         }
+        if (!held) return nb::none();
+        return nb::cast(held.release(), nb::rv_policy::take_ownership);
       },
       nb::arg("name_ids"), nb::arg("tensors"), nb::arg("data_digests"), nb::arg("grad_digests"),
       nb::arg("var_type_id"), nb::arg("mode_id") = 0, nb::arg("dump_loc_id") = 0,
-      nb::arg("claims").none() = nb::none(), record_var_states_doc());
+      nb::arg("claims").none() = nb::none(), nb::arg("hold") = false, record_var_states_doc());
+  m.def(
+      "release_var_states",
+      [](HeldVarStates& held, nb::list data_digests, nb::list grad_digests) {
+        if (!release_var_states(held, data_digests.ptr(), grad_digests.ptr())) throw nb::python_error();
+      },
+      nb::arg("held"), nb::arg("data_digests"), nb::arg("grad_digests"),
+      "Emit a write held by record_var_states(hold=True) with its digests (lists as long as the write's, int "
+      "or None per tensor), with the time, step and meta-vars of the write, whether recording is on now or not.");
   m.def(
       "step_claims",
       [] {

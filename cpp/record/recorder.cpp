@@ -174,7 +174,8 @@ uint64_t Recorder::next_call_ns() {
   return now;
 }
 
-void Recorder::emit(const EventInfo& e, const std::byte* payload, uint32_t payload_size) {
+void Recorder::emit_at(const EventInfo& e, uint32_t meta_id, int64_t step, const std::byte* payload,
+                       uint32_t payload_size) {
   EventStream* s = stream();
   const uint32_t size = align8(static_cast<uint32_t>(sizeof(EventHeader)) + payload_size);
   std::byte* at = s->reserve(size);
@@ -182,8 +183,7 @@ void Recorder::emit(const EventInfo& e, const std::byte* payload, uint32_t paylo
     s->count_dropped();
     return;
   }
-  EventHeader h{size,      e.kind,    e.flags,  0, e.api_id, current_meta_.load(std::memory_order_relaxed),
-                e.time_ns, e.call_ns, e.obj_id, current_step_.load(std::memory_order_relaxed)};
+  EventHeader h{size, e.kind, e.flags, 0, e.api_id, meta_id, e.time_ns, e.call_ns, e.obj_id, step};
   std::memcpy(at, &h, sizeof h);
   if (payload_size) std::memcpy(at + sizeof h, payload, payload_size);
   const uint32_t used = static_cast<uint32_t>(sizeof h) + payload_size;

@@ -86,7 +86,13 @@ class Recorder {
 
   // Appends one event; the payload (may be empty) is copied after the header. Call events go to the
   // thread's trace_API file, kVarState events to its trace_VAR file.
-  void emit(const EventInfo& event, const std::byte* payload = nullptr, uint32_t payload_size = 0);
+  void emit(const EventInfo& event, const std::byte* payload = nullptr, uint32_t payload_size = 0) {
+    emit_at(event, current_meta(), current_step(), payload, payload_size);
+  }
+  // The same with the meta-vars and step the event happened under: a write emitted after it was made
+  // (record_var_states' held writes) carries those of its time.
+  void emit_at(const EventInfo& event, uint32_t meta_id, int64_t step, const std::byte* payload = nullptr,
+               uint32_t payload_size = 0);
 
   // A call_ns unique on this thread (monotonic ns, bumped past the previous one): func_call_id's suffix.
   static uint64_t next_call_ns();

@@ -1,4 +1,4 @@
-"""Tensor digests computed on the tensor's own device, with one host synchronisation per batch.
+"""Tensor digests computed on the tensor's own device, read by the host without waiting for the device.
 
 - `full` (default): every element counts. The tensor's bits, as int64, are dotted with fixed odd
   pseudo-random weights in wrapping 64-bit arithmetic; a change of any single element changes the digest
@@ -15,6 +15,12 @@ Memory: every tensor is taken in pieces of at most `_CHUNK` elements, on every d
 is the size of a whole tensor (int64 copies of a 128k x 8k embedding would be gigabytes on a GPU that
 has room for the training only); many small tensors are batched up to that size. What the digests hold
 beyond the tensors is a few pieces' int64 temporaries and the weight table, tens of megabytes.
+
+Reading: a batch's digests on the host (CPU tensors) are known at once: reading host memory waits for
+nothing. A device's are copied into host memory without blocking, behind an event recorded on the
+device's stream (`DigestBatch`); they are known once the event has completed, which is asked (`ready`),
+never waited for, except by `wait` (at exit, when training is over). No call here makes the host wait for
+the device: the weight table keeps a host copy of each device's, and segment layouts give their size.
 """
 
 from __future__ import annotations
@@ -33,6 +39,68 @@ def _signed(x: int) -> int:
 
 _BIT_VIEWS = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
 
+# Devices that hold no data (meta: shapes only, as a model is built before its weights are loaded): no
+# queue to wait for and no values to copy; their digests read as 0.
+_NO_QUEUE = ("meta",)
+
+
+def _copy_done_event(device: torch.device):
+    """An event recorded on `device`'s current stream behind the copies issued so far. torch.Event is the
+    accelerator-neutral event (CUDA, XPU, MPS, ...)."""
+    event = torch.Event(device=device)
+    event.record()
+    return event
+
+
+def _host_buffer(like: torch.Tensor) -> torch.Tensor:
+    """Host memory for a device's digests: pinned where the accelerator offers it, so that a copy into it
+    is asynchronous (into pageable memory CUDA copies synchronously)."""
+    try:
+        return torch.empty(like.shape, dtype=like.dtype, pin_memory=True)
+    except RuntimeError:  # no pinned-memory allocator for this device
+        return torch.empty(like.shape, dtype=like.dtype)
+
+
+class DigestBatch:
+    """The digests of one batch of tensors, in the order given. Host tensors' are known when the batch is
+    made; each device's are being copied into host memory behind an event. `ready()` asks the events and
+    never waits; `values` may be read once it returned True (or after `wait()`). The host reads copies
+    the device has finished writing: no read here waits for the device."""
+
+    __slots__ = ("values", "_copies")
+
+    def __init__(self, n: int):
+        self.values = [0] * n
+        self._copies: list[tuple[list[int], torch.Tensor, object]] = []  # (indices, host copy, event)
+
+    def add(self, order: list[int], digests: torch.Tensor, device: torch.device) -> None:
+        if device.type == "cpu":
+            self._take(order, digests)
+            return
+        if device.type in _NO_QUEUE:
+            self._take(order, torch.zeros(digests.shape, dtype=digests.dtype))
+            return
+        host = _host_buffer(digests)
+        host.copy_(digests, non_blocking=True)
+        self._copies.append((order, host, _copy_done_event(device)))
+
+    def ready(self) -> bool:
+        if self._copies and all(event.query() for _, _, event in self._copies):
+            for order, host, _ in self._copies:
+                self._take(order, host)
+            self._copies = []
+        return not self._copies
+
+    def wait(self) -> None:
+        """Blocks until every copy is done: for the end of training, never a step."""
+        for _, _, event in self._copies:
+            event.synchronize()
+        self.ready()
+
+    def _take(self, order: list[int], host: torch.Tensor) -> None:
+        for i, v in zip(order, host.tolist()):
+            self.values[i] = v
+
 
 class Digester:
     def __init__(self, algorithm: str = "full"):
@@ -40,6 +108,7 @@ class Digester:
             raise ValueError(f"unknown tensor hash {algorithm!r}; expected one of {ALGORITHMS}")
         self.algorithm = algorithm
         self._weights: dict[torch.device, torch.Tensor] = {}
+        self._host_weights: dict[torch.device, torch.Tensor] = {}  # each device's table, as a host tensor
         self._powers: dict[tuple[torch.device, int], torch.Tensor] = {}
         self._layouts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -56,11 +125,12 @@ class Digester:
             g = torch.Generator().manual_seed(0x7C3A)
             w = torch.randint(-(1 << 62), 1 << 62, (size,), generator=g, dtype=torch.int64)
             # Weights for a prefix stay the same when the cache grows: digests never depend on history.
-            if self._weights.get(device) is not None:
-                old = self._weights[device].cpu()
+            old = self._host_weights.get(device)
+            if old is not None:
                 w[: old.numel()] = old
-            w = (w | 1).to(device)
-            self._weights[device] = w
+            w |= 1
+            self._host_weights[device] = w
+            w = self._weights[device] = w.to(device)
         return w[:n]
 
     @staticmethod
@@ -108,7 +178,9 @@ class Digester:
         layout = self._layouts.get(key)
         if layout is None:
             weights = torch.cat([self._weights_for(n, device) for n in sizes])
-            segments = torch.repeat_interleave(torch.arange(len(sizes), device=device), torch.tensor(sizes, device=device))
+            # output_size: a device would otherwise be asked for the repeats' sum (a blocking read).
+            segments = torch.repeat_interleave(torch.arange(len(sizes), device=device), torch.tensor(sizes, device=device),
+                                               output_size=sum(sizes))
             layout = self._layouts[key] = (weights, segments)
         weights, segments = layout
         products = torch.cat(views).to(torch.int64) * weights
@@ -148,47 +220,34 @@ class Digester:
 
     # -- batches ----------------------------------------------------------------------------------------
     def digests(self, tensors: list[torch.Tensor]) -> list[int]:
-        """One digest per tensor; one host synchronisation per device involved."""
-        if not tensors:
-            return []
-        if any(t.layout != torch.strided for t in tensors):
-            return self._with_sparse(tensors)
-        out = [0] * len(tensors)
+        """One digest per tensor, waiting for the device where there is one (not on the training thread:
+        the tracker takes `digests_later`)."""
+        batch = self.digests_later(tensors)
+        batch.wait()
+        return batch.values
+
+    def digests_later(self, tensors: list[torch.Tensor]) -> DigestBatch:
+        """One digest per tensor, computed on each tensor's device; the host tensors' known at once, a
+        device's once their copy to host memory is done (DigestBatch)."""
+        batch = DigestBatch(len(tensors))
         with torch.no_grad():
             by_device: dict[torch.device, list[int]] = {}
             for i, t in enumerate(tensors):
                 by_device.setdefault(t.device, []).append(i)
-            for idx in by_device.values():
+            for device, idx in by_device.items():
                 order, parts = self._device_digests(tensors, idx)
-                for i, v in zip(order, torch.cat(parts).tolist()):
-                    out[i] = v
-        return out
-
-    def _with_sparse(self, tensors: list[torch.Tensor]) -> list[int]:
-        """A sparse tensor (nn.Embedding(sparse=True)'s gradient) has no strided storage to view: its digest
-        combines those of its coalesced indices and values (one layout per value, so equal tensors digest
-        equally however their entries were ordered), in the memory they take, never densified."""
-        strided, parts = [], []
-        for t in tensors:
-            if t.layout == torch.strided:
-                parts.append((len(strided), None))
-                strided.append(t)
-            else:
-                c = t.detach().coalesce()
-                parts.append((len(strided), len(strided) + 1))
-                strided += [c.indices(), c.values()]
-        d = self.digests(strided)
-        return [d[i] if j is None else _signed((d[i] * _MULTIPLIER + d[j]) & _MASK) for i, j in parts]
+                batch.add(order, torch.cat(parts), device)
+        return batch
 
     def _device_digests(self, tensors: list[torch.Tensor], idx: list[int]) -> tuple[list[int], list[torch.Tensor]]:
         """(tensor indices, 1-d digest tensors in that order) for the tensors of one device."""
         if self.algorithm != "full":
-            return idx, [torch.stack([self._traincheck(tensors[i]) for i in idx])]
+            return idx, [torch.stack([self._one(tensors[i], self._traincheck) for i in idx])]
         order, parts, singles = [], [], []
         groups: dict[torch.dtype, tuple[list[int], list[torch.Tensor]]] = {}
         for i in idx:
             t = tensors[i]
-            if t.numel() > min(self._SMALL, self._CHUNK) or t.is_complex():
+            if t.layout != torch.strided or t.numel() > min(self._SMALL, self._CHUNK) or t.is_complex():
                 singles.append(i)
                 continue
             view = self._bit_view(t)
@@ -206,5 +265,16 @@ class Digester:
                 start, size = k, (v.numel() if v is not None else 0)
         if singles:
             order += singles
-            parts.append(torch.stack([self._full(tensors[i]) for i in singles]))
+            parts.append(torch.stack([self._one(tensors[i], self._full) for i in singles]))
         return order, parts
+
+    @staticmethod
+    def _one(t: torch.Tensor, digest) -> torch.Tensor:
+        """`digest(t)`, on t's device. A sparse tensor (nn.Embedding(sparse=True)'s gradient) has no strided
+        storage to view: its digest combines those of its coalesced indices and values (one layout per value,
+        so equal tensors digest equally however their entries were ordered), in the memory they take, never
+        densified; int64 arithmetic wraps as the digests' sums do."""
+        if t.layout == torch.strided:
+            return digest(t)
+        c = t.detach().coalesce()
+        return digest(c.indices()) * _signed(_MULTIPLIER) + digest(c.values())

@@ -95,6 +95,7 @@ import torch
 from traincheck import meta_vars
 from traincheck.meta_vars import get_meta_vars
 from traincheck.tracking import discovery, shards
+from traincheck.tracking.deferred_states import DeferredStates
 from traincheck.tracking.digest import Digester
 
 PARAMETER_TYPE = "torch.nn.Parameter"
@@ -404,6 +405,7 @@ class ModelTracker:
         self._discovered_names: set[str] = set()  # tracked names discovery chose (named models are never dropped)
         self.style = style
         self.digester = Digester(tensor_hash)
+        self._states = DeferredStates(core)  # writes whose device digests are on their way to the host
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
         self.objects: dict[str, object] = {}        # tracked name -> the module or tensor
         self._var_type_id = core.intern(PARAMETER_TYPE)
@@ -486,6 +488,7 @@ class ModelTracker:
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
         step only what changed since it; without one (parameters updated by hand), every state."""
+        self._states.release_ready()
         stepped = self._stepped_since_boundary
         self._stepped_since_boundary = False
         if self.discover and not self._looked_for_optimizers:
@@ -537,9 +540,10 @@ class ModelTracker:
         self._note_optimizer(optimizer)
 
     def at_exit(self) -> None:
-        """The end of the run: the last iteration's states, then, for each live optimizer that stepped, the
+        """The end of the run: the last iteration's states, then, for each optimizer that stepped, the
         gets_gradients claim over the whole run of the parameters it was built to train (a layer frozen after
-        its optimizer was built and never unfrozen had no gradient at any step)."""
+        its optimizer was built and never unfrozen had no gradient at any step), then every write still
+        waiting for the device."""
         self.at_step_end()
         # Per optimizer (its id; it may be gone by now), the parameters it was built to train, of the models
         # still tracked (a model the tracker stopped following, _forget_models_no_optimizer_holds, is not
@@ -554,6 +558,7 @@ class ModelTracker:
         for key, judged in trained.items():
             self._write(judged, mode=mode, dump_loc=loc, only_changed=False,
                         claims=lambda written, key=key: self._final_claims(written, key))
+        self._states.drain()
 
     def sampler_iterated(self, sampler) -> None:
         """A DistributedSampler begins a pass (watch_sampler_iterations): judged at the first optimizer step
@@ -697,7 +702,7 @@ class ModelTracker:
             self._refresh_digests(changed)
             written = [c[0] for c in changed] if only_changed else entries
             if written:
-                self.core.record_var_states(
+                self._states.record_var_states(
                     [e.name_id for e in written],
                     [shards.local(e.param) for e in written],
                     [e.data_digest for e in written],
@@ -799,5 +804,4 @@ class ModelTracker:
                 tensors.append(shards.local(g))
                 slots.append((e, "grad_digest"))
                 e.grad_ref = weakref.ref(g)
-        for (e, attr), value in zip(slots, self.digester.digests(tensors)):
-            setattr(e, attr, value)
+        self._states.assign(slots, self.digester.digests_later(tensors))
