@@ -108,7 +108,7 @@ std::optional<StepHeader> parse_step_header(std::string_view line) {
 
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
     : options_(options),
-      store_(std::move(store)),
+      job_store_(std::make_unique<CountingPeerStore>(std::move(store))),
       encoder_(kept_keys(fields)),
       digester_(kept_keys(fields)) {
   io_ = std::thread([this] { io_loop(); });
@@ -339,7 +339,14 @@ std::vector<Record> CrossRankExchange::finish() {
 
 CrossRankStats CrossRankExchange::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  CrossRankStats st = stats_;
+  st.job_store_calls = job_store_->calls();
+  st.job_store_bytes = job_store_->bytes();
+  return st;
+}
+
+int CrossRankExchange::global_rank(int peer) const {
+  return plan_.mode == CrossRankMode::PerNode ? plan_.node * plan_.local_world + peer : peer;
 }
 
 // ---- the I/O thread ---------------------------------------------------------------------------------
@@ -355,16 +362,19 @@ void CrossRankExchange::note_error(const std::exception& e) {
 }
 
 bool CrossRankExchange::connect(std::unique_lock<std::mutex>& lock) {
-  if (stats_.group) return true;
+  if (store_) return true;
   // Until the job sets torch.distributed up, asked every few polls only: each try takes the GIL.
   const auto now = std::chrono::steady_clock::now();
   if (now < next_connect_) return false;
   next_connect_ = now + std::chrono::milliseconds(10 * options_.poll_ms);
+  const bool had_group = stats_.group.has_value();
   lock.unlock();  // connect() may wait for the GIL: never with our lock held (see the header)
   std::optional<PeerGroup> group;
+  std::unique_ptr<FilePeerStore> node_store;
   std::optional<std::string> failure;
   try {
-    group = store_->connect();
+    if (!had_group) group = job_store_->connect();
+    else if (channel_) node_store = channel_->open();
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -373,21 +383,55 @@ bool CrossRankExchange::connect(std::unique_lock<std::mutex>& lock) {
     note_error(std::runtime_error(*failure));
     return false;
   }
-  if (!group) return false;
-  stats_.group = group;
-  const int n = group->world_size;
-  const int wanted = options_.peers <= 0 ? n - 1 : std::min(options_.peers, n - 1);
-  for (int i = 1; i <= wanted; ++i) stats_.peers.push_back((group->rank + i) % n);
-  std::sort(stats_.peers.begin(), stats_.peers.end());
+  if (!had_group) {
+    if (!group) return false;
+    choose_plan(*group);
+    if (!channel_) {
+      store_ = job_store_.get();
+      return true;
+    }
+    channel_since_ = now;
+    next_connect_ = now;  // the node's channel at the next round
+    return false;
+  }
+  if (!node_store) {
+    // Its leader never announced it (it died first, or never started): one line, and no exchange.
+    if (now - channel_since_ > std::chrono::milliseconds(options_.node_wait_ms)) {
+      disabled_ = true;
+      std::fprintf(stderr,
+                   "traincheck: cross-rank check off in process rank %d: node %d's leader (local rank 0) has not opened "
+                   "its node channel in %d ms\n",
+                   stats_.group->rank, plan_.node, options_.node_wait_ms);
+    }
+    return false;
+  }
+  node_store_ = std::move(node_store);
+  store_ = node_store_.get();
   return true;
 }
 
+void CrossRankExchange::choose_plan(const PeerGroup& group) {
+  stats_.group = group;
+  const CrossRankLayout layout{group.rank, group.world_size, options_.local_rank, options_.local_world, options_.node};
+  plan_ = plan_cross_rank(layout, options_.peers, options_.match_by_digest);
+  stats_.mode = mode_name(plan_.mode);
+  if (group.rank == 0) std::fprintf(stderr, "traincheck: cross-rank check: %s\n", plan_.description.c_str());
+  for (int p : plan_.peers) stats_.peers.push_back(global_rank(p));
+  if (plan_.mode != CrossRankMode::PerNode) return;
+  stats_.node = plan_.node;
+  stats_.leader = plan_.leader;
+  channel_ = std::make_unique<NodeChannel>(*job_store_, plan_.node, plan_.local_rank, plan_.local_world,
+                                           options_.node_root.empty() ? default_node_channel_root() : options_.node_root);
+  if (plan_.leader) fold_ = std::make_unique<NodeFoldExchange>(*job_store_, group.rank, options_.keep_steps);
+}
+
 void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
-  const int rank = stats_.group->rank;
+  // This rank's number in the store its summaries go to (per node: its local rank, in the node's).
+  const int rank = plan_.mode == CrossRankMode::PerNode ? plan_.local_rank : stats_.group->rank;
   while (!outbox_.empty() && !disabled_) {
     auto [step, text, digest, process_id] = std::move(outbox_.front());
     outbox_.pop_front();
-    for (int peer : stats_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
+    for (int peer : plan_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
     const size_t bytes = text.size();
     std::vector<OwnKey> expired;
     while (!own_keys_.empty() && beyond_window(own_keys_.size() + 1, own_bytes_ + bytes)) {
@@ -408,8 +452,10 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
       header += hex + (" " + std::to_string(process_id));
     }
     const std::string step_value = header + "\n" + (chunks.empty() ? text : std::string());
+    const bool trusted = !late_steps_.count(step);  // the fold's: as plan_fetch's own digest
     lock.unlock();
     uint64_t ops = 0;
+    bool published = false;
     try {
       // Chunks first: a peer that sees the step key finds them all.
       for (size_t i = 0; i < chunks.size(); ++i) {
@@ -432,11 +478,24 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
       ++stats_.steps_published;
       stats_.chunks_published += chunks.size();
       stats_.bytes_published += bytes;
+      published = true;
     } catch (const std::exception& e) {
       lock.lock();
       note_error(e);
     }
     stats_.store_ops += ops;
+    if (published && fold_) {
+      lock.unlock();
+      std::optional<std::string> failure;
+      try {
+        fold_->publish(step, digest, process_id, text, trusted);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      lock.lock();
+      stats_.folds = fold_->stats();
+      if (failure) note_error(std::runtime_error(*failure));
+    }
     if (spare_frames_.size() < kSpareFrameBuffers) {
       text.clear();
       spare_frames_.push_back(std::move(text));
@@ -480,12 +539,12 @@ void CrossRankExchange::skip_lagging_peers() {
   for (auto& [peer, next] : cursor_) {
     if (next >= oldest) continue;
     stats_.steps_skipped += static_cast<uint64_t>(oldest) - static_cast<uint64_t>(next);
-    if (stats_.lagging.insert(peer).second)
+    if (stats_.lagging.insert(global_rank(peer)).second)
       std::fprintf(stderr,
                    "traincheck: cross-rank check (rank %d): rank %d has not published step %lld, and this rank has ended "
                    "step %lld: it lags or has stopped; its steps are compared again from those it publishes within this "
                    "rank's last %lld steps (traincheck-check compares them all after the run)\n",
-                   stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_),
+                   stats_.group->rank, global_rank(peer), static_cast<long long>(next), static_cast<long long>(*last_published_),
                    static_cast<long long>(*last_published_ - oldest + 1));
     next = oldest;
   }
@@ -497,14 +556,14 @@ void CrossRankExchange::report_missing_at_end() {
   // that exits as this rank does often never arrive (its store may go first), and that is no lag.
   if (!last_published_) return;
   for (auto& [peer, next] : cursor_) {
-    if (next > *last_published_ - options_.keep_steps || stats_.lagging.count(peer)) continue;
+    if (next > *last_published_ - options_.keep_steps || stats_.lagging.count(global_rank(peer))) continue;
     stats_.steps_skipped += static_cast<uint64_t>(*last_published_) - static_cast<uint64_t>(next) + 1;
-    stats_.lagging.insert(peer);
+    stats_.lagging.insert(global_rank(peer));
     std::fprintf(stderr,
                  "traincheck: cross-rank check (rank %d): rank %d has not published step %lld by the end of the run, and "
                  "this rank has ended step %lld: it lags or has stopped (traincheck-check compares what it wrote after "
                  "the run)\n",
-                 stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_));
+                 stats_.group->rank, global_rank(peer), static_cast<long long>(next), static_cast<long long>(*last_published_));
     next = *last_published_ + 1;
   }
 }
@@ -590,13 +649,13 @@ bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
   }
   consecutive_errors_ = 0;
   for (auto& [peer, text, matched_process] : f.got) {
-    if (stats_.lagging.erase(peer))
-      std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
-                   static_cast<long long>(r.step));
+    if (stats_.lagging.erase(global_rank(peer)))
+      std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank,
+                   global_rank(peer), static_cast<long long>(r.step));
     ++stats_.summaries_received;
     if (matched_process) ++stats_.summaries_matched;
     else stats_.records_received += count_record_frames(text);
-    inbox_.push_back(Received{r.step, peer, std::move(text), matched_process});
+    inbox_.push_back(Received{r.step, global_rank(peer), std::move(text), matched_process});
     cursor_[peer] = r.step + 1;
   }
   for (const auto& [peer, value] : f.latest) {
@@ -623,6 +682,7 @@ void CrossRankExchange::io_loop() {
     if (connected) {
       publish(lock);
       if (last_published_) fetch(lock);
+      if (fold_ && !disabled_) poll_folds(lock);
     } else {
       // Not connected yet: keep only the steps peers can still compare once it is.
       size_t bytes = 0;
@@ -642,7 +702,8 @@ void CrossRankExchange::io_loop() {
       const auto deadline = stopped_at_ + std::chrono::milliseconds(options_.final_wait_ms);
       bool complete = outbox_.empty() && last_published_.has_value();
       for (const auto& [peer, next] : cursor_)
-        if (last_published_ && next <= *last_published_ && !stats_.lagging.count(peer)) complete = false;
+        if (last_published_ && next <= *last_published_ && !stats_.lagging.count(global_rank(peer))) complete = false;
+      if (fold_ && fold_->pending() > 0) complete = false;
       if (complete || disabled_ || !connected) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         report_missing_at_end();
@@ -653,8 +714,29 @@ void CrossRankExchange::io_loop() {
       lock.lock();
     }
   }
+  if (channel_) {  // file calls only: no store, no GIL
+    lock.unlock();
+    channel_->leave();
+    lock.lock();
+  }
   done_ = true;
   drained_.notify_all();
+}
+
+void CrossRankExchange::poll_folds(std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  std::optional<std::string> failure;
+  std::vector<NodeFoldExchange::Got> got = fold_->poll(failure);
+  lock.lock();
+  stats_.folds = fold_->stats();
+  if (failure) note_error(std::runtime_error(*failure));
+  else if (!got.empty()) consecutive_errors_ = 0;
+  for (NodeFoldExchange::Got& g : got) {
+    ++stats_.summaries_received;
+    if (g.matched_process) ++stats_.summaries_matched;
+    else stats_.records_received += count_record_frames(g.text);
+    inbox_.push_back(Received{g.step, g.rank, std::move(g.text), g.matched_process});
+  }
 }
 
 }  // namespace traincheck
