@@ -66,12 +66,13 @@ def sink_of(capsule) -> Sink:
 
 def states(rank: int, step: int, variables: int, offset: int = 0) -> bytes:
     out = []
+    now = time.time_ns()  # the writer's lag is judged by record times: a real clock's
     for v in range(variables):
         value = 31 * step + 1000 * v + (offset if v == 1 else 0)
         out.append('{"type":"state_change","var_type":"torch.nn.Parameter","var_name":"layer%d.weight",'
                    '"process_id":%d,"thread_id":1,"time":%d,"meta_vars":{"step":%d,"stage":"training",'
                    '"_DATA_PARALLEL_RANK":%d},"attributes":{"data":%d,"nbytes":%d}}\n'
-                   % (v, os.getpid(), step * 1000 + rank, step, rank, value, 8 * (v + 1)))
+                   % (v, os.getpid(), now, step, rank, value, 8 * (v + 1)))
     return "".join(out).encode()
 
 
@@ -83,7 +84,7 @@ def private_mb() -> float:
     return kb / 1024
 
 
-def rank_main(rank: int, a, port: int, work: Path, t0: float, peers: int, out_fd: int) -> None:
+def rank_main(rank: int, a, port: int, work: Path, peers: int, out_fd: int) -> None:
     """One rank: its session fed on the shared clock; its figures written to out_fd as one JSON line."""
     import torch.distributed as dist
     from traincheck import _online
@@ -96,6 +97,11 @@ def rank_main(rank: int, a, port: int, work: Path, t0: float, peers: int, out_fd
     local_rank, node = rank % a.local, rank // a.local
     _online.enable_cross_rank(lambda: (prefixed, rank, a.world), peers, 8, local_rank, a.local, node)
     divergent = (a.world // a.local // 2) * a.local + 1
+    # Every rank started before the clock does (forking and starting hundreds takes seconds here).
+    store.add("bench/ready", 1)
+    store.wait(["bench/go"])
+    t0 = float(store.get("bench/go"))
+    cpu0 = time.process_time()
     snaps, alert = {}, None
     pid = os.getpid()
     for step in range(a.steps):
@@ -112,10 +118,12 @@ def rank_main(rank: int, a, port: int, work: Path, t0: float, peers: int, out_fd
             time.sleep(min(PASS_MS / 1000, end - now))
         if step in (a.warmup, a.diverge - 1):
             snaps[step] = _online.cross_rank_stats()
+    cpu = time.process_time() - cpu0
     _online.finish()
     if alert is None and _online.take_alerts():
         alert = (time.monotonic(), a.steps)
-    result = {"rank": rank, "snaps": snaps, "end": _online.cross_rank_stats(), "alert": alert, "private_mb": private_mb()}
+    result = {"rank": rank, "snaps": snaps, "end": _online.cross_rank_stats(), "alert": alert, "private_mb": private_mb(),
+              "t0": t0, "cpu_s": cpu}
     os.write(out_fd, (json.dumps(result) + "\n").encode())
     os._exit(0)
 
@@ -132,18 +140,22 @@ def run(a, peers: int, label: str) -> dict:
     port = int(server.stdout.readline())
     work = Path(tempfile.mkdtemp(prefix=f"tc_scale_{label}_{a.world}_"))
     read_fd, write_fd = os.pipe()
-    t0 = time.monotonic() + 1.0 + a.world * 0.01  # every rank forked and connected before step 0
     children = []
     for rank in range(a.world):
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
             try:
-                rank_main(rank, a, port, work, t0, peers, write_fd)
+                rank_main(rank, a, port, work, peers, write_fd)
             finally:
                 os._exit(1)
         children.append(pid)
     os.close(write_fd)
+    import torch.distributed as dist
+    clock = dist.TCPStore("127.0.0.1", port, 1, False, wait_for_workers=False)
+    while clock.add("bench/ready", 0) < a.world:
+        time.sleep(0.05)
+    clock.set("bench/go", str(time.monotonic() + 1.0))
     with os.fdopen(read_fd) as f:
         results = [json.loads(line) for line in f]
     for pid in children:
@@ -151,10 +163,14 @@ def run(a, peers: int, label: str) -> dict:
     server_mb = rss_mb(server.pid)
     server.stdin.close()
     server.wait()
-    plan = (work / "stderr_0.txt").read_text().splitlines()
-    plan = next((line for line in plan if "cross-rank check:" in line), "")
-    lines = sum(len((work / f"stderr_{r}.txt").read_text().splitlines()) for r in range(a.world))
-    return summarise(a, results, t0, server_mb, plan, lines - 1, label)
+    said = [line for r in range(a.world) for line in (work / f"stderr_{r}.txt").read_text().splitlines()]
+    plan = next((line for line in said if "cross-rank check:" in line), "")
+    others = [line for line in said if line != plan]
+    row = summarise(a, results, results[0]["t0"], server_mb, plan, len(others), label)
+    # How busy the machine was while the ranks stepped: their CPU over the steps' wall time, in cores.
+    row["load_cores"] = sum(r["cpu_s"] for r in results) / (a.steps * a.step_ms / 1000)
+    row["first_other"] = others[0] if others else ""
+    return row
 
 
 def summarise(a, results: list, t0: float, server_mb: float, plan: str, other_lines: int, label: str) -> dict:
@@ -215,8 +231,11 @@ def main() -> None:
             print(f"N={n:5d} {label:20s} {row['mode']:9s} calls/step {row['calls']:8.1f}  bytes/step {row['bytes']:10.0f}  "
                   f"exchange CPU/rank/step {row['cpu_us']:7.1f} us  latency {row['latency_ms'] and round(row['latency_ms'])} ms "
                   f"({row['latency_steps']} steps, {row['reporting']} ranks)  private {row['private_mb']:.1f} MB/rank "
-                  f"(max {row['private_max_mb']:.1f})  store server {row['server_mb']:.0f} MB  other stderr lines {row['other_lines']}",
+                  f"(max {row['private_max_mb']:.1f})  store server {row['server_mb']:.0f} MB  ranks' load {row['load_cores']:.2f} cores  "
+                  f"other stderr lines {row['other_lines']}",
                   flush=True)
+            if row["first_other"]:
+                print("  first other stderr line:", row["first_other"], flush=True)
         base, cand = rows[-2], rows[-1]
         print(f"N={n:5d} candidate/baseline: calls {cand['calls'] / base['calls']:.3f}x  bytes {cand['bytes'] / base['bytes']:.3f}x  "
               f"CPU {cand['cpu_us'] / base['cpu_us']:.2f}x   plan: {cand['plan']}", flush=True)
