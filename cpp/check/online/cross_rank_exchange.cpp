@@ -422,7 +422,8 @@ void CrossRankExchange::choose_plan(const PeerGroup& group) {
   stats_.leader = plan_.leader;
   channel_ = std::make_unique<NodeChannel>(*job_store_, plan_.node, plan_.local_rank, plan_.local_world,
                                            options_.node_root.empty() ? default_node_channel_root() : options_.node_root);
-  if (plan_.leader) fold_ = std::make_unique<NodeFoldExchange>(*job_store_, group.rank, options_.keep_steps);
+  // One node has no other to compare its fold with.
+  if (plan_.leader && plan_.nodes > 1) fold_ = std::make_unique<NodeFoldExchange>(*job_store_, group.rank, options_.keep_steps);
 }
 
 void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {

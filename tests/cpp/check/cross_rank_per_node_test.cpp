@@ -14,6 +14,7 @@
 
 #include "check/online/cross_rank_exchange.h"
 #include "check/online/online_session.h"
+#include "cross_rank_session.h"
 #include "scratch_dir.h"
 #include "testing/memory_peer_store.h"
 #include "trace/json_parse.h"
@@ -27,14 +28,6 @@ namespace {
 
 constexpr int kWorld = 12, kLocal = 4, kVariables = 3;
 
-// The invariant inference learns from data-parallel runs: one variable name's data equal across ranks
-// (judged by digest, so per node is the default).
-std::string learned_invariant() {
-  std::ifstream in(fs::path(TC_TEST_DATA_DIR) / "relation_cases" / "consistency" / "ranks_learned" / "expected_invariants.jsonl");
-  std::string line;
-  std::getline(in, line);
-  return line + "\n";
-}
 
 // A rank's parameter states at the end of a step; `offset` added to layer 1's value (a divergence).
 std::string parameter_states(int rank, int step, int64_t offset = 0) {
@@ -50,17 +43,9 @@ std::string parameter_states(int rank, int step, int64_t offset = 0) {
   return out;
 }
 
-struct NodeRank {
-  std::unique_ptr<OnlineSession> session;
-  TcRecordSink sink{};
-  MemoryPeerStore* store = nullptr;
+struct NodeRank : traincheck::testing::SessionRank {
   bool alive = true;
   bool publishes = true;  // false: not waited for (its exchange is off)
-  void feed(const std::string& text) {
-    ASSERT_EQ(sink.on_lines(sink.context, TC_SINK_VAR, 500, 1, text.data(), text.size()), 0u);
-    ASSERT_EQ(sink.on_pass_end(sink.context), 0u);
-  }
-  CrossRankStats stats() const { return *session->cross_rank_stats(); }
 };
 
 struct NodeJob {
@@ -71,34 +56,20 @@ struct NodeJob {
   explicit NodeJob(const std::string& name, CrossRankOptions options = fast_options(), std::set<int> unconnected = {}) {
     dir = scratch::empty_dir("per_node_" + name);
     fs::create_directories(dir / "shm");
-    std::ofstream(dir / "inv.json") << learned_invariant();
+    std::ofstream(dir / "inv.json") << traincheck::testing::learned_invariant();
     options.node_root = (dir / "shm").string();
     for (int r = 0; r < kWorld; ++r) {
-      OnlineSessionOptions o;
-      o.invariant_files = {(dir / "inv.json").string()};
-      o.output_dir = (dir / ("online_check_" + std::to_string(r))).string();
-      o.report_interval_s = 0;
-      o.max_lag_s = 1e9;  // synthetic record times: no shedding (online_session_test.cpp tests it)
-      NodeRank rank;
-      rank.session = std::make_unique<OnlineSession>(o);
-      auto peer_store = std::make_unique<MemoryPeerStore>(store, PeerGroup{r, kWorld}, !unconnected.count(r));
-      rank.store = peer_store.get();
       CrossRankOptions mine = options;
       mine.local_rank = r % kLocal;
       mine.local_world = kLocal;
-      rank.session->enable_cross_rank(std::move(peer_store), mine);
-      rank.sink = rank.session->sink();
+      NodeRank rank;
+      static_cast<traincheck::testing::SessionRank&>(rank) = traincheck::testing::start_session_rank(
+          (dir / "inv.json").string(), (dir / ("online_check_" + std::to_string(r))).string(), store, PeerGroup{r, kWorld}, mine,
+          !unconnected.count(r));
       ranks.push_back(std::move(rank));
     }
   }
-  static CrossRankOptions fast_options() {
-    CrossRankOptions o;
-    o.poll_ms = 2;
-    o.final_wait_ms = 500;
-    o.keep_steps = 4;
-    o.keep_bytes = 0;
-    return o;
-  }
+  static CrossRankOptions fast_options() { return traincheck::testing::fast_cross_rank_options(); }
   // Passes of every live rank until `done` holds (at most about 10 s), then one more.
   template <typename Done>
   void settle(Done&& done) {
