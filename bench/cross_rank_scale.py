@@ -22,6 +22,7 @@ Per state and N, over the steps after warm-up and before the divergence (replica
     clock) to the first alert on any rank, in ms and in steps;
   - memory: each rank's private memory (median, max; smaps_rollup) and the store server's resident size.
 Then the cost model fitted to the candidate's points, and its figures at N = 1024, 4096, 16384.
+--diverge-node: every rank of the middle node diverges, so the leaders' folds find it, not its node.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def rank_main(rank: int, a, port: int, work: Path, peers: int, out_fd: int) -> N
     sink = sink_of(_online.start([str(INVARIANT)], "", str(work / f"online_{rank}"), 0.0, "log"))
     local_rank, node = rank % a.local, rank // a.local
     _online.enable_cross_rank(lambda: (prefixed, rank, a.world), peers, 8, local_rank, a.local, node)
-    divergent = (a.world // a.local // 2) * a.local + 1
+    middle = a.world // a.local // 2
+    divergent = rank // a.local == middle and (a.diverge_node or rank % a.local == 1)
     # Every rank started before the clock does (forking and starting hundreds takes seconds here).
     store.add("bench/ready", 1)
     store.wait(["bench/go"])
@@ -105,7 +107,7 @@ def rank_main(rank: int, a, port: int, work: Path, peers: int, out_fd: int) -> N
     snaps, alert = {}, None
     pid = os.getpid()
     for step in range(a.steps):
-        lines = states(rank, step, a.vars, 7 if rank == divergent and step == a.diverge else 0)
+        lines = states(rank, step, a.vars, 7 if divergent and step == a.diverge else 0)
         sink.on_lines(sink.context, 1, pid, 1, lines, len(lines))
         end = t0 + (step + 1) * a.step_ms / 1000
         while True:
@@ -214,7 +216,10 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=24)
     p.add_argument("--warmup", type=int, default=6)
     p.add_argument("--diverge", type=int, default=18)
-    p.add_argument("--step-ms", type=int, default=250)
+    p.add_argument("--step-ms", type=int, default=1000)
+    p.add_argument("--diverge-node", action="store_true",
+                   help="every rank of the middle node diverges (found by the leaders' folds), not local rank 1 alone")
+    p.add_argument("--states", nargs="+", default=["baseline", "candidate"], choices=["baseline", "candidate"])
     p.add_argument("--model-vars", type=int, default=200, help="V of the modelled figures")
     p.add_argument("--json", help="write the points here too")
     a = p.parse_args()
@@ -225,6 +230,8 @@ def main() -> None:
     for n in a.ranks:
         a.world = n
         for label, peers in (("baseline: ring", 1), ("candidate: default", 0)):
+            if label.split(":")[0] not in a.states:
+                continue
             row = run(a, peers, label.split(":")[0])
             row["label"] = label
             rows.append(row)
@@ -236,6 +243,8 @@ def main() -> None:
                   flush=True)
             if row["first_other"]:
                 print("  first other stderr line:", row["first_other"], flush=True)
+        if len(a.states) < 2:
+            continue
         base, cand = rows[-2], rows[-1]
         print(f"N={n:5d} candidate/baseline: calls {cand['calls'] / base['calls']:.3f}x  bytes {cand['bytes'] / base['bytes']:.3f}x  "
               f"CPU {cand['cpu_us'] / base['cpu_us']:.2f}x   plan: {cand['plan']}", flush=True)

@@ -3,7 +3,7 @@ real bindings: the launcher's LOCAL_RANK, LOCAL_WORLD_SIZE and GROUP_RANK reach 
 ranks in 4 simulated nodes, each a process with its own online session and a client of a real c10d
 TCPStore (bench/cross_rank_scale.py's harness, no training), compare per node: the job's store serves
 one call per node and step plus the reference's, a rank that diverges is reported within 2 steps, and
-nothing else is said on stderr."""
+nothing else is said on stderr, whether one rank diverges or a whole node."""
 import importlib.util
 import types
 from pathlib import Path
@@ -37,7 +37,7 @@ def harness():
 def test_sixteen_ranks_in_four_nodes_compare_per_node_and_report_a_divergent_rank():
     pytest.importorskip("torch.distributed")
     bench = harness()
-    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=12, warmup=3, diverge=8, step_ms=200)
+    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=12, warmup=3, diverge=8, step_ms=200, diverge_node=False)
     row = bench.run(a, 0, "default")
     assert row["mode"] == "per node"
     assert "16 ranks: per node, 4 nodes of 4" in row["plan"]
@@ -45,6 +45,9 @@ def test_sixteen_ranks_in_four_nodes_compare_per_node_and_report_a_divergent_ran
     assert 0 < row["calls"] <= 4 + 3
     ring = bench.run(a, 1, "ring")
     assert ring["mode"] == "ring" and ring["calls"] > 2 * row["calls"]
-    for r in (row, ring):
+    # A whole node diverging: its leader's fold differs, and the reference's records come through the store.
+    a.diverge_node = True
+    node = bench.run(a, 0, "default")
+    for r in (row, ring, node):
         assert r["reporting"] >= 1 and 0 <= r["latency_steps"] <= 2
         assert r["other_lines"] == 0, "no lag, error or off line"
