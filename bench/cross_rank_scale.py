@@ -31,6 +31,8 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -107,6 +109,8 @@ def rank_main(rank: int, a, port: int, work: Path, peers: int, out_fd: int) -> N
     snaps, alert = {}, None
     pid = os.getpid()
     for step in range(a.steps):
+        if rank == getattr(a, "kill_rank", -1) and step == a.kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)  # as a rank the job loses: nothing flushed, nothing left
         lines = states(rank, step, a.vars, 7 if divergent and step == a.diverge else 0)
         sink.on_lines(sink.context, 1, pid, 1, lines, len(lines))
         end = t0 + (step + 1) * a.step_ms / 1000
@@ -162,6 +166,11 @@ def run(a, peers: int, label: str) -> dict:
         results = [json.loads(line) for line in f]
     for pid in children:
         os.waitpid(pid, 0)
+    # A node's channel its ranks could not all leave (one was killed): removed here, as its launcher would.
+    ours = dist.PrefixStore(PREFIX, clock)
+    for node in range(a.world // a.local):
+        if ours.check([f"node/n{node}"]):
+            shutil.rmtree(ours.get(f"node/n{node}").decode(), ignore_errors=True)
     server_mb = rss_mb(server.pid)
     server.stdin.close()
     server.wait()
@@ -172,6 +181,8 @@ def run(a, peers: int, label: str) -> dict:
     # How busy the machine was while the ranks stepped: their CPU over the steps' wall time, in cores.
     row["load_cores"] = sum(r["cpu_s"] for r in results) / (a.steps * a.step_ms / 1000)
     row["first_other"] = others[0] if others else ""
+    row["others"] = others
+    row["finished"] = len(results)
     return row
 
 
@@ -219,6 +230,8 @@ def main() -> None:
     p.add_argument("--step-ms", type=int, default=1000)
     p.add_argument("--diverge-node", action="store_true",
                    help="every rank of the middle node diverges (found by the leaders' folds), not local rank 1 alone")
+    p.add_argument("--kill-rank", type=int, default=-1, help="this rank is killed (SIGKILL) at --kill-step")
+    p.add_argument("--kill-step", type=int, default=-1)
     p.add_argument("--states", nargs="+", default=["baseline", "candidate"], choices=["baseline", "candidate"])
     p.add_argument("--model-vars", type=int, default=200, help="V of the modelled figures")
     p.add_argument("--json", help="write the points here too")

@@ -51,3 +51,17 @@ def test_sixteen_ranks_in_four_nodes_compare_per_node_and_report_a_divergent_ran
     for r in (row, ring, node):
         assert r["reporting"] >= 1 and 0 <= r["latency_steps"] <= 2
         assert r["other_lines"] == 0, "no lag, error or off line"
+
+
+def test_a_killed_leader_leaves_its_node_checking_itself_and_the_job_running():
+    """Node 2's leader (rank 8) is killed at step 4, then rank 9 of its node diverges at step 8: its node
+    still finds it within 2 steps, names the dead leader as stopped, and every other rank finishes."""
+    pytest.importorskip("torch.distributed")
+    bench = harness()
+    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=14, warmup=3, diverge=8, step_ms=200, diverge_node=False,
+                              kill_rank=8, kill_step=4)
+    row = bench.run(a, 0, "default")
+    assert row["finished"] == 15
+    assert row["reporting"] >= 1 and 0 <= row["latency_steps"] <= 2
+    assert any("rank 8 has not published" in line for line in row["others"]), row["others"]
+    assert not any("cross-rank check off" in line for line in row["others"]), row["others"]

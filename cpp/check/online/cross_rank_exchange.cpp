@@ -571,31 +571,37 @@ void CrossRankExchange::report_missing_at_end() {
 
 void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
   constexpr int kStepsPerRound = 4;  // bounds one round's store calls when catching up
+  std::set<int> waiting;
   for (int round = 0; round < kStepsPerRound; ++round) {
-    const std::optional<FetchRound> next = plan_fetch();
+    const std::optional<FetchRound> next = plan_fetch(waiting);
     if (!next) break;
     lock.unlock();
     Fetched fetched = query_store(*next);
     lock.lock();
-    if (!take_fetched(*next, fetched)) {
+    if (!take_fetched(*next, fetched, waiting)) {
       if (fetched.failure) return;
-      break;  // the rest next poll
+      // In lockstep, the peers' latest step is not all there yet: the rest next poll. Behind, the peers
+      // that had not published the step wait, and the others' later steps are asked for.
+      if (!next->behind) break;
     }
   }
   skip_lagging_peers();
 }
 
-std::optional<CrossRankExchange::FetchRound> CrossRankExchange::plan_fetch() const {
+std::optional<CrossRankExchange::FetchRound> CrossRankExchange::plan_fetch(const std::set<int>& waiting) const {
   if (!last_published_ || disabled_ || cursor_.empty()) return std::nullopt;
   FetchRound r;
-  r.step = cursor_.begin()->second;
-  for (const auto& [peer, next] : cursor_) r.step = std::min(r.step, next);
+  std::optional<int64_t> lowest;
+  for (const auto& [peer, next] : cursor_)
+    if (!waiting.count(peer)) lowest = std::min(lowest.value_or(next), next);
+  if (!lowest) return std::nullopt;
+  r.step = *lowest;
   if (r.step > *last_published_) return std::nullopt;  // every peer's summaries of our ended steps are in
   // Waiting for a step we ended earlier than just now: the peers that have not published it are asked
   // one by one, with their latest step (they may lag, or have deleted it while we lagged).
   r.behind = r.step < *last_published_;
   for (const auto& [peer, next] : cursor_)
-    if (next == r.step) {
+    if (next == r.step && !waiting.count(peer)) {
       r.wanted.push_back(peer);
       r.keys.push_back(key_of(r.step, peer));
     }
@@ -641,7 +647,7 @@ CrossRankExchange::Fetched CrossRankExchange::query_store(const FetchRound& r) {
   return f;
 }
 
-bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
+bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f, std::set<int>& waiting) {
   stats_.store_ops += f.ops;
   stats_.chunks_missing += f.missing;
   if (f.failure) {
@@ -672,6 +678,9 @@ bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
     stats_.steps_skipped += static_cast<uint64_t>(window->oldest) - static_cast<uint64_t>(r.step);
     cursor_[peer] = window->oldest;  // the peer deleted older steps
   }
+  if (r.behind)
+    for (int peer : r.wanted)
+      if (cursor_[peer] == r.step) waiting.insert(peer);  // not there: asked again next poll
   return f.all;
 }
 

@@ -216,13 +216,16 @@ class CrossRankExchange {
     uint64_t ops = 0, missing = 0;
     std::optional<std::string> failure;  // a store call threw: nothing of the round is taken in
   };
-  // Under the lock: the next round, nullopt when every peer's summaries of this rank's ended steps are in.
-  std::optional<FetchRound> plan_fetch() const;
+  // Under the lock: the next round, nullopt when every peer's summaries of this rank's ended steps are in,
+  // or those still missing are of `waiting` peers (found this poll not to have published their next step:
+  // a peer that died or lags never holds back the comparisons with the others).
+  std::optional<FetchRound> plan_fetch(const std::set<int>& waiting) const;
   // Without the lock (the store is the I/O thread's own).
   Fetched query_store(const FetchRound& round);
-  // Under the lock: the round's summaries into the inbox and the cursors moved; false when fetch stops
-  // for this poll (a failure, or summaries not all there yet).
-  bool take_fetched(const FetchRound& round, Fetched& fetched);
+  // Under the lock: the round's summaries into the inbox and the cursors moved, and the peers asked one
+  // by one that had not published the step added to `waiting`; false when not every wanted summary was
+  // there (or a store call failed).
+  bool take_fetched(const FetchRound& round, Fetched& fetched, std::set<int>& waiting);
   void skip_lagging_peers();
   // At the end, after the final wait: the peers still missing a step keep_steps before this rank's last.
   void report_missing_at_end();

@@ -268,3 +268,21 @@ TEST(CrossRankPerNode, AJobStoreThatFailsTurnsTheFoldsOffAndTheNodesKeepChecking
   EXPECT_GE(job.ranks[0].stats().store_errors, 3u);
   EXPECT_TRUE(reported(job.violations(), 2, {1, 3}, 6));
 }
+
+// With the default window (as many steps as 1 MiB of small summaries holds: hundreds), a dead rank is
+// out of it only long after: the comparisons with its node's other ranks go on meanwhile, and a
+// divergence among them is reported while the run goes on, not held back behind the dead rank's step.
+TEST(CrossRankPerNode, ADeadRankDoesNotHoldBackItsNodesOtherComparisons) {
+  CrossRankOptions o = NodeJob::fast_options();
+  o.keep_bytes = CrossRankOptions{}.keep_bytes;
+  NodeJob job("dead_wide_window", o);
+  constexpr int kDead = 6, kDivergent = 5, kDiverge = 6;
+  for (int s = 0; s < 10; ++s) {
+    if (s == 2) job.ranks[kDead].alive = false;
+    job.step(s, [&](int r) { return parameter_states(r, s, r == kDivergent && s == kDiverge ? 9 : 0); });
+  }
+  job.settle([&] { return reported(job.violations(), kDivergent, {4, 7}, kDiverge); });
+  EXPECT_TRUE(reported(job.violations(), kDivergent, {4, 7}, kDiverge)) << "found before the run ends";
+  job.close();
+  EXPECT_EQ(job.ranks[4].stats().lagging, std::set<int>{kDead});  // reported at the end
+}
