@@ -183,6 +183,7 @@ def run(a, peers: int, label: str) -> dict:
     row["first_other"] = others[0] if others else ""
     row["others"] = others
     row["finished"] = len(results)
+    shutil.rmtree(work, ignore_errors=True)  # every rank's output folder and stderr: read, no longer needed
     return row
 
 
