@@ -37,7 +37,7 @@ def harness():
 def test_sixteen_ranks_in_four_nodes_compare_per_node_and_report_a_divergent_rank():
     pytest.importorskip("torch.distributed")
     bench = harness()
-    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=12, warmup=3, diverge=8, step_ms=200, diverge_node=False)
+    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=12, warmup=3, diverge=8, step_ms=400, diverge_node=False)
     row = bench.run(a, 0, "default")
     assert row["mode"] == "per node"
     assert "16 ranks: per node, 4 nodes of 4" in row["plan"]
@@ -58,7 +58,7 @@ def test_a_killed_leader_leaves_its_node_checking_itself_and_the_job_running():
     still finds it within 2 steps, names the dead leader as stopped, and every other rank finishes."""
     pytest.importorskip("torch.distributed")
     bench = harness()
-    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=14, warmup=3, diverge=8, step_ms=200, diverge_node=False,
+    a = types.SimpleNamespace(world=16, local=4, vars=4, steps=14, warmup=3, diverge=8, step_ms=400, diverge_node=False,
                               kill_rank=8, kill_step=4)
     row = bench.run(a, 0, "default")
     assert row["finished"] == 15
