@@ -134,7 +134,7 @@ NB_MODULE(_online, m) {
       "summary_<pid>.json (the recorder does it at shutdown; idempotent).");
   m.def(
       "enable_cross_rank",
-      [](nb::object resolve, int peers, int64_t keep_steps) {
+      [](nb::object resolve, int peers, int64_t keep_steps, int local_rank, int local_world_size, int node) {
         // traincheck.settings validates the environment; this guards any other caller (keep_steps 0
         // turned the exchange off silently, -1 crashed on an empty deque).
         if (peers < 0) throw nb::value_error("peers must be 0 (every other rank) or more");
@@ -142,11 +142,17 @@ NB_MODULE(_online, m) {
         CrossRankOptions o;
         o.peers = peers;
         o.keep_steps = keep_steps;
+        o.local_rank = local_rank;
+        o.local_world = local_world_size;
+        o.node = node;
         return session().enable_cross_rank(std::make_unique<PythonPeerStore>(std::move(resolve)), o);
       },
-      nb::arg("resolve"), nb::arg("peers") = 0, nb::arg("keep_steps") = 8,
+      nb::arg("resolve"), nb::arg("peers") = 0, nb::arg("keep_steps") = 8, nb::arg("local_rank") = -1,
+      nb::arg("local_world_size") = 0, nb::arg("node") = -1,
       "Check cross-rank invariants in-process through the job's store: `resolve()` returns None until "
-      "torch.distributed is set up, then (store, rank, world_size). False when no invariant compares ranks.");
+      "torch.distributed is set up, then (store, rank, world_size). local_rank, local_world_size, node: the "
+      "launcher's node shape (-1, 0: unknown), from which the ranks compared are chosen. False when no "
+      "invariant compares ranks.");
   m.def("cross_rank_stats", []() -> nb::object {
     std::optional<CrossRankStats> st;
     {
@@ -157,10 +163,20 @@ NB_MODULE(_online, m) {
     nb::dict d;
     d["rank"] = st->group ? nb::cast(st->group->rank) : nb::none();
     d["world_size"] = st->group ? nb::cast(st->group->world_size) : nb::none();
+    d["mode"] = st->mode;
+    d["node"] = st->node;
+    d["leader"] = st->leader;
     d["peers"] = nb::cast(st->peers);
+    d["job_store_calls"] = st->job_store_calls;
+    d["job_store_bytes"] = st->job_store_bytes;
+    d["folds_published"] = st->folds.folds_published;
+    d["folds_matched"] = st->folds.folds_matched;
+    d["folds_differing"] = st->folds.folds_differing;
+    d["references_missing"] = st->folds.references_missing;
     d["steps_published"] = st->steps_published;
     d["bytes_published"] = st->bytes_published;
     d["summaries_received"] = st->summaries_received;
+    d["summaries_matched"] = st->summaries_matched;
     d["records_received"] = st->records_received;
     d["store_ops"] = st->store_ops;
     d["store_errors"] = st->store_errors;

@@ -98,4 +98,13 @@ void PythonPeerStore::erase(const std::string& key) {
   });
 }
 
+std::string PythonPeerStore::set_if_absent(const std::string& key, const std::string& value) {
+  // c10d's compare_set: with an empty expected value, sets a key that does not exist and returns the
+  // value it holds after the call.
+  return with_gil([&] {
+    nb::bytes b = nb::cast<nb::bytes>(store_.attr("compare_set")(key, nb::bytes("", 0), nb::bytes(value.data(), value.size())));
+    return std::string(b.c_str(), b.size());
+  });
+}
+
 }  // namespace traincheck

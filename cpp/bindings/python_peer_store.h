@@ -22,6 +22,7 @@ class PythonPeerStore final : public PeerStore {
   bool check(const std::vector<std::string>& keys) override;
   std::vector<std::string> multi_get(const std::vector<std::string>& keys) override;
   void erase(const std::string& key) override;
+  std::string set_if_absent(const std::string& key, const std::string& value) override;
 
  private:
   nanobind::object resolve_;

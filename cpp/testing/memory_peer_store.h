@@ -72,6 +72,9 @@ class MemoryPeerStore final : public PeerStore {
   void erase(const std::string& key) override {
     locked([&] { data_->values.erase(key); });
   }
+  std::string set_if_absent(const std::string& key, const std::string& value) override {
+    return locked([&] { return data_->values.try_emplace(key, value).first->second; });
+  }
 
  private:
   // Runs `f` on the shared data under its lock, counting the call; throws while the store is failing.

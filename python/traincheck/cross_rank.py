@@ -28,12 +28,23 @@ def wanted() -> bool:
         return False
 
 
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, ""))
+    except ValueError:
+        return default
+
+
 def options() -> dict:
-    """TRAINCHECK_CROSS_RANK_PEERS: ring neighbours compared (0, the default: every other rank);
-    TRAINCHECK_CROSS_RANK_KEEP_STEPS: steps a summary stays in the store at least, more while a rank's kept
-    summaries fit in 1 MiB (a peer further behind lags)."""
+    """TRAINCHECK_CROSS_RANK_PEERS: ring neighbours compared (0, the default: chosen from the job's shape,
+    cpp/check/online/cross_rank_topology.h); TRAINCHECK_CROSS_RANK_KEEP_STEPS: steps a summary stays in the
+    store at least, more while a rank's kept summaries fit in 1 MiB (a peer further behind lags). The node's
+    shape as the launcher gives it (torchrun: LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK; unknown: -1, 0, -1)."""
     return {"peers": settings.value("TRAINCHECK_CROSS_RANK_PEERS"),
-            "keep_steps": settings.value("TRAINCHECK_CROSS_RANK_KEEP_STEPS")}
+            "keep_steps": settings.value("TRAINCHECK_CROSS_RANK_KEEP_STEPS"),
+            "local_rank": _env_int("LOCAL_RANK", -1),
+            "local_world_size": _env_int("LOCAL_WORLD_SIZE", 0),
+            "node": _env_int("GROUP_RANK", -1)}
 
 
 def find_store():

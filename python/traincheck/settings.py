@@ -52,7 +52,8 @@ SETTINGS = {s.name: s for s in (
             "resident growth in MB after which the recorder gives free heap pages back; 0 never"),
     Setting("TRAINCHECK_CROSS_RANK", int, 0, 1, 1, "0 turns the in-process cross-rank check off"),
     Setting("TRAINCHECK_CROSS_RANK_PEERS", int, 0, 1 << 20, 0,
-            "ranks each rank compares with; 0 compares with every other rank"),
+            "ring neighbours each rank compares with; 0 chooses from the job's shape (all pairs up to 8 ranks, "
+            "then per node or a ring)"),
     Setting("TRAINCHECK_CROSS_RANK_KEEP_STEPS", int, 1, 100_000, 8,
             "steps a rank's summary stays in the job's store at least (more while its kept summaries fit in 1 MiB)"),
     Setting("TRAINCHECK_ONLINE_REPORT_INTERVAL_S", float, 0, 86_400, 10,

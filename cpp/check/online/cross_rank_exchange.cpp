@@ -108,7 +108,7 @@ std::optional<StepHeader> parse_step_header(std::string_view line) {
 
 CrossRankExchange::CrossRankExchange(std::unique_ptr<PeerStore> store, CrossRankOptions options, std::set<std::string> fields)
     : options_(options),
-      store_(std::move(store)),
+      job_store_(std::make_unique<CountingPeerStore>(std::move(store))),
       encoder_(kept_keys(fields)),
       digester_(kept_keys(fields)) {
   io_ = std::thread([this] { io_loop(); });
@@ -339,7 +339,10 @@ std::vector<Record> CrossRankExchange::finish() {
 
 CrossRankStats CrossRankExchange::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  CrossRankStats st = stats_;
+  st.job_store_calls = job_store_->calls();
+  st.job_store_bytes = job_store_->bytes();
+  return st;
 }
 
 // ---- the I/O thread ---------------------------------------------------------------------------------
@@ -354,40 +357,13 @@ void CrossRankExchange::note_error(const std::exception& e) {
                  stats_.group ? stats_.group->rank : -1, kMaxConsecutiveErrors, e.what());
 }
 
-bool CrossRankExchange::connect(std::unique_lock<std::mutex>& lock) {
-  if (stats_.group) return true;
-  // Until the job sets torch.distributed up, asked every few polls only: each try takes the GIL.
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_connect_) return false;
-  next_connect_ = now + std::chrono::milliseconds(10 * options_.poll_ms);
-  lock.unlock();  // connect() may wait for the GIL: never with our lock held (see the header)
-  std::optional<PeerGroup> group;
-  std::optional<std::string> failure;
-  try {
-    group = store_->connect();
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  lock.lock();
-  if (failure) {
-    note_error(std::runtime_error(*failure));
-    return false;
-  }
-  if (!group) return false;
-  stats_.group = group;
-  const int n = group->world_size;
-  const int wanted = options_.peers <= 0 ? n - 1 : std::min(options_.peers, n - 1);
-  for (int i = 1; i <= wanted; ++i) stats_.peers.push_back((group->rank + i) % n);
-  std::sort(stats_.peers.begin(), stats_.peers.end());
-  return true;
-}
-
 void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
-  const int rank = stats_.group->rank;
+  // This rank's number in the store its summaries go to (per node: its local rank, in the node's).
+  const int rank = plan_.mode == CrossRankMode::PerNode ? plan_.local_rank : stats_.group->rank;
   while (!outbox_.empty() && !disabled_) {
     auto [step, text, digest, process_id] = std::move(outbox_.front());
     outbox_.pop_front();
-    for (int peer : stats_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
+    for (int peer : plan_.peers) cursor_.try_emplace(peer, step);  // peers are wanted from our first step on
     const size_t bytes = text.size();
     std::vector<OwnKey> expired;
     while (!own_keys_.empty() && beyond_window(own_keys_.size() + 1, own_bytes_ + bytes)) {
@@ -408,8 +384,10 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
       header += hex + (" " + std::to_string(process_id));
     }
     const std::string step_value = header + "\n" + (chunks.empty() ? text : std::string());
+    const bool trusted = !late_steps_.count(step);  // the fold's: as plan_fetch's own digest
     lock.unlock();
     uint64_t ops = 0;
+    bool published = false;
     try {
       // Chunks first: a peer that sees the step key finds them all.
       for (size_t i = 0; i < chunks.size(); ++i) {
@@ -432,11 +410,24 @@ void CrossRankExchange::publish(std::unique_lock<std::mutex>& lock) {
       ++stats_.steps_published;
       stats_.chunks_published += chunks.size();
       stats_.bytes_published += bytes;
+      published = true;
     } catch (const std::exception& e) {
       lock.lock();
       note_error(e);
     }
     stats_.store_ops += ops;
+    if (published && fold_) {
+      lock.unlock();
+      std::optional<std::string> failure;
+      try {
+        fold_->publish(step, digest, process_id, text, trusted);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      lock.lock();
+      stats_.folds = fold_->stats();
+      if (failure) note_error(std::runtime_error(*failure));
+    }
     if (spare_frames_.size() < kSpareFrameBuffers) {
       text.clear();
       spare_frames_.push_back(std::move(text));
@@ -480,12 +471,12 @@ void CrossRankExchange::skip_lagging_peers() {
   for (auto& [peer, next] : cursor_) {
     if (next >= oldest) continue;
     stats_.steps_skipped += static_cast<uint64_t>(oldest) - static_cast<uint64_t>(next);
-    if (stats_.lagging.insert(peer).second)
+    if (stats_.lagging.insert(global_rank(peer)).second)
       std::fprintf(stderr,
                    "traincheck: cross-rank check (rank %d): rank %d has not published step %lld, and this rank has ended "
                    "step %lld: it lags or has stopped; its steps are compared again from those it publishes within this "
                    "rank's last %lld steps (traincheck-check compares them all after the run)\n",
-                   stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_),
+                   stats_.group->rank, global_rank(peer), static_cast<long long>(next), static_cast<long long>(*last_published_),
                    static_cast<long long>(*last_published_ - oldest + 1));
     next = oldest;
   }
@@ -497,45 +488,51 @@ void CrossRankExchange::report_missing_at_end() {
   // that exits as this rank does often never arrive (its store may go first), and that is no lag.
   if (!last_published_) return;
   for (auto& [peer, next] : cursor_) {
-    if (next > *last_published_ - options_.keep_steps || stats_.lagging.count(peer)) continue;
+    if (next > *last_published_ - options_.keep_steps || stats_.lagging.count(global_rank(peer))) continue;
     stats_.steps_skipped += static_cast<uint64_t>(*last_published_) - static_cast<uint64_t>(next) + 1;
-    stats_.lagging.insert(peer);
+    stats_.lagging.insert(global_rank(peer));
     std::fprintf(stderr,
                  "traincheck: cross-rank check (rank %d): rank %d has not published step %lld by the end of the run, and "
                  "this rank has ended step %lld: it lags or has stopped (traincheck-check compares what it wrote after "
                  "the run)\n",
-                 stats_.group->rank, peer, static_cast<long long>(next), static_cast<long long>(*last_published_));
+                 stats_.group->rank, global_rank(peer), static_cast<long long>(next), static_cast<long long>(*last_published_));
     next = *last_published_ + 1;
   }
 }
 
 void CrossRankExchange::fetch(std::unique_lock<std::mutex>& lock) {
   constexpr int kStepsPerRound = 4;  // bounds one round's store calls when catching up
+  std::set<int> waiting;
   for (int round = 0; round < kStepsPerRound; ++round) {
-    const std::optional<FetchRound> next = plan_fetch();
+    const std::optional<FetchRound> next = plan_fetch(waiting);
     if (!next) break;
     lock.unlock();
     Fetched fetched = query_store(*next);
     lock.lock();
-    if (!take_fetched(*next, fetched)) {
+    if (!take_fetched(*next, fetched, waiting)) {
       if (fetched.failure) return;
-      break;  // the rest next poll
+      // In lockstep, the peers' latest step is not all there yet: the rest next poll. Behind, the peers
+      // that had not published the step wait, and the others' later steps are asked for.
+      if (!next->behind) break;
     }
   }
   skip_lagging_peers();
 }
 
-std::optional<CrossRankExchange::FetchRound> CrossRankExchange::plan_fetch() const {
+std::optional<CrossRankExchange::FetchRound> CrossRankExchange::plan_fetch(const std::set<int>& waiting) const {
   if (!last_published_ || disabled_ || cursor_.empty()) return std::nullopt;
   FetchRound r;
-  r.step = cursor_.begin()->second;
-  for (const auto& [peer, next] : cursor_) r.step = std::min(r.step, next);
+  std::optional<int64_t> lowest;
+  for (const auto& [peer, next] : cursor_)
+    if (!waiting.count(peer)) lowest = std::min(lowest.value_or(next), next);
+  if (!lowest) return std::nullopt;
+  r.step = *lowest;
   if (r.step > *last_published_) return std::nullopt;  // every peer's summaries of our ended steps are in
   // Waiting for a step we ended earlier than just now: the peers that have not published it are asked
   // one by one, with their latest step (they may lag, or have deleted it while we lagged).
   r.behind = r.step < *last_published_;
   for (const auto& [peer, next] : cursor_)
-    if (next == r.step) {
+    if (next == r.step && !waiting.count(peer)) {
       r.wanted.push_back(peer);
       r.keys.push_back(key_of(r.step, peer));
     }
@@ -581,7 +578,7 @@ CrossRankExchange::Fetched CrossRankExchange::query_store(const FetchRound& r) {
   return f;
 }
 
-bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
+bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f, std::set<int>& waiting) {
   stats_.store_ops += f.ops;
   stats_.chunks_missing += f.missing;
   if (f.failure) {
@@ -590,13 +587,13 @@ bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
   }
   consecutive_errors_ = 0;
   for (auto& [peer, text, matched_process] : f.got) {
-    if (stats_.lagging.erase(peer))
-      std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank, peer,
-                   static_cast<long long>(r.step));
+    if (stats_.lagging.erase(global_rank(peer)))
+      std::fprintf(stderr, "traincheck: cross-rank check (rank %d): rank %d publishes again (step %lld)\n", stats_.group->rank,
+                   global_rank(peer), static_cast<long long>(r.step));
     ++stats_.summaries_received;
     if (matched_process) ++stats_.summaries_matched;
     else stats_.records_received += count_record_frames(text);
-    inbox_.push_back(Received{r.step, peer, std::move(text), matched_process});
+    inbox_.push_back(Received{r.step, global_rank(peer), std::move(text), matched_process});
     cursor_[peer] = r.step + 1;
   }
   for (const auto& [peer, value] : f.latest) {
@@ -612,6 +609,9 @@ bool CrossRankExchange::take_fetched(const FetchRound& r, Fetched& f) {
     stats_.steps_skipped += static_cast<uint64_t>(window->oldest) - static_cast<uint64_t>(r.step);
     cursor_[peer] = window->oldest;  // the peer deleted older steps
   }
+  if (r.behind)
+    for (int peer : r.wanted)
+      if (cursor_[peer] == r.step) waiting.insert(peer);  // not there: asked again next poll
   return f.all;
 }
 
@@ -623,6 +623,7 @@ void CrossRankExchange::io_loop() {
     if (connected) {
       publish(lock);
       if (last_published_) fetch(lock);
+      if (fold_ && !disabled_) poll_folds(lock);
     } else {
       // Not connected yet: keep only the steps peers can still compare once it is.
       size_t bytes = 0;
@@ -642,7 +643,8 @@ void CrossRankExchange::io_loop() {
       const auto deadline = stopped_at_ + std::chrono::milliseconds(options_.final_wait_ms);
       bool complete = outbox_.empty() && last_published_.has_value();
       for (const auto& [peer, next] : cursor_)
-        if (last_published_ && next <= *last_published_ && !stats_.lagging.count(peer)) complete = false;
+        if (last_published_ && next <= *last_published_ && !stats_.lagging.count(global_rank(peer))) complete = false;
+      if (fold_ && fold_->pending() > 0) complete = false;
       if (complete || disabled_ || !connected) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         report_missing_at_end();
@@ -652,6 +654,11 @@ void CrossRankExchange::io_loop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
       lock.lock();
     }
+  }
+  if (channel_) {  // file calls only: no store, no GIL
+    lock.unlock();
+    channel_->leave();
+    lock.lock();
   }
   done_ = true;
   drained_.notify_all();

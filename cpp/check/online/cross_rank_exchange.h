@@ -19,8 +19,11 @@
 // "latest/r<rank>" -> "<its latest step> <its oldest step still in the store>". Each rank deletes its
 // oldest key when it publishes a step beyond its window (CrossRankOptions), so the store holds at most
 // keep_steps keys per rank, or keep_bytes of them. A rank fetches, for each step it has ended, the
-// summaries of its peers: every other rank, or the next `peers` ranks of the ring (a divergence between
-// two groups of replicas always separates some pair of ring neighbours). One check() for all of them and
+// summaries of its peers, chosen from the job's shape (cross_rank_topology.h): every other rank, the
+// next ranks of the ring (a divergence between two groups of replicas always separates some pair of ring
+// neighbours), or, per node, the other ranks of its node through a node-local store (node_channel.h),
+// while the node's leader compares one fold per step with the other nodes through the job's store
+// (node_fold_exchange.h). One check() for all of them and
 // one multi_get() once all are there; a peer that has not published a step older than this rank's window
 // is reported on stderr as lagging or stopped and skipped (compared again from the steps it publishes
 // later), and a peer's step older than that peer's own window is skipped: nothing ever waits for a key,
@@ -47,6 +50,10 @@
 #include <utility>
 #include <vector>
 
+#include "check/online/counting_peer_store.h"
+#include "check/online/cross_rank_topology.h"
+#include "check/online/node_channel.h"
+#include "check/online/node_fold_exchange.h"
 #include "check/online/peer_store.h"
 #include "check/online/shared_fields_memo.h"
 #include "check/online/step_digest.h"
@@ -63,7 +70,7 @@ namespace traincheck {
 // small model's summaries (a few kB a step) keep hundreds of steps; a large one's (15 MB a step at 50k
 // parameters) keep_steps, as before.
 struct CrossRankOptions {
-  int peers = 0;             // ring neighbours compared (the next `peers` ranks); 0: every other rank
+  int peers = 0;             // ring neighbours compared (the next `peers` ranks); 0: chosen (cross_rank_topology.h)
   int64_t keep_steps = 8;    // steps a summary stays in the store at least; a peer further behind is lagging
   size_t keep_bytes = size_t{1} << 20;  // and more steps while this rank's kept summaries fit in this
   int poll_ms = 20;          // how often the I/O thread looks again for summaries not there yet
@@ -72,6 +79,12 @@ struct CrossRankOptions {
   // digest equals this rank's: its records are not read, it is reported by take_matched(). Only when
   // the checks judge such a step without them (OnlineChecker::peer_steps_by_digest).
   bool match_by_digest = false;
+  // The node's shape from the launcher (CrossRankLayout: LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK).
+  int local_rank = -1;
+  int local_world = 0;
+  int node = -1;
+  std::string node_root = {};  // where a node's channel is created; empty: default_node_channel_root()
+  int node_wait_ms = 60000;    // how long a rank waits for its node's leader to open the channel, then turns off
 };
 
 // A peer's step whose digest equalled this rank's (CrossRankOptions::match_by_digest).
@@ -93,7 +106,10 @@ inline constexpr size_t kInlineSummaryBytes = size_t{64} << 10;
 
 struct CrossRankStats {
   std::optional<PeerGroup> group;  // once connected
-  std::vector<int> peers;          // the ranks this rank compares with
+  std::string mode;                // mode_name(): chosen once connected
+  int node = -1;                   // per node: this rank's node, and whether it is its leader
+  bool leader = false;
+  std::vector<int> peers;          // the ranks this rank compares with (per node: within its node)
   uint64_t steps_published = 0;
   uint64_t bytes_published = 0;
   uint64_t summaries_received = 0;
@@ -106,6 +122,9 @@ struct CrossRankStats {
   uint64_t chunks_missing = 0;     // chunks of a peer's summary gone before they were read (its records not compared)
   uint64_t lines_too_large = 0;    // summary records over kMaxStoreValueBytes, never published
   uint64_t io_cpu_ns = 0;          // CPU time of the I/O thread (store calls, GIL hand-overs included)
+  uint64_t job_store_calls = 0;    // calls to the job's store, and the bytes they moved (both ways)
+  uint64_t job_store_bytes = 0;
+  NodeFoldStats folds;             // per node, a leader's
   std::string last_error;
   std::set<int> lagging;           // peers now behind this rank's window
 };
@@ -166,7 +185,13 @@ class CrossRankExchange {
   std::vector<Record> take_received();
   void io_loop();
   bool connect(std::unique_lock<std::mutex>& lock);
+  // Once the job's store gave the group: the plan, and the node channel to open when per node.
+  void choose_plan(const PeerGroup& group);
   void publish(std::unique_lock<std::mutex>& lock);
+  // A leader's: the other nodes' folds and the reference summaries of steps whose fold differed.
+  void poll_folds(std::unique_lock<std::mutex>& lock);
+  // A peer's rank in the job (peers are numbered within the node per node).
+  int global_rank(int peer) const;
   // Up to a few rounds, each one step: the peers still owing it are asked for it (the lock released
   // around the store calls only), and what came is taken in.
   void fetch(std::unique_lock<std::mutex>& lock);
@@ -191,13 +216,16 @@ class CrossRankExchange {
     uint64_t ops = 0, missing = 0;
     std::optional<std::string> failure;  // a store call threw: nothing of the round is taken in
   };
-  // Under the lock: the next round, nullopt when every peer's summaries of this rank's ended steps are in.
-  std::optional<FetchRound> plan_fetch() const;
+  // Under the lock: the next round, nullopt when every peer's summaries of this rank's ended steps are in,
+  // or those still missing are of `waiting` peers (found this poll not to have published their next step:
+  // a peer that died or lags never holds back the comparisons with the others).
+  std::optional<FetchRound> plan_fetch(const std::set<int>& waiting) const;
   // Without the lock (the store is the I/O thread's own).
   Fetched query_store(const FetchRound& round);
-  // Under the lock: the round's summaries into the inbox and the cursors moved; false when fetch stops
-  // for this poll (a failure, or summaries not all there yet).
-  bool take_fetched(const FetchRound& round, Fetched& fetched);
+  // Under the lock: the round's summaries into the inbox and the cursors moved, and the peers asked one
+  // by one that had not published the step added to `waiting`; false when not every wanted summary was
+  // there (or a store call failed).
+  bool take_fetched(const FetchRound& round, Fetched& fetched, std::set<int>& waiting);
   void skip_lagging_peers();
   // At the end, after the final wait: the peers still missing a step keep_steps before this rank's last.
   void report_missing_at_end();
@@ -206,7 +234,15 @@ class CrossRankExchange {
   void note_error(const std::exception& e);
 
   const CrossRankOptions options_;
-  std::unique_ptr<PeerStore> store_;  // the I/O thread's only
+  // The I/O thread's only: the job's store, counted; per node, the node's channel and its store, and a
+  // leader's fold exchange. store_: the one peers' summaries travel through, once connected.
+  const std::unique_ptr<CountingPeerStore> job_store_;
+  std::unique_ptr<NodeChannel> channel_;
+  std::unique_ptr<FilePeerStore> node_store_;
+  std::unique_ptr<NodeFoldExchange> fold_;
+  PeerStore* store_ = nullptr;
+  CrossRankPlan plan_;  // under the lock
+  std::chrono::steady_clock::time_point channel_since_{};
   RecordFrameEncoder encoder_;        // this rank's summaries: the identity and the fields the checks read
   StepDigester digester_;             // their digests (match_by_digest)
   // A record's shared fields, encoded (the memo's bytes: `count` fields as RecordFrameEncoder::

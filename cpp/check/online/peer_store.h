@@ -32,6 +32,10 @@ class PeerStore {
   // The values of keys that check() found.
   virtual std::vector<std::string> multi_get(const std::vector<std::string>& keys) = 0;
   virtual void erase(const std::string& key) = 0;
+  // Sets `key` to `value` if it does not exist, in one atomic step; returns the key's value after the
+  // call (`value` itself when this call set it). The first of many callers decides what all of them read
+  // (node_fold_exchange.h: a step's reference fold).
+  virtual std::string set_if_absent(const std::string& key, const std::string& value) = 0;
 };
 
 }  // namespace traincheck

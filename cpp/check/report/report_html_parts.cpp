@@ -96,7 +96,10 @@ std::string sample_table(const std::vector<const Record*>& records) {
 std::string page_head(std::string_view mode, const std::string& output_dir) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char stamp[64];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+  // localtime_r: reports of several sessions may render at once (std::localtime's buffer is shared).
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
   std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>TrainCheck report</title><style>";
   h += kCss;
   h += "</style></head><body><h1>TrainCheck report</h1><div class=\"muted\">" + std::string(mode) + " check &middot; generated " +

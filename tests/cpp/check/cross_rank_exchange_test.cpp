@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "check/online/online_session.h"
+#include "cross_rank_session.h"
 #include "check/online/var_line_templates.h"
 #include "relations/ddp_invariant.h"
 #include "scratch_dir.h"
@@ -51,17 +52,7 @@ std::string step_lines(int rank, int step, int64_t bump = 0, int params = kParam
   return out;
 }
 
-struct Rank {
-  std::unique_ptr<OnlineSession> session;
-  TcRecordSink sink{};
-  MemoryPeerStore* store = nullptr;  // owned by the session's exchange
-
-  void feed(const std::string& text) {
-    ASSERT_EQ(sink.on_lines(sink.context, TC_SINK_VAR, 100, 7, text.data(), text.size()), 0u);
-    ASSERT_EQ(sink.on_pass_end(sink.context), 0u);
-  }
-  CrossRankStats stats() const { return *session->cross_rank_stats(); }
-};
+using Rank = traincheck::testing::SessionRank;
 
 struct Job {
   fs::path dir;
@@ -71,32 +62,11 @@ struct Job {
   Job(const std::string& name, int world, CrossRankOptions options = fast_options(), const std::string& invariant = kDdpInvariant) {
     dir = scratch::empty_dir("cross_rank_" + name);
     std::ofstream(dir / "inv.json") << invariant;
-    for (int r = 0; r < world; ++r) {
-      OnlineSessionOptions o;
-      o.invariant_files = {(dir / "inv.json").string()};
-      o.output_dir = (dir / "online_check").string();
-      o.report_interval_s = 0;
-      // The records' times are synthetic (a few ns apart), so the writer's "lag" grows with the test's
-      // wall time: a slow machine took 11 s for the 20,000-parameter test and shed checking mid-test.
-      // Shedding has its own test (online_session_test.cpp).
-      o.max_lag_s = 1e9;
-      Rank rank;
-      rank.session = std::make_unique<OnlineSession>(o);
-      auto peer_store = std::make_unique<MemoryPeerStore>(store, PeerGroup{r, world});
-      rank.store = peer_store.get();
-      rank.session->enable_cross_rank(std::move(peer_store), options);
-      rank.sink = rank.session->sink();
-      ranks.push_back(std::move(rank));
-    }
+    for (int r = 0; r < world; ++r)
+      ranks.push_back(traincheck::testing::start_session_rank((dir / "inv.json").string(), (dir / "online_check").string(),
+                                                              store, PeerGroup{r, world}, options));
   }
-  static CrossRankOptions fast_options() {
-    CrossRankOptions o;
-    o.poll_ms = 2;
-    o.final_wait_ms = 500;
-    o.keep_steps = 4;
-    o.keep_bytes = 0;  // a window of keep_steps steps whatever their size (the window tests set it)
-    return o;
-  }
+  static CrossRankOptions fast_options() { return traincheck::testing::fast_cross_rank_options(); }
   // Passes until `done` holds (the I/O threads run on their own; at most about 10 s), then one more, in
   // which the writer side checks what the I/O threads received.
   template <typename Done>
@@ -582,12 +552,7 @@ namespace {
 
 // The invariant inference learns from data-parallel runs: replicas of one parameter (`consistent
 // var_name`), on two ranks. Its check judges a peer's step by digest.
-std::string learned_invariant() {
-  std::ifstream in(fs::path(TC_TEST_DATA_DIR) / "relation_cases" / "consistency" / "ranks_learned" / "expected_invariants.jsonl");
-  std::string line;
-  std::getline(in, line);
-  return line + "\n";
-}
+using traincheck::testing::learned_invariant;
 
 // Feeds `steps` steps of `lines(rank, step)` to a job's two ranks, each step judged before the next,
 // and closes them.
