@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "record/python/clear_error.h"
 #include "record/python/value_capture.h"
 #include "record/recorder.h"
 
@@ -61,12 +62,12 @@ std::string qualified_type_name(PyTypeObject* type) {
     }
   }
   Py_XDECREF(module);
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   PyObject* qualname = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__qualname__");
   const char* q = qualname && PyUnicode_Check(qualname) ? PyUnicode_AsUTF8(qualname) : nullptr;
   name += q ? q : type->tp_name;
   Py_XDECREF(qualname);
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   return name;
 }
 
@@ -86,7 +87,7 @@ void record_exception(EventInfo event) {
         if (const char* m = PyUnicode_AsUTF8(s)) message = m;
         Py_DECREF(s);
       }
-      PyErr_Clear();
+      clear_error_keeping_stop_requests();
     }
     payload.text(message);
   }
@@ -125,7 +126,7 @@ void capture_stack(PayloadEncoder& out) {
     Py_DECREF(code);
     Py_DECREF(frames[i]);
   }
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   out.end_container(count, static_cast<uint32_t>(n));
 }
 
@@ -141,7 +142,7 @@ void run_var_hook(CallWrapper* self, const char* phase) {
     PyObject* result = PyObject_CallFunctionObjArgs(g_var_hook, self->api_name, phase_str, nullptr);
     Py_XDECREF(phase_str);
     Py_XDECREF(result);
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
   }
   PyErr_Restore(type, value, traceback);
 }
@@ -262,7 +263,7 @@ bool delegated_name(PyObject* name) {
   };
   const char* s = PyUnicode_AsUTF8(name);
   if (s == nullptr || s[0] != '_' || s[1] != '_') {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return false;
   }
   for (const char* n : kNames) {
@@ -276,7 +277,7 @@ PyObject* wrapper_getattro(PyObject* obj, PyObject* name) {
   if (delegated_name(name)) return PyObject_GetAttr(self->wrapped, name);
   PyObject* found = PyObject_GenericGetAttr(obj, name);
   if (found != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
-  PyErr_Clear();
+  PyErr_Clear();  // the AttributeError just matched
   return PyObject_GetAttr(self->wrapped, name);
 }
 

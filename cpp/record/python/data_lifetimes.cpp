@@ -2,6 +2,8 @@
 
 #include <unordered_map>
 
+#include "record/python/clear_error.h"
+
 namespace traincheck {
 
 namespace {
@@ -53,19 +55,19 @@ uint64_t data_lifetime_identity(PyObject* tensor, uint64_t address, PyObject* st
   if (t.on_freed == nullptr) {
     t.on_freed = PyCFunction_New(&g_storage_freed_def, nullptr);
     if (t.on_freed == nullptr) {
-      PyErr_Clear();
+      clear_error_keeping_stop_requests();
       return address;
     }
   }
   PyObject* storage = PyObject_CallOneArg(storage_of, tensor);
   if (storage == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return address;
   }
   PyObject* weakref = PyWeakref_NewRef(storage, t.on_freed);
   Py_DECREF(storage);  // torch keeps the storage's Python object as long as the storage itself
   if (weakref == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return address;
   }
   const uint64_t lifetime = ++t.lifetimes & kLifetimeMask;

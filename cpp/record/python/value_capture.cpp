@@ -3,6 +3,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "record/python/clear_error.h"
 #include "record/python/data_lifetimes.h"
 #include "record/recorder.h"
 
@@ -82,7 +83,7 @@ std::string_view utf8(PyObject* str) {
   Py_ssize_t n = 0;
   const char* p = PyUnicode_AsUTF8AndSize(str, &n);
   if (p == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return {};
   }
   return {p, static_cast<size_t>(n)};
@@ -92,7 +93,7 @@ std::string_view utf8(PyObject* str) {
 uint32_t str_id(PyObject* obj) {
   PyObject* s = PyObject_Str(obj);
   if (s == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return StringTable::kInvalid;
   }
   const uint32_t id = text_id(utf8(s));
@@ -104,7 +105,7 @@ uint32_t str_id(PyObject* obj) {
 bool flag_attr(PyObject* obj, PyObject* name) {
   PyObject* v = PyObject_GetAttr(obj, name);
   if (v == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return false;
   }
   const bool result = v == Py_True;
@@ -121,7 +122,7 @@ const DtypeInfo* dtype_info(PyObject* dtype) {
     info.itemsize = static_cast<uint32_t>(PyLong_AsLong(size));
     Py_DECREF(size);
   }
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   Py_INCREF(dtype);  // dtypes are singletons; keep the key alive for the cache's life
   return &m.emplace(dtype, info).first->second;
 }
@@ -151,7 +152,7 @@ bool has_addressable_data(PyTypeObject* type) {
   if (mine != nullptr && base != nullptr) own_dispatch = mine != base;
   Py_XDECREF(mine);
   Py_XDECREF(base);
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   Py_INCREF(type);
   decided->emplace(type, !own_dispatch);
   return !own_dispatch;
@@ -163,13 +164,13 @@ uint64_t data_identity(PyObject* t, bool no_data) {
   if (g_data_ptr == nullptr || no_data || !has_addressable_data(Py_TYPE(t))) return reinterpret_cast<uint64_t>(t);
   PyObject* ptr = PyObject_CallOneArg(g_data_ptr, t);
   if (ptr == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return reinterpret_cast<uint64_t>(t);
   }
   const unsigned long long address = PyLong_AsUnsignedLongLong(ptr);
   Py_DECREF(ptr);
   if (PyErr_Occurred() || address == 0) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return reinterpret_cast<uint64_t>(t);
   }
   return data_lifetime_identity(t, static_cast<uint64_t>(address), g_untyped_storage);
@@ -185,7 +186,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     }
     Py_DECREF(dtype);
   } else {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
   }
   if (PyObject* shape = PyObject_GetAttr(t, n.shape)) {
     if (PyTuple_Check(shape)) {
@@ -195,7 +196,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
     }
     Py_DECREF(shape);
   }
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   uint16_t f = 0;
   if (Py_IS_TYPE(t, g_types.parameter) || (g_types.parameter && PyObject_TypeCheck(t, g_types.parameter))) {
     f |= kTensorIsParameter;
@@ -217,14 +218,14 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
       }
       Py_DECREF(grad);
     } else {
-      PyErr_Clear();
+      clear_error_keeping_stop_requests();
     }
   }
   if (PyObject* fn = PyObject_GetAttr(t, n.grad_fn)) {
     if (fn != Py_None) f |= kTensorHasGradFn;
     Py_DECREF(fn);
   } else {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
   }
   s.flags = f;
   // Sparse tensors have no single address; meta tensors none (a FakeTensor's inner tensor is one: asking
@@ -269,7 +270,7 @@ void capture_module(PayloadEncoder& out, PyObject* m) {
   PyObject* dict = dict_ptr ? *dict_ptr : nullptr;
   PyObject* training = dict && PyDict_Check(dict) ? PyDict_GetItemWithError(dict, names().training) : nullptr;
   if (training == nullptr || !PyBool_Check(training)) {
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return out.object(type_name_id(Py_TYPE(m)));
   }
   out.module(type_name_id(Py_TYPE(m)), training == Py_True);
@@ -370,7 +371,7 @@ uint32_t type_name_id(PyTypeObject* type) {
   name += qualname && PyUnicode_Check(qualname) ? std::string(utf8(qualname)) : std::string(type->tp_name);
   Py_XDECREF(module);
   Py_XDECREF(qualname);
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   const uint32_t id = Recorder::instance().intern_name(name);
   Py_INCREF(type);  // the cache outlives any class it names
   m.emplace(type, id);
@@ -390,7 +391,7 @@ void capture_value(PayloadEncoder& out, PyObject* v, int depth) {
       Py_DECREF(s);
       return;
     }
-    PyErr_Clear();
+    clear_error_keeping_stop_requests();
     return out.object(type_name_id(Py_TYPE(v)));
   }
   if (PyFloat_CheckExact(v)) return out.real(PyFloat_AS_DOUBLE(v));
@@ -432,7 +433,7 @@ bool keyword_selected(const ArgumentFilter& filter, PyObject* name) {
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (PyUnicode_Compare(PyTuple_GET_ITEM(filter.keywords, i), name) == 0) return true;
   }
-  PyErr_Clear();
+  clear_error_keeping_stop_requests();
   return false;
 }
 

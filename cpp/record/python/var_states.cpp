@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "record/python/clear_error.h"
 #include "record/python/value_capture.h"
 #include "record/recorder.h"
 
@@ -47,7 +48,7 @@ bool read_claims(PyObject* claims, Py_ssize_t n, ClaimLists& lists) {
       for (const StepClaim& claim : kStepClaims)
         if (claim.name == std::string_view(text, static_cast<size_t>(size))) found = &claim;
     if (found == nullptr) {
-      PyErr_Clear();
+      clear_error_keeping_stop_requests();
       PyErr_Format(PyExc_ValueError, "record_var_states: %R is no step claim (traincheck._core.step_claims())", key);
       return false;
     }
