@@ -353,7 +353,8 @@ def _hide_our_frames(script: str) -> None:
     sys.excepthook = excepthook
 
 
-def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: list[str]) -> None:
+def _script_code(path: str, annotate: bool, models_to_track: list[str]):
+    """The script compiled as it runs under the tool: annotated with its steps and stages."""
     from traincheck import integrations, source_rewrite
 
     _hide_our_frames(path)
@@ -369,13 +370,73 @@ def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: lis
         from traincheck import _core
 
         _number_steps_by_optimizer(_core)
-    code = compile(tree, path, "exec")
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": path, "__builtins__": builtins, "__traincheck__": script_api})
+    return compile(tree, path, "exec")
+
+
+def _script_module(path: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__dict__.update({"__file__": path, "__builtins__": builtins, "__traincheck__": script_api})
+    return module
+
+
+def _run_script(path: str, argv: list[str], annotate: bool, models_to_track: list[str]) -> None:
+    code = _script_code(path, annotate, models_to_track)
+    main = _script_module(path, "__main__")
     sys.modules["__main__"] = main
     sys.argv = [path, *argv]
     sys.path[0] = os.path.dirname(path)
     exec(code, main.__dict__)
+
+
+# The collector's configuration, for the processes the script starts with multiprocessing's spawn method
+# (torch.multiprocessing.spawn, as the PyTorch DDP tutorial starts its ranks).
+_SPAWN_CONFIG = "TRAINCHECK_SPAWN_CONFIG"
+
+
+def _instrument_spawned_children(config: dict) -> None:
+    """A process started by multiprocessing's spawn method is a fresh interpreter that imports the script as
+    `__mp_main__` and calls a function of it: without this, it would run untouched by the tool. Its command
+    line gets a first statement that sets it up as this process was (spawned_child_main), with the
+    configuration passed in the environment it inherits."""
+    import multiprocessing.spawn as mp_spawn
+
+    try:
+        os.environ[_SPAWN_CONFIG] = json.dumps(config)
+    except (TypeError, ValueError):  # the launcher writes literals; a value JSON cannot carry leaves children as they were
+        return
+    original = mp_spawn.get_command_line
+
+    def get_command_line(**kwds):
+        command = original(**kwds)
+        if "-c" in command:
+            i = command.index("-c") + 1
+            command[i] = "import traincheck.runtime; traincheck.runtime.spawned_child_main(); " + command[i]
+        return command
+
+    mp_spawn.get_command_line = get_command_line
+
+
+def spawned_child_main() -> None:
+    """In a process multiprocessing spawned from a collected script: recording, instrumentation, tracking and
+    the in-process check as in the script's own process (each process writes its own trace files and
+    summary), then the script imported as `__mp_main__` annotated as the script's own process ran it
+    (multiprocessing's own import of it would run it untouched)."""
+    config = json.loads(os.environ[_SPAWN_CONFIG])
+    _set_up(config)
+    import multiprocessing.spawn as mp_spawn
+
+    original = mp_spawn._fixup_main_from_path
+    script = os.path.realpath(config["pyscript"])
+
+    def fixup_main_from_path(main_path):
+        if os.path.realpath(main_path) != script:
+            return original(main_path)
+        code = _script_code(script, config.get("annotate", True), config.get("models_to_track", []))
+        module = _script_module(script, "__mp_main__")
+        sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+        exec(code, module.__dict__)
+
+    mp_spawn._fixup_main_from_path = fixup_main_from_path
 
 
 def _write_summary(path: str, summary: dict, quiet: bool = False) -> None:
@@ -389,6 +450,13 @@ def _write_summary(path: str, summary: dict, quiet: bool = False) -> None:
 
 def main(config: dict) -> None:
     """Entry point of the launcher file; `config` is what traincheck-collect decided."""
+    _set_up(config)
+    _instrument_spawned_children(config)
+    _run_script(config["pyscript"], sys.argv[1:], config.get("annotate", True), config.get("models_to_track", []))
+
+
+def _set_up(config: dict) -> None:
+    """Everything the tool does in a process before the script runs in it."""
     os.environ.setdefault("TRAINCHECK_OUTPUT_DIR", config["output_dir"])
     core = _start_recorder(config)
     summary = _instrument(config, core)
@@ -405,4 +473,3 @@ def main(config: dict) -> None:
     # AST): collected here, before the script starts, they cannot trigger the script's first full
     # collections (~0.2 s each with torch loaded) inside its first training iterations.
     gc.collect()
-    _run_script(config["pyscript"], sys.argv[1:], config.get("annotate", True), config.get("models_to_track", []))
