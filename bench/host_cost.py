@@ -1,6 +1,6 @@
 """The tool's added host time on the training thread per step, in microseconds, per mode and workload.
 
-    python bench/host_cost.py [--blocks 7] [--iters 10] [--pairs 30] [--paper-size] [--json FILE]
+    python bench/host_cost.py [--blocks 7] [--iters 10] [--pairs 30] [--paper-size] [--device cuda] [--json FILE]
         [--workloads mnist resnet18 transformer p1000 p10000 p50000] [--modes annotate full selective ...]
 
 What a GPU pays for the tool is host time: there the training thread only launches kernels, and a step of
@@ -45,6 +45,10 @@ Modes, as eval/perf_overhead's Figure 7 sets them up (collect's defaults), each 
   tracking          --models-to-track model, sampler style: the tracker's writes after each optimizer step
                     (with the claims) and at each step end, no API wrapped.
 
+With `--device cuda` the models and their data live on the GPU, and each step is waited for after its
+clock stops (so a full launch queue never blocks inside one): the figures are then measured host time, not
+a projection; the digests' kernels run on the device.
+
 Workloads: the Figure 7 workloads with the paper's structure (eval/perf_overhead/workloads: MNIST CNN,
 Adadelta; ResNet-18, SGD with momentum; word-level Transformer LM, clipping and a manual update; widths
 and inputs as above), and synthetic models of 1k/10k/50k parameter tensors (4 elements each, every one with a gradient
@@ -75,6 +79,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from selective_inprocess import classifier_step, start_online_check  # noqa: E402
 
 H200_STEP_MS = {"mnist": 3.0, "resnet18": 24.2, "transformer": 5.2}
+DEVICE = torch.device("cpu")  # --device
+
+
+def on_device(*objects):
+    return [o.to(DEVICE) for o in objects]
+
+
+def wait_for_device():
+    """Outside a step's clock: the device's queue emptied, so that the next step's launches never wait."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 MODES = ("annotate", "full", "selective", "selective+check", "tracking")
 
 
@@ -88,10 +103,10 @@ MODES = ("annotate", "full", "selective", "selective+check", "tracking")
 def mnist(paper):
     from mnist.main import Net
 
-    model = Net(1.0 if paper else 1 / 16)
+    model, = on_device(Net(1.0 if paper else 1 / 16))
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
     batch = 64 if paper else 1
-    x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    x, y = on_device(torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,)))
     return model, classifier_step(model, optimizer, F.nll_loss, x, y)
 
 
@@ -99,9 +114,9 @@ def resnet18(paper):
     from resnet18.main import resnet18 as make
 
     batch, size, width, classes = (256, 224, 1.0, 1000) if paper else (2, 32, 1 / 16, 10)  # 2: batch norm's least
-    model = make(classes, width)
+    model, = on_device(make(classes, width))
     optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9, weight_decay=1e-4)
-    x, y = torch.randn(batch, 3, size, size), torch.randint(0, classes, (batch,))
+    x, y = on_device(torch.randn(batch, 3, size, size), torch.randint(0, classes, (batch,)))
     return model, classifier_step(model, optimizer, F.cross_entropy, x, y)
 
 
@@ -109,9 +124,8 @@ def transformer(paper):
     from transformer.main import TransformerModel
 
     words, width, batch, bptt = (33278, 200, 20, 35) if paper else (100, 8, 1, 2)
-    model = TransformerModel(words, width, 2, width, 2, 0.2)
-    data = torch.randint(0, words, (bptt, batch))
-    targets = torch.randint(0, words, (bptt * batch,))
+    model, = on_device(TransformerModel(words, width, 2, width, 2, 0.2))
+    data, targets = on_device(torch.randint(0, words, (bptt, batch)), torch.randint(0, words, (bptt * batch,)))
     criterion = nn.NLLLoss()
 
     def step():  # the workload's loop: no optimizer, a manual update
@@ -126,9 +140,9 @@ def transformer(paper):
 
 def synthetic(n):
     def make(paper):
-        model = nn.ParameterList([nn.Parameter(torch.zeros(4)) for _ in range(n)])
+        model = nn.ParameterList([nn.Parameter(torch.zeros(4, device=DEVICE)) for _ in range(n)])
         for p in model:
-            p.grad = torch.zeros(4)
+            p.grad = torch.zeros(4, device=DEVICE)
         grads = [p.grad for p in model]
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, foreach=True)
 
@@ -244,6 +258,7 @@ def run_block(step, iters, mode, meta_vars):
             if mode is not None:
                 meta_vars.start_step()
             step()
+        wait_for_device()
         thread, process0, thread0 = [], time.process_time(), time.thread_time()
         for _ in range(iters):
             t0 = time.thread_time()
@@ -251,6 +266,7 @@ def run_block(step, iters, mode, meta_vars):
                 meta_vars.start_step()  # the step boundary's hooks (the tracker's write at a step end) count
             step()
             thread.append(time.thread_time() - t0)
+            wait_for_device()
         if mode is not None:
             mode.flush()
         others = (time.process_time() - process0) - (time.thread_time() - thread0)
@@ -279,6 +295,7 @@ def run_alternating(step, pairs, mode, tool):
             recorded = tool.core.is_recording()
             step()
             times[recorded].append(time.thread_time() - t0)
+            wait_for_device()
         mode.flush()
         others = (time.process_time() - process0) - (time.thread_time() - thread0)
         calls = (tool.core.stats()["events_written"] - events0) / 2 / len(times[True])  # a pre and a post event each
@@ -337,17 +354,21 @@ def main():
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--paper-size", action="store_true",
                         help="the paper's widths and inputs (kernel time included: slow and noisy on a CPU)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where the models train (cuda: measured host time on a GPU, not a projection)")
     parser.add_argument("--invariants", default=str(DEPLOYED))
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
 
+    global DEVICE
+    DEVICE = torch.device(args.device)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     out = tempfile.mkdtemp(prefix="tc_host_cost_")
     tool = Tool(args.invariants, out)
     print(f"{len(tool.plan.funcs)} APIs in the selective plan; {args.blocks} rounds: {args.pairs} step pairs per "
           f"wrapping mode's block, {args.iters} steps per tracking or plain block (fewer from 10k tensors); "
-          f"{'paper' if args.paper_size else 'smallest'} widths and inputs; a wrapper passes a sampled-out call "
+          f"{'paper' if args.paper_size else 'smallest'} widths and inputs on {DEVICE}; a wrapper passes a sampled-out call "
           f"through in {tool.pass_through_s * 1e9:.0f} ns; trace in {out}")
     print(f"{'workload':<12} {'mode':<16} {'plain step':>11} {'with the tool':>14} {'ratio':>6} {'added':>11} "
           f"{'share / per tensor':>24} {'writer thread':>14} {'calls':>6}")

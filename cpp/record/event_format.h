@@ -25,6 +25,10 @@ enum class EventKind : uint8_t {
 enum EventFlags : uint8_t {
   kHasObjId = 1 << 0,     // bound method: obj_id = id(self)
   kBoundMethod = 1 << 1,  // is_bound_method in the record
+  // A call made while another frame evaluator than CPython's runs Python frames (torch.compile's, between
+  // the graphs of a compiled function): the Python functions it calls may run as compiled graphs, whose
+  // calls are not recorded. The pre-record says `"compiled": true`; what it contains is not judged.
+  kUnderCompiler = 1 << 2,
 };
 // The payload describes itself (SectionTag), so no flag says what it holds.
 

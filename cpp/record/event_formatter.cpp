@@ -383,6 +383,7 @@ void format_event(std::string& out, const std::byte* event, const FormatContext&
   } else {
     out += "null";
   }
+  if (h.flags & kUnderCompiler) out += ",\"compiled\":true";
   PayloadReader in(event + sizeof h, event + h.size);
   while (!in.at_end()) {
     const auto section = static_cast<SectionTag>(in.u8());

@@ -463,13 +463,19 @@ void add_var_value_hypotheses(const TraceStore& trace, std::string_view parent, 
 
 }  // namespace
 
+bool ApiContainRelation::judges_parent(const Record& pre) {
+  const Value* compiled = pre.get(keys().compiled);
+  return compiled == nullptr || !compiled->is_bool() || !compiled->as_bool();
+}
+
 std::vector<Hypothesis> ApiContainRelation::generate(const TraceStore& trace) const {
   std::vector<Hypothesis> out;
   for (std::string_view parent : trace.functions()) {
     if (!is_parent_candidate(trace, parent)) continue;
     std::vector<uint32_t> calls;
     for (uint32_t ci : trace.calls_of(parent))
-      if (trace.calls()[ci].status != CallStatus::Incomplete) calls.push_back(ci);
+      if (trace.calls()[ci].status != CallStatus::Incomplete && judges_parent(trace.record(trace.calls()[ci].pre)))
+        calls.push_back(ci);
     if (calls.empty()) continue;
     ParentChildren children;
     for (uint32_t pos = 0; pos < calls.size(); ++pos) {
@@ -494,7 +500,7 @@ void collect_in_stages(const TraceStore& trace, const std::vector<std::string>& 
   for (uint32_t ci : trace.calls_of(parent.api_full_name)) {
     const CallEvent& call = trace.calls()[ci];
     if (call.status == CallStatus::Incomplete || !in_stages(stages, trace.record(call.pre).stage)) continue;
-    if (!judged.judged(call)) continue;
+    if (!judged.judged(call) || !ApiContainRelation::judges_parent(trace.record(call.pre))) continue;
     (ApiContainRelation::contains(trace, call, child) ? h.positives : h.negatives).push_back(example_of(trace, call));
   }
 }

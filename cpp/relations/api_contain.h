@@ -31,6 +31,10 @@ class ApiContainRelation final : public Relation {
                                                  const ApiSignatures* signatures = nullptr) const override;
   std::string display_name(const Invariant& invariant) const override;
 
+  // Whether a parent call is judged at all: not one made under torch.compile (`"compiled": true`,
+  // record/event_format.h kUnderCompiler), whose callees may have run as compiled graphs, unrecorded.
+  static bool judges_parent(const Record& pre);
+
   // Whether `call` contains an event matching `child` (an APIParam, VarTypeParam or VarNameParam).
   static bool contains(const TraceStore& trace, const CallEvent& call, const Param& child);
 

@@ -98,7 +98,7 @@ void ApiContainOnlineCheck::on_record(const Record& r, std::vector<OnlineViolati
 }
 
 void ApiContainOnlineCheck::on_pre(const Record& r, bool is_parent, bool is_child) {
-  const bool parent = is_parent && precondition_holds(r);
+  const bool parent = is_parent && precondition_holds(r) && ApiContainRelation::judges_parent(r);
   const bool child = is_child && ApiContainRelation::api_call_matches(child_, r, signatures_ ? *signatures_ : no_signatures());
   if (!parent && !child) return;  // its post finds no entry and is ignored
   const Value* id = r.get(keys().func_call_id);

@@ -22,11 +22,13 @@ class Writer {
     stage_ = stage;
   }
 
-  // Emits a pre record, runs `body`, then the post record.
+  // Emits a pre record, runs `body`, then the post record; `compiled`: the call was made under torch.compile.
   template <typename Body>
-  void call(const std::string& fn, bool bound, const std::string& args, const std::string& kwargs, Body&& body) {
+  void call(const std::string& fn, bool bound, const std::string& args, const std::string& kwargs, Body&& body,
+            bool compiled = false) {
     const std::string id = "0123456789abcdef0123456789abcdef_" + std::to_string(++call_counter_);
-    api(id, "function_call (pre)", fn, bound, "\"args\":" + args + ",\"kwargs\":" + kwargs);
+    api(id, "function_call (pre)", fn, bound,
+        std::string(compiled ? "\"compiled\":true," : "") + "\"args\":" + args + ",\"kwargs\":" + kwargs);
     body();
     api(id, "function_call (post)", fn, bound, "\"return_values\":{\"NoneType\":null}");
   }
@@ -138,17 +140,24 @@ uint64_t write_synthetic_trace(const std::string& folder, const SyntheticTraceSp
         w.var_state(p, data[p], true, grad[p]);
       }
     });
-    w.call("torch.optim.adam.Adam.step", true, self, "{}", [&] {
-      w.call("torch.optim.adam.adam", false, "{}", "{\"lr\":{\"float\":0.001},\"foreach\":{\"bool\":true}}", [&] {
-        if (step == spec.skip_foreach_add_at) return;
-        w.leaf("torch._VariableFunctionsClass._foreach_add_", false, "{}", "{\"alpha\":{\"int\":1}}");
-        for (int p = 0; p < spec.params; ++p) {
-          if (detached(step, p)) continue;
-          data[p] = fake_hash(step, p, 3);
-          w.var_state(p, data[p], true, grad[p]);
-        }
+    auto update = [&] {
+      for (int p = 0; p < spec.params; ++p) {
+        if (detached(step, p)) continue;
+        data[p] = fake_hash(step, p, 3);
+        w.var_state(p, data[p], true, grad[p]);
+      }
+    };
+    if (step == spec.compiled_step_at) {  // its callees ran as a compiled graph: only the updates are seen
+      w.call("torch.optim.adam.Adam.step", true, self, "{}", update, /*compiled=*/true);
+    } else {
+      w.call("torch.optim.adam.Adam.step", true, self, "{}", [&] {
+        w.call("torch.optim.adam.adam", false, "{}", "{\"lr\":{\"float\":0.001},\"foreach\":{\"bool\":true}}", [&] {
+          if (step == spec.skip_foreach_add_at) return;
+          w.leaf("torch._VariableFunctionsClass._foreach_add_", false, "{}", "{\"alpha\":{\"int\":1}}");
+          update();
+        });
       });
-    });
+    }
     if (spec.eval_every > 0 && step % spec.eval_every == 0) {
       w.set_meta(step, "testing");
       forward();

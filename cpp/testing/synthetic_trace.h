@@ -13,6 +13,7 @@ struct SyntheticTraceSpec {
   int params = 4;                  // tracked parameters (state records per change)
   int eval_every = 5;              // a testing-stage forward after every Nth step; 0: never
   int skip_foreach_add_at = -1;    // bug injection: Adam.step at this step does not call _foreach_add_
+  int compiled_step_at = -1;       // Adam.step at this step runs under torch.compile: "compiled", callees unrecorded
   int skip_zero_grad_reset_at = -1;  // bug injection: zero_grad at this step leaves grads unchanged
   int detach_first_param_from = -1;  // bug injection: from this step on, parameter 0 gets no gradient
                                      // and Adam.step leaves it unchanged (a detached layer)

@@ -53,7 +53,8 @@ const WellKnownKeys& keys() {
       intern_key("args"),            intern_key("kwargs"),          intern_key("return_values"),
       intern_key("exception"),       intern_key("exception_msg"),   intern_key("time"),
       intern_key("var_name"),        intern_key("var_type"),        intern_key("mode"),
-      intern_key("dump_loc"),        intern_key("proxy_obj_names"), intern_key("stack_trace")};
+      intern_key("dump_loc"),        intern_key("proxy_obj_names"), intern_key("stack_trace"),
+      intern_key("compiled")};
   return k;
 }
 

@@ -57,7 +57,7 @@ inline bool is_rank_identity_key(std::string_view flat_key) {
 struct WellKnownKeys {
   KeyId func_call_id, thread_id, process_id, meta_vars_step, meta_vars_stage, type, function,
       is_bound_method, obj_id, args, kwargs, return_values, exception, exception_msg, time, var_name,
-      var_type, mode, dump_loc, proxy_obj_names, stack_trace;
+      var_type, mode, dump_loc, proxy_obj_names, stack_trace, compiled;
 };
 const WellKnownKeys& keys();
 

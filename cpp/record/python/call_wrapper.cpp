@@ -147,6 +147,13 @@ void run_var_hook(CallWrapper* self, const char* phase) {
   PyErr_Restore(type, value, traceback);
 }
 
+// Whether Python frames run under another evaluator than CPython's own now: torch.compile installs its
+// own while a compiled function runs (its graphs, and the eager code between them after a graph break).
+// One pointer comparison, so every recorded call can ask.
+bool under_compiler() {
+  return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) != _PyEval_EvalFrameDefault;
+}
+
 void note_step(CallWrapper* self) {
   const int64_t step = Recorder::instance().current_step();
   if (step != self->last_step_called) {
@@ -171,6 +178,7 @@ PyObject* recorded_call(CallWrapper* self, PyObject* const* args, size_t nargsf,
   } else if (self->options & kIsBoundMethod) {
     event.flags |= kBoundMethod;
   }
+  if (under_compiler()) event.flags |= kUnderCompiler;
   if (self->options & (kDumpArgs | kDumpStack)) {
     PayloadEncoder& payload = tls_payload;
     payload.clear();

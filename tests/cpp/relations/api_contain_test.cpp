@@ -34,6 +34,13 @@ std::map<std::string, const Hypothesis*> by_description(const std::vector<Hypoth
   return out;
 }
 
+Invariant adam_step_contains_foreach_add() {
+  Invariant inv;
+  inv.relation = "APIContainRelation";
+  inv.params = {Param::api("torch.optim.adam.Adam.step"), Param::api("torch._VariableFunctionsClass._foreach_add_")};
+  return inv;
+}
+
 }  // namespace
 
 TEST(ApiContain, GeneratesApiAndVarChildrenWithExamples) {
@@ -81,9 +88,7 @@ TEST(ApiContain, CheckFindsTheMissingChildAtItsStepAndPassesOnGoodTraces) {
   TraceStore good = synthetic("good", spec);
   spec.skip_foreach_add_at = 4;
   TraceStore bad = synthetic("bad", spec);
-  Invariant inv;
-  inv.relation = "APIContainRelation";
-  inv.params = {Param::api("torch.optim.adam.Adam.step"), Param::api("torch._VariableFunctionsClass._foreach_add_")};
+  Invariant inv = adam_step_contains_foreach_add();
   ApiContainRelation rel;
   CheckResult ok = rel.check(good, inv, {});
   EXPECT_TRUE(ok.triggered);
@@ -332,4 +337,28 @@ TEST(ApiContain, MethodsOfPrivateBaseClassesAreParentsButPrivateFunctionsAreNot)
   EXPECT_TRUE(is_analysis_skipped_function("torch._dynamo.eval_frame.OptimizedModule.forward"));
   EXPECT_TRUE(is_analysis_skipped_function("torch.nn.modules.module.Module.__init__"));
   EXPECT_TRUE(is_analysis_skipped_function("torch.utils.data.dataloader.DataLoader.__iter__"));
+}
+
+TEST(ApiContain, ACallMadeUnderTorchCompileIsNeitherJudgedNorAnExample) {
+  SyntheticTraceSpec spec;
+  spec.iterations = 6;
+  spec.compiled_step_at = 4;  // Adam.step's callees ran as a compiled graph, unrecorded
+  TraceStore compiled = synthetic("compiled", spec);
+  Invariant inv = adam_step_contains_foreach_add();
+  ApiContainRelation rel;
+  CheckResult result = rel.check(compiled, inv, {});
+  EXPECT_TRUE(result.triggered);
+  EXPECT_TRUE(result.passed());
+
+  std::vector<Hypothesis> generated = rel.generate(compiled);
+  auto hs = by_description(generated);
+  const std::string key = "torch.optim.adam.Adam.step contains torch._VariableFunctionsClass._foreach_add_({\"alpha\":{\"int\":1}})";
+  ASSERT_TRUE(hs.count(key));
+  EXPECT_EQ(hs[key]->positives.size(), 5u);  // the compiled step is no negative example
+  EXPECT_EQ(hs[key]->negatives.size(), 0u);
+  Hypothesis collected = *hs[key];
+  collected.positives.clear();
+  rel.collect_examples(compiled, collected);
+  EXPECT_EQ(collected.positives.size(), 5u);
+  EXPECT_EQ(collected.negatives.size(), 0u);
 }

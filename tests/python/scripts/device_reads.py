@@ -8,7 +8,8 @@ as the tool's when a frame of the traincheck package is on the Python stack; the
 the user's business.
 
 Meta tensors hold no data, so the reads are also emulated (zeros), and training runs as it would on a
-device: the digests written are then meaningless, what is counted is whether the tool waited."""
+device: the digests written are then meaningless, what is counted is whether the tool waited. On a real
+device (cuda) the reads are counted the same way and made as asked."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ def _traincheck_dir() -> str:
 
 
 def _is_device(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type != "cpu"
+
+
+def _is_meta(t) -> bool:
     return isinstance(t, torch.Tensor) and t.device.type == "meta"
 
 
@@ -61,14 +66,17 @@ class BlockingReads(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is aten._local_scalar_dense.default and _is_device(args[0]):
             self._count("_local_scalar_dense")
-            return False if args[0].dtype == torch.bool else 0 if not args[0].is_floating_point() else 0.0
-        if func is aten._to_copy.default and _is_device(args[0]) and _is_host(kwargs.get("device")):  # to(dtype): no
+            if _is_meta(args[0]):
+                return False if args[0].dtype == torch.bool else 0 if not args[0].is_floating_point() else 0.0
+        elif func is aten._to_copy.default and _is_device(args[0]) and _is_host(kwargs.get("device")):  # to(dtype): no
             if not kwargs.get("non_blocking", False):
                 self._count("_to_copy")
-            return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
-        if func is aten.copy_.default and not _is_device(args[0]) and _is_device(args[1]):
+            if _is_meta(args[0]):
+                return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
+        elif func is aten.copy_.default and not _is_device(args[0]) and _is_device(args[1]):
             non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
             if not non_blocking:
                 self._count("copy_")
-            return args[0].zero_()
+            if _is_meta(args[1]):
+                return args[0].zero_()
         return func(*args, **kwargs)
