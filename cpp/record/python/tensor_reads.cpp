@@ -71,26 +71,27 @@ PyObject* TensorReads::get(PyObject* t, const PyGetSetDef* getter, PyObject* nam
 bool TensorReads::version(PyObject* t, int64_t& out) const {
   PyObject* v = get(t, version_, names_[kVersion]);
   if (v == nullptr) return false;
-  out = PyLong_AsLongLong(v);
+  // The mask form converts without a byte-array round trip; a version counter is never negative.
+  out = static_cast<int64_t>(PyLong_AsUnsignedLongLongMask(v));
   Py_DECREF(v);
   return !(out == -1 && PyErr_Occurred());
 }
 
-bool TensorReads::address(PyObject* t, uint64_t& out) const {
+bool TensorReads::strided(PyObject* t, bool& out) const {
   PyObject* layout = get(t, layout_, names_[kLayout]);
   if (layout == nullptr) return false;
-  int strided = layout == strided_ ? 1 : PyObject_RichCompareBool(layout, strided_, Py_EQ);
+  const int same = layout == strided_ ? 1 : PyObject_RichCompareBool(layout, strided_, Py_EQ);
   Py_DECREF(layout);
-  if (strided < 0) return false;
-  if (strided == 0) {
-    out = 0;
-    return true;
-  }
+  out = same == 1;
+  return same >= 0;
+}
+
+bool TensorReads::data_ptr(PyObject* t, uint64_t& out) const {
   PyObject* v = plain(t) && data_ptr_noargs_ != nullptr ? data_ptr_noargs_(t, nullptr)
                 : plain(t)                               ? PyObject_CallOneArg(data_ptr_, t)
                                                          : PyObject_CallMethodNoArgs(t, names_[kDataPtr]);
   if (v == nullptr) return false;
-  out = PyLong_AsUnsignedLongLong(v);
+  out = PyLong_AsUnsignedLongLongMask(v);
   Py_DECREF(v);
   return !(out == static_cast<uint64_t>(-1) && PyErr_Occurred());
 }

@@ -28,8 +28,12 @@ class TensorReads {
   bool init(PyObject* tensor, PyObject* parameter, PyObject* strided);
 
   bool version(PyObject* t, int64_t& out) const;
-  // The tensor's data address; 0 for one that is not strided (a sparse gradient has no data_ptr).
-  bool address(PyObject* t, uint64_t& out) const;
+  // Whether the tensor is strided (a sparse gradient is not: it has no data_ptr). A tensor object keeps
+  // its layout for life (torch lets `.data =` swap only an implementation of the same kind), so callers
+  // read it once per tensor object.
+  bool strided(PyObject* t, bool& out) const;
+  // The data address of a strided tensor.
+  bool data_ptr(PyObject* t, uint64_t& out) const;
   // t.grad: a new reference, Py_None included; null with an error set.
   PyObject* grad(PyObject* t) const;
   // t.requires_grad's truth value; -1 with an error set.

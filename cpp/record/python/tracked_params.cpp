@@ -53,6 +53,10 @@ long TrackedParams::add(PyObject* param, PyObject* owner, PyObject* attr, PyObje
     slots_.emplace_back();
   }
   TrackedParam& s = slots_[index];
+  if (!sharded && !reads_.strided(param, s.data_strided)) {
+    free_.push_back(index);
+    return -1;
+  }
   s.param = Py_NewRef(param);
   s.owner = owner == Py_None ? nullptr : owner;
   s.attr = Py_NewRef(attr);
@@ -165,35 +169,52 @@ PyObject* TrackedParams::local(const TrackedParam& s, PyObject* t) const {
   return PyObject_CallOneArg(local_, t);
 }
 
-// One slot of a write (tracker.py's signature, change detection and digest refresh, as they were).
+// The data address of `t` (a slot's shard or gradient); 0 for one that is not strided (a sparse gradient:
+// data_ptr raises there, and the user's training must run as without the tool). `strided`: whether it is,
+// when known (nullptr: read it).
+bool TrackedParams::address(PyObject* t, const bool* strided, bool& is_strided, uint64_t& out) const {
+  if (strided != nullptr) {
+    is_strided = *strided;
+  } else if (!reads_.strided(t, is_strided)) {
+    return false;
+  }
+  out = 0;
+  return !is_strided || reads_.data_ptr(t, out);
+}
+
+// One slot of a write (the signature, change detection and digest refresh the tracker did in Python).
 bool TrackedParams::look(uint32_t index, std::vector<PyObject*>& tensors, std::vector<long>& codes,
                          bool& changed) {
   TrackedParam& s = slots_[index];
   int64_t data_version = 0, grad_version = 0;
   uint64_t data_address = 0, grad_address = 0;
+  bool strided = false;
   // A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
-  // on the tensor itself, addresses on the shard.
+  // on the tensor itself, addresses on the shard (whose object may change, so its layout is read anew).
   if (!reads_.version(s.param, data_version)) return false;
   {
     PyObject* data = local(s, s.param);
     if (data == nullptr) return false;
-    const bool ok = reads_.address(data, data_address);
+    const bool ok = address(data, s.sharded ? nullptr : &s.data_strided, strided, data_address);
     Py_DECREF(data);
     if (!ok) return false;
   }
   PyObject* g = reads_.grad(s.param);
   if (g == nullptr) return false;
-  PyObject* g_local = nullptr;
   const bool has_grad = g != Py_None;
+  const bool new_grad = s.grad_ref == nullptr ? has_grad : !has_grad || weak_referent(s.grad_ref) != g;
+  PyObject* g_local = nullptr;
   if (has_grad) {
     g_local = local(s, g);
-    if (g_local == nullptr || !reads_.version(g, grad_version) || !reads_.address(g_local, grad_address)) {
+    const bool known = !new_grad && !s.sharded;  // the gradient digested last: its layout is known
+    if (g_local == nullptr || !reads_.version(g, grad_version) ||
+        !address(g_local, known ? &s.grad_strided : nullptr, strided, grad_address)) {
       Py_XDECREF(g_local);
       Py_DECREF(g);
       return false;
     }
+    s.grad_strided = strided;
   }
-  const bool new_grad = s.grad_ref == nullptr ? has_grad : !has_grad || weak_referent(s.grad_ref) != g;
   const bool same_data = s.has_signature && s.data_known && s.data_version == data_version &&
                          s.data_address == data_address;
   const bool same_grad = s.has_signature && s.grad_present == has_grad &&

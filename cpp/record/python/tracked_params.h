@@ -58,6 +58,8 @@ struct TrackedParam {
   bool sharded = false;  // a DTensor: digested and summarised on this rank's shard (shards.local)
   // The signature when last written (has_signature false: never written). data_known false: the data
   // must be digested again (a fused optimizer's write its version counter does not show).
+  bool data_strided = false;  // the parameter is strided (read once: a tensor object keeps its layout)
+  bool grad_strided = false;  // the gradient last looked at is strided
   bool has_signature = false;
   bool data_known = false;
   bool grad_present = false;
@@ -131,6 +133,7 @@ class TrackedParams {
   }
   bool slot_list(PyObject* list, std::vector<uint32_t>& out) const;
   PyObject* local(const TrackedParam& s, PyObject* t) const;  // new reference
+  bool address(PyObject* t, const bool* strided, bool& is_strided, uint64_t& out) const;
   bool look(uint32_t index, std::vector<PyObject*>& tensors, std::vector<long>& codes, bool& changed);
   bool mark_held(PyObject* groups, uint64_t mark, bool& has_gradients);
   void free_slot(TrackedParam& s);

@@ -75,7 +75,9 @@ rejects a name it does not declare.
 
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
-cost no tensor work.
+cost no tensor work. That per-parameter work, the claims at a step and the gradient bookkeeping run in C++
+(`_core.TrackedParams`, one call per write; docs/collection.md §Model tracking): Python keeps the entries,
+the digests' torch calls, the hooks, and the judgement of updates by hand.
 
 A submodule set after tracking began (`model.head = nn.Linear(...)` for fine-tuning) is followed: torch's
 global module registration hook marks the models to be walked again at the next write. A parameter
