@@ -79,7 +79,7 @@ struct TrackedParam {
   bool grad_changed = false;  // at the last write that looked at it
   uint64_t held_mark = 0;     // == TrackedParams' mark: the stepping optimizer holds it
   uint32_t next_same = UINT32_MAX;  // the next slot of the same parameter (tracked under two names)
-  std::vector<OptimizerHistory> history;
+  std::vector<OptimizerHistory> history = {};
 };
 
 class TrackedParams {
