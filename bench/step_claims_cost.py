@@ -1,13 +1,16 @@
-"""Cost of the tracker's claims at optimizer steps (every claim of cpp/record/step_claims.h; docs/collection.md
-§Model tracking), measured side by side.
+"""Host cost of the tracker's write at an optimizer step (docs/collection.md §Model tracking), measured
+side by side: the per-parameter work in Python as it was (baseline, bench/tracker_write_reference.py)
+and in C++ (candidate, traincheck._core.TrackedParams, one call per step).
 
     python bench/step_claims_cost.py [--params 1000 10000 50000] [--rounds 7]
 
 Per model size (that many small parameter tensors, each with a gradient, one SGD optimizer holding them
-all): the tracker's write at an optimizer step without the claims (baseline: the write as before them)
-and with them (candidate), best of `--rounds`, into a recorder that drops what it is given (so only the
-tracker's Python work is timed, not the trace writer, which both share). Also the plain optimizer step
-over the same parameters, for scale.
+all): the write at an optimizer step, everything the tracker does per parameter on the training thread:
+the check that each parameter is still its module's, signatures and change detection, the write's lists
+and every claim of cpp/record/step_claims.h. Best of `--rounds`, in microseconds per parameter tensor,
+into a recorder that drops what it is given (the recorder's encoding, which both share, is not timed).
+Nothing changes between rounds, so no digest is taken: the cost timed is the one every step pays. Also
+the plain optimizer step over the same parameters, for scale.
 """
 
 import argparse
@@ -15,6 +18,7 @@ import time
 
 import torch
 
+from tracker_write_reference import PythonWrite
 from traincheck.tracking.tracker import ModelTracker
 
 
@@ -34,13 +38,13 @@ class DroppingCore:
         pass
 
 
-def best_ms(f, rounds):
+def best_us(f, rounds):
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
         f()
         best = min(best, time.perf_counter() - start)
-    return best * 1e3
+    return best * 1e6
 
 
 def measure(n, rounds):
@@ -48,15 +52,21 @@ def measure(n, rounds):
     for p in model:
         p.grad = torch.ones(4)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    tracker = ModelTracker(DroppingCore(), style="sampler")
+    core = DroppingCore()
+    tracker = ModelTracker(core, style="sampler")
     tracker.track(model, "model")
-    entries = tracker._all()
-    plain = best_ms(optimizer.step, rounds)
-    without = best_ms(lambda: tracker._write(entries, None, None, only_changed=False), rounds)
-    with_claims = best_ms(lambda: tracker._write(entries, None, None, only_changed=False,
-                                                 claims=lambda written: tracker._step_claims(written, optimizer)),
-                          rounds)
-    return plain, without, with_claims
+    tracker._note_optimizer(optimizer, stepped=True)
+    reference = PythonWrite(core, tracker.digester, [(e.name_id, e.param, e.owner, e.attr, e.model)
+                                                     for e in tracker._all()])
+
+    def candidate():
+        tracker._all()
+        tracker._write(None, None, None, only_changed=False, claims=lambda: tracker._step_claims(optimizer))
+
+    plain = best_us(optimizer.step, rounds)
+    baseline = best_us(lambda: reference.write(optimizer), rounds)
+    native = best_us(candidate, rounds)
+    return plain / n, baseline / n, native / n
 
 
 def main():
@@ -65,12 +75,12 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args()
     torch.set_num_threads(1)
-    print(f"{'parameters':>10s} {'optimizer step ms':>18s} {'write ms (baseline)':>20s} "
-          f"{'write+claims ms (candidate)':>28s} {'ratio':>6s} {'claims ms':>10s}")
+    print("microseconds per parameter tensor and step")
+    print(f"{'parameters':>10s} {'optimizer step':>15s} {'Python write (baseline)':>24s} "
+          f"{'C++ write (candidate)':>22s} {'ratio':>6s}")
     for n in args.params:
-        plain, without, with_claims = measure(n, args.rounds)
-        print(f"{n:>10d} {plain:>18.1f} {without:>20.1f} {with_claims:>28.1f} {with_claims / without:>6.2f} "
-              f"{with_claims - without:>10.1f}")
+        plain, baseline, native = measure(n, args.rounds)
+        print(f"{n:>10d} {plain:>15.3f} {baseline:>24.3f} {native:>22.3f} {native / baseline:>6.3f}")
 
 
 if __name__ == "__main__":

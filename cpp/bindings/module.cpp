@@ -7,10 +7,12 @@ namespace nb = nanobind;
 namespace traincheck {
 void bind_recorder(nb::module_& m);
 void bind_record_sink(nb::module_& m);
+void bind_tracker(nb::module_& m);
 }
 
 NB_MODULE(_core, m) {
   m.doc() = "TrainCheck C++ engine: recorder (call wrappers, event streams, trace writer)";
   traincheck::bind_recorder(m);
   traincheck::bind_record_sink(m);
+  traincheck::bind_tracker(m);
 }

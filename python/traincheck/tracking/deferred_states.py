@@ -7,8 +7,8 @@ they were made: while one is held, later writes are held behind it, so a trace_V
 Digests on the host are known at once; with no write held, a write goes straight to the recorder, as
 before, and costs one test here.
 
-A digest not yet known is a `Pending` (its batch and position) on the tracker's entry, until a later
-write or step boundary finds its batch ready (`DigestBatch.ready`: the copy's event has completed, asked
+A digest not yet known is a `Pending` (its batch and position) in the tracker's table (TrackedParams, by
+digest code: a slot's data or gradient digest), until a later write or step boundary finds its batch ready (`DigestBatch.ready`: the copy's event has completed, asked
 without waiting) and puts the value in its place. `release_ready` runs at each write and step boundary;
 `drain` waits for the device, once, at the end of training.
 
@@ -42,21 +42,19 @@ class DeferredStates:
     def __init__(self, core):
         self.core = core
         self._held: deque = deque()  # (HeldVarStates, data digests, grad digests, batches), oldest first
-        self._unknown: list = []     # (entry, attribute, Pending) assigned and not yet known
+        self._unknown: list = []     # (table, digest code, Pending) assigned and not yet known
         self._batches: list[DigestBatch] = []  # batches whose digests are still on their way
 
-    def assign(self, slots: list, batch: DigestBatch) -> None:
-        """Put digest i of `batch` into attribute `slots[i][1]` of entry `slots[i][0]`: its value when known,
+    def assign(self, table, codes: list[int], batch: DigestBatch) -> None:
+        """Put digest i of `batch` into digest `codes[i]` of `table` (TrackedParams): its value when known,
         else a Pending until it is."""
         if batch.ready():
-            for (e, attr), value in zip(slots, batch.values):
-                setattr(e, attr, value)
+            table.set_digests(codes, batch.values)
             return
         self._batches.append(batch)
-        for i, (e, attr) in enumerate(slots):
-            pending = Pending(batch, i)
-            setattr(e, attr, pending)
-            self._unknown.append((e, attr, pending))
+        pending = [Pending(batch, i) for i in range(len(codes))]
+        table.set_digests(codes, pending)
+        self._unknown.extend(zip([table] * len(codes), codes, pending))
 
     def record_var_states(self, name_ids, tensors, data_digests, grad_digests, var_type, mode, dump_loc, claims):
         """The recorder's record_var_states, held while a digest it carries, or an earlier write, is unknown."""
@@ -104,10 +102,10 @@ class DeferredStates:
         """Digests whose copy is done replace their Pending on the entries that still hold it."""
         self._batches = [b for b in self._batches if not b.ready()]
         unknown = []
-        for e, attr, pending in self._unknown:
+        for table, code, pending in self._unknown:
             if pending.batch.ready():
-                if getattr(e, attr) is pending:  # not replaced by a later digest since
-                    setattr(e, attr, pending.batch.values[pending.index])
+                if table.digest(code) is pending:  # not replaced by a later digest since
+                    table.set_digest(code, pending.batch.values[pending.index])
             else:
-                unknown.append((e, attr, pending))
+                unknown.append((table, code, pending))
         self._unknown = unknown

@@ -75,7 +75,9 @@ rejects a name it does not declare.
 
 Cheap signals decide what changed (version counter, storage pointer, grad identity and version); a
 digest is computed only for a tensor whose signal moved (data and grad apart), so unchanged parameters
-cost no tensor work.
+cost no tensor work. That per-parameter work, the claims at a step and the gradient bookkeeping run in C++
+(`_core.TrackedParams`, one call per write; docs/collection.md §Model tracking): Python keeps the entries,
+the digests' torch calls, the hooks, and the judgement of updates by hand.
 
 A submodule set after tracking began (`model.head = nn.Linear(...)` for fine-tuning) is followed: torch's
 global module registration hook marks the models to be walked again at the next write. A parameter
@@ -92,7 +94,7 @@ import weakref
 
 import torch
 
-from traincheck import meta_vars
+from traincheck import _core, meta_vars
 from traincheck.meta_vars import get_meta_vars
 from traincheck.tracking import discovery, shards
 from traincheck.tracking.deferred_states import DeferredStates
@@ -102,42 +104,21 @@ PARAMETER_TYPE = "torch.nn.Parameter"
 
 
 class _Entry:
-    __slots__ = ("name_id", "param", "owner", "attr", "model", "signature", "data_digest", "grad_digest", "grad_ref",
-                 "resets", "discards", "grad_since_reset", "clips", "clip_ref", "clip_version", "steps",
-                 "grad_steps", "trained_by", "data_version", "accumulations", "accumulation_hook", "hand",
-                 "__weakref__")
+    """A tracked parameter as Python sees it: its name, the module and model it was tracked under, and its
+    slot in the tracker's TrackedParams (traincheck._core), which holds its signature, digests and gradient
+    bookkeeping; here only the state of updates by hand (no optimizer), which needs Python hooks."""
 
-    def __init__(self, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
+    __slots__ = ("name_id", "param", "owner", "attr", "model", "slot", "data_version", "accumulations",
+                 "accumulation_hook", "hand", "__weakref__")
+
+    def __init__(self, params, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
         self.name_id = name_id
         self.param = param
         self.owner = owner  # the module whose _parameters[attr] is `param` (None: a tensor tracked itself)
         self.attr = attr
         self.model = model  # the model it was tracked under (_model_of; None: a tensor tracked itself)
-        self.signature = None  # (data signal, grad signal) when last written
-        self.data_digest = None
-        self.grad_digest = None
-        # The gradient tensor last digested, weakly: a new gradient (zero_grad(set_to_none=True), then
-        # backward) can get the freed one's id, data address and version, so only the object itself tells
-        # them apart; a weak reference neither keeps the old gradient's memory nor lets its id be reused
-        # while it is alive.
-        self.grad_ref = None
-        self.resets = 0  # recorded zero_grad calls that changed the gradient
-        # Of those, the ones that threw away a gradient computed since the previous reset (`grad_since_reset`:
-        # a write saw the gradient change outside a zero_grad or clipping call).
-        self.discards = 0
-        self.grad_since_reset = False
-        # Recorded clipping calls (clip_grad_norm_, clip_grad_value_) that changed the gradient, and the
-        # gradient as the last one left it: its tensor, weakly, and its version.
-        self.clips = 0
-        self.clip_ref = None
-        self.clip_version = 0
-        # Per optimizer holding the parameter (its id): (grad_ref, resets, discards, clips) at its last step,
-        # grad_ref None when the parameter had no gradient then.
-        self.steps = {}
-        # The optimizers (their ids) at one of whose steps the parameter had a gradient, and those that were
-        # built to train it (it required gradients then) and stepped.
-        self.grad_steps = set()
-        self.trained_by = set()
+        # The slot keeps owner and model borrowed: this entry keeps them alive while it is tracked.
+        self.slot = params.add(param, owner, attr, model, name_id, shards.is_dtensor(param))
         # Updates by hand (no optimizer): the data's version at the last iteration boundary; backward's
         # accumulations into the gradient (counted by a hook, once the parameter was first updated by
         # hand); and (gradient, its version, accumulations, resets) at its last update (None: no gradient).
@@ -146,44 +127,25 @@ class _Entry:
         self.accumulation_hook = None
         self.hand = None
 
-    def claims_at_step(self, optimizer_key: int) -> tuple[bool | None, bool | None, bool | None]:
-        """At a step of the optimizer `optimizer_key`, once `grad_ref` is the gradient now: whether the
-        gradient was reset since that optimizer's previous step, and whether at most one reset threw away
-        a computed gradient in between (None: no claim, it had no gradient at one of the two); and, when
-        it was clipped since that step (or, at the optimizer's first step, ever), whether the gradient
-        now is the one the last clipping left, unchanged since (None: not clipped since, or no gradient).
-        A weak reference is one object per live tensor (weakref.ref returns the existing one), so
-        comparing references compares tensors, and no reference is made here: this runs per parameter
-        and optimizer step."""
-        ref = self.grad_ref
-        last = self.steps.get(optimizer_key)
-        self.steps[optimizer_key] = (ref, self.resets, self.discards, self.clips)
-        clipped = None
-        if ref is not None and self.clips > (0 if last is None else last[3]):
-            g = ref()
-            clipped = ref is self.clip_ref and g is not None and g._version == self.clip_version
-        if ref is None or last is None or last[0] is None:
-            return None, None, clipped
-        return ref is not last[0] or last[1] != self.resets, self.discards - last[2] <= 1, clipped
-
-    def reset_by_hand(self) -> bool | None:
+    def reset_by_hand(self, resets: int) -> bool | None:
         """At an iteration boundary with no optimizer step: when the data changed since the last boundary (an
         update by hand), whether the gradient was reset since the previous update; None when it was not
         updated, had no gradient at one of the two updates, or its accumulations were not counted yet. Reset:
-        another gradient tensor (set to None, made anew by backward), a recorded zero_grad that changed it,
-        or more in-place writes to it than backward's accumulations (`p.grad.zero_()`). Without a reset,
-        backward accumulated into the previous update's gradient: a missing zero_grad."""
+        another gradient tensor (set to None, made anew by backward), a recorded zero_grad that changed it
+        (`resets`: their count, TrackedParams.resets), or more in-place writes to it than backward's
+        accumulations (`p.grad.zero_()`). Without a reset, backward accumulated into the previous update's
+        gradient: a missing zero_grad."""
         version = self.param._version
         updated, self.data_version = version != self.data_version, version
         if not updated:
             return None
         g = self.param.grad
         last, counted = self.hand, self.accumulation_hook is not None
-        self.hand = None if g is None else (weakref.ref(g), g._version, self.accumulations, self.resets)
+        self.hand = None if g is None else (weakref.ref(g), g._version, self.accumulations, resets)
         self.count_accumulations()
         if g is None or last is None or not counted:
             return None
-        if last[0]() is not g or last[3] != self.resets:
+        if last[0]() is not g or last[3] != resets:
             return True
         return g._version - last[1] > self.accumulations - last[2]
 
@@ -196,12 +158,6 @@ class _Entry:
                     e.accumulations += 1
             self.accumulation_hook = self.param.register_post_accumulate_grad_hook(accumulated)
 
-    def holds_grad(self, g) -> bool:
-        """Whether `g` (the parameter's gradient now) is the tensor last digested (both None included)."""
-        if self.grad_ref is None:
-            return g is None
-        return g is not None and self.grad_ref() is g  # a dead reference is no tensor, not None's twin
-
 
 # Iteration boundaries at which, with no optimizer stepped and nothing tracked, the tracker looks for models
 # with gradients (a loop updating parameters by hand): a walk over the live objects each, so a few only.
@@ -212,6 +168,12 @@ _HAND_SEARCHES = 3
 # (a branch, an expert, a layer dropped now and then) has had a gradient by then, almost always; one never
 # given any is judged at the end of the run in any case.
 _GRACE_STEPS = 5
+
+
+# What the gradients a write saw change mean (TrackedParams.after_write): nothing (tracking, the end of the
+# run); computed by backward (a change outside zero_grad or clipping); reset by a recorded zero_grad;
+# clipped by a recorded clipping call.
+_NO_EFFECT, _COMPUTED, _RESET, _CLIPPED = 0, 1, 2, 3
 
 
 CLIPPING_APIS = ("clip_grad_norm_", "clip_grads_with_norm_", "clip_grad_value_")
@@ -235,34 +197,13 @@ def mutates_parameters(api_name: str) -> bool:
             and not api_name.startswith("torch.optim.lr_scheduler."))
 
 
-def _data_address(t: torch.Tensor) -> int:
-    """The tensor's data address; 0 for one without storage (a sparse gradient, from nn.Embedding(sparse=True):
-    data_ptr raises there, and the user's training must run as without the tool)."""
-    if t.layout != torch.strided:
-        return 0
-    return t.data_ptr()
-
-
-def _signature(p: torch.Tensor, g: torch.Tensor | None) -> tuple:
-    """What changes when `p` or its gradient `g` is written in place. Which gradient tensor it is, the
-    entry tells (_Entry.holds_grad): an id can come back for a new tensor."""
-    # A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
-    # on the tensor itself, storage pointers on the shard.
-    data = (p._version, _data_address(shards.local(p)))
-    return (data, None if g is None else (g._version, _data_address(shards.local(g))))
-
-
-def _forget_fused_writes(entries: list[_Entry], optimizer) -> None:
+def _forget_fused_writes(params, optimizer) -> None:
     """A fused optimizer (`fused=True`; transformers' Trainer defaults to `adamw_torch_fused`) updates its
     parameters in one kernel that leaves their version counters as they were: the signature cannot see the
     write, so the data of the parameters its fused groups hold is digested again."""
-    fused = {id(p) for group in getattr(optimizer, "param_groups", ()) if group.get("fused")
-             for p in group.get("params", ())}
-    if not fused:
-        return
-    for e in entries:
-        if e.signature is not None and id(e.param) in fused:
-            e.signature = (None, e.signature[1])
+    fused = [group.get("params", ()) for group in getattr(optimizer, "param_groups", ()) if group.get("fused")]
+    if fused:
+        params.forget_data(fused)
 
 
 def _model_of(obj):
@@ -355,13 +296,6 @@ def _parameters(obj, name: str):
     return out
 
 
-def _computed(grad_changed: list[_Entry]) -> None:
-    """Gradients a write saw changed outside a zero_grad or clipping call: computed (backward) since."""
-    for e in grad_changed:
-        if e.grad_ref is not None:
-            e.grad_since_reset = True
-
-
 def watch_optimizer_construction(tracker: "ModelTracker") -> None:
     """Tell `tracker` what each optimizer trains as it is built: `Optimizer.__init__` is replaced by a
     function that calls the original, then the tracker (ModelTracker.optimizer_built). Once per optimizer."""
@@ -408,6 +342,12 @@ class ModelTracker:
         self._states = DeferredStates(core)  # writes whose device digests are on their way to the host
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
         self.objects: dict[str, object] = {}        # tracked name -> the module or tensor
+        # Every tracked parameter's state and the per-parameter work of a write, in C++; the entries in
+        # write order, and by slot (_sync keeps the three in step).
+        self.params = _core.TrackedParams(torch.Tensor, torch.nn.Parameter, torch.strided, shards.local)
+        self._order: list[_Entry] = []
+        self._by_slot: dict[int, _Entry] = {}
+        self._slot_names: dict[int, str] = {}
         self._var_type_id = core.intern(PARAMETER_TYPE)
         self._ids: dict[str, int] = {}
         self._stepped_since_boundary = False
@@ -457,14 +397,15 @@ class ModelTracker:
             self._watch_forwards(model, _wrapped_by_ddp(obj, model) or _wrapped_by_ddp(wrapper, model))
         entries = []
         for pname, p, owner, attr in _parameters(obj, name):
-            entries.append(known.get(id(p)) or _Entry(self._id(pname), p, owner, attr, model))
+            entries.append(known.get(id(p)) or _Entry(self.params, self._id(pname), p, owner, attr, model))
         self.entries[name] = entries
         self.objects[name] = obj
-        fresh = [e for e in entries if e.signature is None]
+        self._sync()
+        fresh = self.params.unwritten([e.slot for e in entries])
         if self.style == "sampler":
-            self._write(fresh, mode=None, dump_loc=None, only_changed=False)
+            self._write(fresh, mode=None, dump_loc=None, only_changed=False, effect=_NO_EFFECT)
         else:
-            self._write(fresh, mode="update", dump_loc="initing", only_changed=False)
+            self._write(fresh, mode="update", dump_loc="initing", only_changed=False, effect=_NO_EFFECT)
 
     def module_registered(self, module, name, submodule) -> None:
         """torch's global module registration hook (`module.name = submodule`, add_module): the tracked
@@ -479,11 +420,10 @@ class ModelTracker:
         self._note_optimizer(optimizer, stepped=True)
         if self.discover:
             self._discover_models_of(optimizer)
-        entries = self._all()
-        _forget_fused_writes(entries, optimizer)
+        self._all()
+        _forget_fused_writes(self.params, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
-        _computed(self._write(entries, mode=mode, dump_loc=loc, only_changed=False,
-                              claims=lambda written: self._step_claims(written, optimizer)))
+        self._write(None, mode=mode, dump_loc=loc, only_changed=False, claims=lambda: self._step_claims(optimizer))
 
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
@@ -502,7 +442,8 @@ class ModelTracker:
             return  # the first boundary: the states were written when the models were tracked
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "step_end")
         if stepped:
-            _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=True))
+            self._all()
+            self._write(None, mode=mode, dump_loc=loc, only_changed=True)
             return
         if self.discover and not self.entries and self._steps_taken == 0 and self._hand_searches < _HAND_SEARCHES:
             # No optimizer has stepped and nothing is tracked: a loop that updates parameters by hand trains
@@ -514,25 +455,21 @@ class ModelTracker:
         # Updates by hand are judged in a program no optimizer stepped in (an optimizer's parameters are
         # judged at its steps).
         claims = self._hand_claims if self._steps_taken == 0 else None
-        _computed(self._write(self._all(), mode=mode, dump_loc=loc, only_changed=False, claims=claims))
+        self._all()
+        self._write(None, mode=mode, dump_loc=loc, only_changed=False, claims=claims)
 
     def around_api(self, api_name: str, phase: str) -> None:
         """The recorder's variable hook, before and after calls of the APIs it wraps: write what changed.
         Sampler records carry no mode/dump_loc, as the original's never do."""
         mode, loc = (None, None) if self.style == "sampler" else ("selective-sample", api_name)
-        grad_changed = self._write(self._all(), mode=mode, dump_loc=loc, only_changed=True)
         if phase == "post" and api_name.endswith(".zero_grad"):
-            for e in grad_changed:
-                e.resets += 1
-                e.discards += e.grad_since_reset
-                e.grad_since_reset = False
+            effect = _RESET
         elif phase == "post" and clips_gradients(api_name):
-            for e in grad_changed:
-                if e.grad_ref is not None:
-                    e.clips += 1
-                    e.clip_ref, e.clip_version = e.grad_ref, e.grad_ref()._version
+            effect = _CLIPPED
         else:
-            _computed(grad_changed)
+            effect = _COMPUTED
+        self._all()
+        self._write(None, mode=mode, dump_loc=loc, only_changed=True, effect=effect)
 
     def optimizer_built(self, optimizer) -> None:
         """An optimizer was built (watch_optimizer_construction): which of its parameters require gradients
@@ -548,16 +485,14 @@ class ModelTracker:
         # Per optimizer (its id; it may be gone by now), the parameters it was built to train, of the models
         # still tracked (a model the tracker stopped following, _forget_models_no_optimizer_holds, is not
         # judged).
-        trained: dict[int, list[_Entry]] = {}
-        for e in self._all():
-            for key in e.trained_by:
-                trained.setdefault(key, []).append(e)
+        self._all()
+        trained: dict[int, list[int]] = self.params.trained_by()
         if trained and not self.core.is_recording():
             self.core.set_recording(True)  # a sampled-out end still gets the run's verdicts; nothing runs after
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "exit")
         for key, judged in trained.items():
             self._write(judged, mode=mode, dump_loc=loc, only_changed=False,
-                        claims=lambda written, key=key: self._final_claims(written, key))
+                        claims=lambda key=key: self.params.final_claims(key), effect=_NO_EFFECT)
         self._states.drain()
 
     def sampler_iterated(self, sampler) -> None:
@@ -668,6 +603,15 @@ class ModelTracker:
                 if isinstance(obj, torch.nn.Module) and not any(o is obj for o in self.objects.values()):
                     self._unwatch_forwards(obj)
                 self._discovered_names.discard(name)
+        self._sync()
+
+    def _sync(self) -> None:
+        """After the entries changed: the table's order becomes theirs, and the slots of entries no longer
+        tracked are freed (with them the table's references to their parameters)."""
+        self._order = [e for entries in self.entries.values() for e in entries]
+        self._by_slot = {e.slot: e for e in self._order}
+        self._slot_names = {e.slot: name for name, entries in self.entries.items() for e in entries}
+        self.params.set_order([e.slot for e in self._order])
 
     def _all(self) -> list[_Entry]:
         if self._modules_registered:
@@ -676,132 +620,55 @@ class ModelTracker:
             self._modules_registered = False
             for name, obj in list(self.objects.items()):
                 self.track(obj, name)
-        for name, entries in list(self.entries.items()):
-            if any(e.owner is not None and e.owner._parameters.get(e.attr) is not e.param for e in entries):
+        replaced = self.params.replaced()  # one dict lookup per parameter, in C++
+        for name in dict.fromkeys(self._slot_names[slot] for slot in replaced):
+            if name in self.entries:
                 self.track(self.objects[name], name)  # a parameter was replaced: follow the module
-        return [e for entries in self.entries.values() for e in entries]
+        return self._order
 
-    def _write(self, entries: list[_Entry], mode, dump_loc, only_changed: bool, claims=None) -> list[_Entry]:
-        """Write the states of `entries` (only those that changed, with `only_changed`); `claims`: a function
-        of the written entries (digests refreshed) giving the claims written with them (an optimizer's step:
-        _step_claims; the end of the run: _final_claims; a pass updating parameters by hand: _hand_claims).
-        Returns the entries whose gradient changed since they were last written."""
-        if not entries or not self.core.is_recording():
-            return []
+    def _write(self, slots: list[int] | None, mode, dump_loc, only_changed: bool, claims=None,
+               effect: int = None) -> None:
+        """Write the states of `slots` (TrackedParams slots; None: every tracked parameter, in order), only
+        those that changed with `only_changed`. `claims`: a function giving the claims written with them,
+        digests refreshed (an optimizer's step: _step_claims; the end of the run: final_claims; a pass
+        updating parameters by hand: _hand_claims). `effect`: what the gradients seen changed mean
+        (_COMPUTED unless told: backward computed them)."""
+        if not (len(self.params) if slots is None else slots) or not self.core.is_recording():
+            return
         previous = self.core.set_inside_recorder(True)  # the digests' torch calls are not traced
         try:
-            changed, grad_changed = [], []
-            for e in entries:
-                g = e.param.grad
-                sig = _signature(e.param, g)
-                new_grad = not e.holds_grad(g)
-                if new_grad or sig != e.signature:
-                    changed.append((e, sig, g, new_grad))
-                    if new_grad or e.signature is None or sig[1] != e.signature[1]:
-                        grad_changed.append(e)
-            self._refresh_digests(changed)
-            written = [c[0] for c in changed] if only_changed else entries
-            if written:
-                self._states.record_var_states(
-                    [e.name_id for e in written],
-                    [shards.local(e.param) for e in written],
-                    [e.data_digest for e in written],
-                    [e.grad_digest for e in written],
-                    self._var_type_id,
-                    self._id(mode),
-                    self._id(dump_loc),
-                    None if claims is None else claims(written),
-                )
-            return grad_changed
+            tensors, codes = self.params.detect(slots, only_changed)
+            if tensors:
+                self._states.assign(self.params, codes, self.digester.digests_later(tensors))
+            lists = self.params.written_lists()
+            if lists is not None:
+                self._states.record_var_states(*lists, self._var_type_id, self._id(mode), self._id(dump_loc),
+                                               None if claims is None else claims())
+            self.params.after_write(_COMPUTED if effect is None else effect)
         finally:
             self.core.set_inside_recorder(previous)
 
-    def _step_claims(self, written: list[_Entry], optimizer) -> dict[str, list]:
-        """The claims at `optimizer`'s step, a list per claim keyed by the name `_core.step_claims()`
-        declares it under (every declared claim, no other), per written entry (digests refreshed), for the
-        parameters it holds (None for the others, and where there is no claim): whether its gradient was reset since
-        that optimizer's previous step, and at most once (_Entry.claims_at_step); when it has a gradient,
-        whether the model it was tracked under is in training mode; whether any parameter the optimizer
-        holds, tracked or not, has a gradient (a step with nothing to apply); once its gradient was
-        clipped since that step, whether the gradient stepped on is the clipped one; and the four claims of
-        what was seen since that step (the module docstring). The verdicts over forwards and sampler
-        iterations are taken by the step that claims them."""
-        params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())]
-        held = {id(p) for p in params}
-        has_gradients = any(p.grad is not None for p in params)
-        key = id(optimizer)
+    def _step_claims(self, optimizer) -> dict[str, list]:
+        """The claims at `optimizer`'s step for the write's parameters (TrackedParams.step_claims, the module
+        docstring), a list per claim keyed by the name `_core.step_claims()` declares it under. The verdicts
+        over forwards and sampler iterations are taken by the step that claims them."""
         try:
             first_sight = self._first_sight.get(optimizer)
-            judged = first_sight is not None and self._step_counts.get(optimizer, 0) >= _GRACE_STEPS and has_gradients
-        except TypeError:
+            judged = self._step_counts.get(optimizer, 0) >= _GRACE_STEPS
+        except TypeError:  # an optimizer-like object without weak references
             first_sight, judged = None, False
         sampler, self._sampler_verdict = self._sampler_verdict, None
-        claims = {name: [] for name in ("grad_reset", "model_training", "optimizer_has_gradients", "grad_reset_once",
-                                        "grad_clipped", "gets_gradients", "eval_in_validation", "forward_through_ddp",
-                                        "sampler_epoch_advanced")}
-        lists = list(claims.values())
-        (resets, training, gradients, once, clipped, gets, evaluating, through_ddp, epochs) = lists
-        models = set()
-        for e in written:
-            if id(e.param) not in held:
-                for claim_list in lists:
-                    claim_list.append(None)
-                continue
-            reset, reset_once, was_clipped = e.claims_at_step(key)
-            resets.append(reset)
-            once.append(reset_once)
-            training.append(None if e.grad_ref is None or e.model is None else e.model.training)
-            gradients.append(has_gradients)
-            clipped.append(was_clipped)
-            if e.grad_ref is not None:
-                e.grad_steps.add(key)
-            built_to_train = first_sight is not None and first_sight.setdefault(id(e.param), e.param.requires_grad)
-            if built_to_train:
-                e.trained_by.add(key)
-            # A parameter frozen now is judged at the end of the run (at_exit): it may be unfrozen later.
-            trainable = judged and built_to_train and e.param.requires_grad
-            gets.append(True if trainable and key in e.grad_steps else False if trainable else None)
-            model = None if e.model is None else id(e.model)
-            models.add(model)
-            evaluating.append(self._eval_forwards.get(model))
-            through_ddp.append(self._ddp_forwards.get(model))
-            epochs.append(sampler)
-        for model in models:  # taken by this step
-            self._eval_forwards.pop(model, None)
-            self._ddp_forwards.pop(model, None)
-        return claims
+        return self.params.step_claims(id(optimizer), getattr(optimizer, "param_groups", ()), first_sight, judged,
+                                       sampler, self._eval_forwards, self._ddp_forwards)
 
-    def _hand_claims(self, written: list[_Entry]) -> dict[str, list] | None:
+    def _hand_claims(self) -> dict[str, list] | None:
         """At an iteration boundary with no optimizer step since the last one, for the parameters whose data
         changed since then (updated by hand, in place under no_grad): whether the gradient was reset since
         their previous update (_Entry.reset_by_hand). Their gradients' accumulations are counted from their
         first update on (_Entry.count_accumulations), so the claim starts at their second."""
         resets, any_claim = [], False
-        for e in written:
-            reset = e.reset_by_hand()
+        for slot in self.params.written_slots():
+            reset = self._by_slot[slot].reset_by_hand(self.params.resets(slot))
             resets.append(reset)
             any_claim |= reset is not None
         return {"grad_reset": resets} if any_claim else None
-
-    @staticmethod
-    def _final_claims(written: list[_Entry], key: int) -> dict[str, list]:
-        """At the end of the run, for the parameters the optimizer `key` (its id) was built to train
-        (at_exit): whether each had a gradient at one of its steps."""
-        return {"gets_gradients": [key in e.grad_steps for e in written]}
-
-    def _refresh_digests(self, changed: list) -> None:
-        tensors, slots = [], []
-        for e, sig, g, new_grad in changed:
-            old = e.signature or (None, None)
-            e.signature = sig
-            if sig[0] != old[0]:
-                tensors.append(shards.local(e.param))
-                slots.append((e, "data_digest"))
-            if g is None:
-                e.grad_digest = None
-                e.grad_ref = None
-            elif new_grad or sig[1] != old[1]:
-                tensors.append(shards.local(g))
-                slots.append((e, "grad_digest"))
-                e.grad_ref = weakref.ref(g)
-        self._states.assign(slots, self.digester.digests_later(tensors))

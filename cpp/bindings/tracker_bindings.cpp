@@ -1,0 +1,83 @@
+// traincheck._core.TrackedParams: the model tracker's per-parameter state (record/python/tracked_params.h).
+#include <nanobind/nanobind.h>
+
+#include "record/python/tracked_params.h"
+
+namespace nb = nanobind;
+
+namespace traincheck {
+
+namespace {
+
+nb::object checked(PyObject* result) {
+  if (result == nullptr) throw nb::python_error();
+  return nb::steal(result);
+}
+
+void check(bool ok) {
+  if (!ok) throw nb::python_error();
+}
+
+}  // namespace
+
+void bind_tracker(nb::module_& m) {
+  nb::class_<TrackedParams>(m, "TrackedParams",
+                            "The model tracker's per-parameter state and per-write work "
+                            "(record/python/tracked_params.h).")
+      .def(
+          "__init__",
+          [](TrackedParams* self, nb::handle tensor, nb::handle parameter, nb::handle strided, nb::handle local) {
+            new (self) TrackedParams();
+            check(self->init(tensor.ptr(), parameter.ptr(), strided.ptr(), local.ptr()));
+          },
+          nb::arg("tensor"), nb::arg("parameter"), nb::arg("strided"), nb::arg("local"),
+          "torch.Tensor, torch.nn.Parameter, torch.strided, and shards.local (called for sharded slots).")
+      .def(
+          "add",
+          [](TrackedParams& t, nb::handle param, nb::handle owner, nb::handle attr, nb::handle model, uint32_t name_id,
+             bool sharded) {
+            return checked(PyLong_FromLong(
+                t.add(param.ptr(), owner.ptr(), attr.ptr(), model.ptr(), name_id, sharded)));
+          },
+          nb::arg("param"), nb::arg("owner").none(), nb::arg("attr").none(), nb::arg("model").none(),
+          nb::arg("name_id"), nb::arg("sharded"),
+          "A new slot for `param` (owner, model: borrowed, the caller keeps them alive while the slot is in the order).")
+      .def("set_order", [](TrackedParams& t, nb::list slots) { check(t.set_order(slots.ptr())); },
+           "The tracked slots, in write order; every other slot is freed.")
+      .def("replaced", [](TrackedParams& t) { return checked(t.replaced()); },
+           "Slots whose module holds another tensor under their attribute now.")
+      .def("unwritten", [](TrackedParams& t, nb::list slots) { return checked(t.unwritten(slots.ptr())); },
+           "Of `slots`, those never written.")
+      .def(
+          "detect",
+          [](TrackedParams& t, nb::handle slots, bool only_changed) { return checked(t.detect(slots.ptr(), only_changed)); },
+          nb::arg("slots").none(), nb::arg("only_changed"),
+          "Signatures and change detection over `slots` (None: the order): (tensors to digest, their codes).")
+      .def("written_lists", [](TrackedParams& t) { return checked(t.written_lists()); },
+           "(name_ids, tensors, data digests, grad digests) of the last detect's write, or None when empty.")
+      .def("written_slots", [](TrackedParams& t) { return checked(t.written_slots()); })
+      .def(
+          "after_write", [](TrackedParams& t, int effect) { t.after_write(static_cast<GradEffect>(effect)); },
+          "The gradients the last detect saw change: 0 nothing, 1 computed, 2 reset (zero_grad), 3 clipped.")
+      .def(
+          "step_claims",
+          [](TrackedParams& t, uintptr_t key, nb::handle groups, nb::handle first_sight, bool judged, nb::handle sampler,
+             nb::handle forwards_eval, nb::handle forwards_ddp) {
+            return checked(t.step_claims(key, groups.ptr(), first_sight.ptr(), judged, sampler.ptr(),
+                                         forwards_eval.ptr(), forwards_ddp.ptr()));
+          },
+          nb::arg("key"), nb::arg("groups"), nb::arg("first_sight").none(), nb::arg("judged"),
+          nb::arg("sampler").none(), nb::arg("forwards_eval"), nb::arg("forwards_ddp"),
+          "The claims at optimizer `key`'s step for the last detect's write, keyed by claim name.")
+      .def("final_claims", [](TrackedParams& t, uintptr_t key) { return checked(t.final_claims(key)); })
+      .def("trained_by", [](TrackedParams& t) { return checked(t.trained_by()); })
+      .def("forget_data", [](TrackedParams& t, nb::handle lists) { check(t.forget_data(lists.ptr())); })
+      .def("digest", [](TrackedParams& t, long code) { return checked(t.digest(code)); })
+      .def("set_digest", [](TrackedParams& t, long code, nb::handle v) { check(t.set_digest(code, v.ptr())); })
+      .def("set_digests",
+           [](TrackedParams& t, nb::list codes, nb::list values) { check(t.set_digests(codes.ptr(), values.ptr())); })
+      .def("resets", &TrackedParams::resets)
+      .def("__len__", &TrackedParams::size);
+}
+
+}  // namespace traincheck

@@ -1,0 +1,109 @@
+#include "record/python/tensor_reads.h"
+
+#include <structmember.h>
+
+namespace traincheck {
+
+namespace {
+
+enum Name { kVersion, kGrad, kRequiresGrad, kLayout, kDataPtr };
+constexpr const char* kNames[] = {"_version", "grad", "requires_grad", "layout", "data_ptr"};
+
+// The first descriptor named `name` in `type`'s MRO of the given descriptor type: TensorBase's own.
+PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind) {
+  PyObject* mro = type->tp_mro;
+  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = dict != nullptr ? PyDict_GetItemWithError(dict, name) : nullptr;
+    if (found != nullptr && Py_IS_TYPE(found, kind)) return found;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TensorReads::~TensorReads() {
+  if (!Py_IsInitialized()) return;
+  Py_XDECREF(tensor_);
+  Py_XDECREF(parameter_);
+  Py_XDECREF(strided_);
+  Py_XDECREF(data_ptr_);
+  for (PyObject* n : names_) Py_XDECREF(n);
+}
+
+bool TensorReads::init(PyObject* tensor, PyObject* parameter, PyObject* strided) {
+  if (!PyType_Check(tensor) || !PyType_Check(parameter)) {
+    PyErr_SetString(PyExc_TypeError, "TensorReads: torch.Tensor and torch.nn.Parameter are types");
+    return false;
+  }
+  tensor_ = reinterpret_cast<PyTypeObject*>(Py_NewRef(tensor));
+  parameter_ = reinterpret_cast<PyTypeObject*>(Py_NewRef(parameter));
+  strided_ = Py_NewRef(strided);
+  for (int i = 0; i < 5; ++i)
+    if ((names_[i] = PyUnicode_InternFromString(kNames[i])) == nullptr) return false;
+  const PyGetSetDef** getters[] = {&version_, &grad_, &requires_grad_, &layout_};
+  for (int i = kVersion; i <= kLayout; ++i) {
+    PyObject* d = base_descriptor(tensor_, names_[i], &PyGetSetDescr_Type);
+    if (d == nullptr) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "TensorReads: torch.Tensor has no C getter %R", names_[i]);
+      return false;
+    }
+    *getters[i] = reinterpret_cast<PyGetSetDescrObject*>(d)->d_getset;
+  }
+  PyObject* d = base_descriptor(tensor_, names_[kDataPtr], &PyMethodDescr_Type);
+  if (d == nullptr) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "TensorReads: torch.Tensor has no C data_ptr");
+    return false;
+  }
+  data_ptr_ = Py_NewRef(d);
+  const PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(d)->d_method;
+  if ((def->ml_flags & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL)) == METH_NOARGS)
+    data_ptr_noargs_ = def->ml_meth;
+  return true;
+}
+
+PyObject* TensorReads::get(PyObject* t, const PyGetSetDef* getter, PyObject* name) const {
+  if (plain(t)) return getter->get(t, getter->closure);
+  return PyObject_GetAttr(t, name);
+}
+
+bool TensorReads::version(PyObject* t, int64_t& out) const {
+  PyObject* v = get(t, version_, names_[kVersion]);
+  if (v == nullptr) return false;
+  // The mask form converts without a byte-array round trip; a version counter is never negative.
+  out = static_cast<int64_t>(PyLong_AsUnsignedLongLongMask(v));
+  Py_DECREF(v);
+  return !(out == -1 && PyErr_Occurred());
+}
+
+bool TensorReads::strided(PyObject* t, bool& out) const {
+  PyObject* layout = get(t, layout_, names_[kLayout]);
+  if (layout == nullptr) return false;
+  const int same = layout == strided_ ? 1 : PyObject_RichCompareBool(layout, strided_, Py_EQ);
+  Py_DECREF(layout);
+  out = same == 1;
+  return same >= 0;
+}
+
+bool TensorReads::data_ptr(PyObject* t, uint64_t& out) const {
+  PyObject* v = plain(t) && data_ptr_noargs_ != nullptr ? data_ptr_noargs_(t, nullptr)
+                : plain(t)                               ? PyObject_CallOneArg(data_ptr_, t)
+                                                         : PyObject_CallMethodNoArgs(t, names_[kDataPtr]);
+  if (v == nullptr) return false;
+  out = PyLong_AsUnsignedLongLongMask(v);
+  Py_DECREF(v);
+  return !(out == static_cast<uint64_t>(-1) && PyErr_Occurred());
+}
+
+PyObject* TensorReads::grad(PyObject* t) const { return get(t, grad_, names_[kGrad]); }
+
+int TensorReads::requires_grad(PyObject* t) const {
+  PyObject* v = get(t, requires_grad_, names_[kRequiresGrad]);
+  if (v == nullptr) return -1;
+  const int truth = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return truth;
+}
+
+}  // namespace traincheck

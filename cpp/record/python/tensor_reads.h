@@ -1,0 +1,72 @@
+// Reads of the tensor attributes the model tracker watches (version counter, gradient, data address,
+// requires_grad), from C++ without torch headers: the extension must load under any installed torch.
+//
+// For a tensor whose type is exactly torch.Tensor or torch.nn.Parameter, each read calls torch's own C
+// getter (a getset or method descriptor of torch._C.TensorBase, resolved once) directly: no attribute
+// lookup through the type's MRO, no bound method, and a recorder wrapper that --instr-descriptors set on
+// torch.Tensor is never run. Any other type (a tensor subclass, DTensor) is read through ordinary
+// attribute access, so a subclass's own properties are honoured.
+//
+// Only used with the GIL held. Errors are Python errors: each read returns false (or null) with one set.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace traincheck {
+
+class TensorReads {
+ public:
+  TensorReads() = default;
+  TensorReads(const TensorReads&) = delete;
+  TensorReads& operator=(const TensorReads&) = delete;
+  ~TensorReads();
+
+  // `tensor` and `parameter`: torch.Tensor and torch.nn.Parameter; `strided`: torch.strided. False with a
+  // Python error set when TensorBase lacks one of the getters.
+  bool init(PyObject* tensor, PyObject* parameter, PyObject* strided);
+
+  bool version(PyObject* t, int64_t& out) const;
+  // Whether the tensor is strided (a sparse gradient is not: it has no data_ptr). A tensor object keeps
+  // its layout for life (torch lets `.data =` swap only an implementation of the same kind), so callers
+  // read it once per tensor object.
+  bool strided(PyObject* t, bool& out) const;
+  // The data address of a strided tensor.
+  bool data_ptr(PyObject* t, uint64_t& out) const;
+  // t.grad: a new reference, Py_None included; null with an error set.
+  PyObject* grad(PyObject* t) const;
+  // t.requires_grad's truth value; -1 with an error set.
+  int requires_grad(PyObject* t) const;
+
+ private:
+  bool plain(PyObject* t) const { return Py_TYPE(t) == tensor_ || Py_TYPE(t) == parameter_; }
+  PyObject* get(PyObject* t, const PyGetSetDef* getter, PyObject* name) const;
+
+  PyTypeObject* tensor_ = nullptr;     // strong
+  PyTypeObject* parameter_ = nullptr;  // strong
+  PyObject* strided_ = nullptr;        // strong
+  const PyGetSetDef* version_ = nullptr;
+  const PyGetSetDef* grad_ = nullptr;
+  const PyGetSetDef* requires_grad_ = nullptr;
+  const PyGetSetDef* layout_ = nullptr;
+  PyObject* data_ptr_ = nullptr;  // TensorBase.data_ptr's method descriptor, strong
+  PyCFunction data_ptr_noargs_ = nullptr;  // its C function, when it takes no arguments
+  PyObject* names_[5] = {};  // interned: _version, grad, requires_grad, layout, data_ptr
+};
+
+// The object `ref` (a weak reference) refers to, as a pointer only to compare with, never to use: null
+// once it died (a dead reference is no tensor, and no None either).
+inline PyObject* weak_referent(PyObject* ref) {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyObject* obj = nullptr;
+  if (PyWeakref_GetRef(ref, &obj) <= 0) return nullptr;
+  Py_DECREF(obj);  // the referent is alive while its holder keeps it; the pointer is only compared
+  return obj;
+#else
+  PyObject* obj = PyWeakref_GetObject(ref);
+  return obj == Py_None ? nullptr : obj;
+#endif
+}
+
+}  // namespace traincheck

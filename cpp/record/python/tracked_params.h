@@ -1,0 +1,155 @@
+// The model tracker's per-parameter state and its writes' per-parameter work, in C++
+// (python/traincheck/tracking/tracker.py; docs/collection.md §Model tracking). Python decides when to
+// write and computes the digests (torch ops on the tensors' device); this does, in one call per write
+// and without a Python object per unchanged parameter: the cheap signals of what changed (version
+// counters, data addresses, which gradient tensor), which tensors need a digest, the write's lists for
+// record_var_states, the claims at an optimizer's step, and the gradient bookkeeping after a write
+// (computed, reset by zero_grad, clipped).
+//
+// Which gradient tensor a parameter holds is judged by a weak reference to the one last digested: a new
+// gradient can get a freed one's id, data address and version, and a weak reference neither keeps the
+// old one's memory nor lets its address be reused while it lives. weakref.ref returns the existing
+// reference of a live tensor, so comparing references compares tensors.
+//
+// A slot holds its parameter strongly; the module that owns it and the model it was tracked under are
+// borrowed: the tracker's Python entry keeps them, and set_order drops the slots of entries it dropped,
+// so this object holds nothing that leads back to the tracker (no reference cycle the GC cannot see).
+// Only used with the GIL held; errors are Python errors (false or null with one set).
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "record/python/tensor_reads.h"
+
+namespace traincheck {
+
+// What the gradients a write saw change mean for the parameters' bookkeeping.
+enum class GradEffect : int {
+  kNone = 0,      // a write whose changes mean nothing (tracking, the end of the run)
+  kComputed = 1,  // changed outside zero_grad or clipping: computed by backward since
+  kReset = 2,     // the post-write of a recorded zero_grad: a reset
+  kClipped = 3,   // the post-write of a recorded clipping call
+};
+
+// One optimizer's view of a parameter, as at that optimizer's last step.
+struct OptimizerHistory {
+  uintptr_t key = 0;               // id(optimizer)
+  bool stepped = false;            // a step of it saw the parameter
+  PyObject* grad_ref = nullptr;    // at that step: the gradient's weak reference (null: no gradient), strong
+  int64_t resets = 0;              // the parameter's counters at that step
+  int64_t discards = 0;
+  int64_t clips = 0;
+  PyObject* first_sight = nullptr;  // the optimizer's first-sight dict built_to_train was read from, strong
+  bool built_to_train = false;      // it required gradients when that optimizer first saw it
+  bool had_grad = false;            // it had a gradient at one of that optimizer's steps
+  bool trained = false;             // built to train it, and stepped
+};
+
+struct TrackedParam {
+  PyObject* param = nullptr;  // strong; null: a free slot
+  PyObject* owner = nullptr;  // borrowed: the module whose _parameters[attr] is param (null: a tensor itself)
+  PyObject* attr = nullptr;   // strong
+  PyObject* model = nullptr;  // borrowed: the model it was tracked under (null: none)
+  uint32_t name_id = 0;
+  bool sharded = false;  // a DTensor: digested and summarised on this rank's shard (shards.local)
+  // The signature when last written (has_signature false: never written). data_known false: the data
+  // must be digested again (a fused optimizer's write its version counter does not show).
+  bool data_strided = false;  // the parameter is strided (read once: a tensor object keeps its layout)
+  bool grad_strided = false;  // the gradient last looked at is strided
+  bool has_signature = false;
+  bool data_known = false;
+  bool grad_present = false;
+  int64_t data_version = 0;
+  uint64_t data_address = 0;
+  int64_t grad_version = 0;
+  uint64_t grad_address = 0;
+  PyObject* grad_ref = nullptr;     // the gradient last digested, weakly (null: none), strong reference
+  PyObject* data_digest = nullptr;  // int, None or a pending digest; strong
+  PyObject* grad_digest = nullptr;
+  int64_t resets = 0;    // recorded zero_grad calls that changed the gradient
+  int64_t discards = 0;  // of those, the ones that threw away a gradient computed since the previous reset
+  bool grad_since_reset = false;
+  int64_t clips = 0;                // recorded clipping calls that changed the gradient
+  PyObject* clip_ref = nullptr;     // the gradient the last one left, weakly; strong reference
+  int64_t clip_version = 0;
+  bool grad_changed = false;  // at the last write that looked at it
+  uint64_t held_mark = 0;     // == TrackedParams' mark: the stepping optimizer holds it
+  uint32_t next_same = UINT32_MAX;  // the next slot of the same parameter (tracked under two names)
+  std::vector<OptimizerHistory> history = {};
+};
+
+class TrackedParams {
+ public:
+  // `local`: shards.local, called for sharded slots only.
+  bool init(PyObject* tensor, PyObject* parameter, PyObject* strided, PyObject* local);
+  ~TrackedParams();
+
+  // A new slot; -1 with an error set.
+  long add(PyObject* param, PyObject* owner, PyObject* attr, PyObject* model, uint32_t name_id, bool sharded);
+  // The tracked slots, in write order; every other slot is freed.
+  bool set_order(PyObject* slots);
+  // Slots of the order whose module holds another tensor under their attribute now (a list).
+  PyObject* replaced();
+  // Of `slots` (a list), those never written (a list).
+  PyObject* unwritten(PyObject* slots);
+
+  // Looks at `slots` (a list, or None: the order): reads signatures, decides what changed, refreshes
+  // signatures and gradient references. Returns (tensors to digest, their codes: slot * 2, + 1 for a
+  // gradient) and remembers the write's slots: all of them, or with only_changed those that changed.
+  PyObject* detect(PyObject* slots, bool only_changed);
+  // (name_ids, tensors, data digests, grad digests) of the remembered write; None when it is empty.
+  PyObject* written_lists();
+  // The remembered write's slots (a list).
+  PyObject* written_slots();
+  void after_write(GradEffect effect);
+
+  // The claims at an optimizer's step for the remembered write (tracker.py's _step_claims): a dict keyed
+  // by claim name. `groups`: optimizer.param_groups; `first_sight`: {id(p): requires_grad} or None;
+  // `forwards_eval`, `forwards_ddp`: the verdicts over forwards, by id(model), taken by this step.
+  PyObject* step_claims(uintptr_t key, PyObject* groups, PyObject* first_sight, bool judged, PyObject* sampler,
+                        PyObject* forwards_eval, PyObject* forwards_ddp);
+  // At the end of the run: whether each written slot had a gradient at one of optimizer `key`'s steps.
+  PyObject* final_claims(uintptr_t key);
+  // {id(optimizer): [slots it was built to train and that stepped]}, over the order.
+  PyObject* trained_by();
+
+  // A fused optimizer's groups' parameter lists: their data is digested again at the next write.
+  bool forget_data(PyObject* param_lists);
+
+  PyObject* digest(long code);  // new reference; None for a freed slot
+  bool set_digest(long code, PyObject* value);
+  // Puts values[i] (a list) into codes[i]'s digest (a list).
+  bool set_digests(PyObject* codes, PyObject* values);
+  int64_t resets(long slot) const { return valid(slot) ? slots_[slot].resets : 0; }
+  size_t size() const { return order_.size(); }
+
+ private:
+  bool valid(long slot) const {
+    return slot >= 0 && static_cast<size_t>(slot) < slots_.size() && slots_[slot].param != nullptr;
+  }
+  bool slot_list(PyObject* list, std::vector<uint32_t>& out) const;
+  PyObject* local(const TrackedParam& s, PyObject* t) const;  // new reference
+  bool address(PyObject* t, const bool* strided, bool& is_strided, uint64_t& out) const;
+  bool look(uint32_t index, std::vector<PyObject*>& tensors, std::vector<long>& codes, bool& changed);
+  bool mark_held(PyObject* groups, uint64_t mark, bool& has_gradients);
+  void free_slot(TrackedParam& s);
+  OptimizerHistory& history_of(TrackedParam& s, uintptr_t key);
+
+  TensorReads reads_;
+  PyObject* local_ = nullptr;  // strong
+  std::vector<TrackedParam> slots_;
+  std::vector<uint32_t> free_;
+  std::vector<uint32_t> order_;
+  std::unordered_map<PyObject*, uint32_t> by_param_;  // a parameter's first slot in the order
+  std::vector<uint32_t> written_;
+  std::vector<uint32_t> looked_;  // the slots the last detect looked at
+  uint64_t mark_ = 0;
+  PyObject* parameters_name_ = nullptr;  // "_parameters", interned
+  PyObject* training_name_ = nullptr;    // "training", interned
+};
+
+}  // namespace traincheck
