@@ -1,12 +1,23 @@
 """The tracker's claims of what ran between two optimizer steps, judged directly (no collector): which passes
 of a DistributedSampler are compared, and which validation forwards make a claim."""
 
+import pytest
 import torch
 from torch.utils.data.distributed import DistributedSampler
 
 from test_tracker_new_gradient import RecordingCore
 from traincheck import meta_vars
 from traincheck.tracking.tracker import ModelTracker
+
+
+@pytest.fixture(autouse=True)
+def _own_meta_vars(monkeypatch):
+    """The steps these tests start are theirs: the process's meta-vars are put back after each (a later test's
+    tracker would otherwise find itself at a step it never saw)."""
+    monkeypatch.setattr(meta_vars, "_meta", {"step": 0})
+    monkeypatch.setattr(meta_vars, "_in_evaluation", [False])
+    monkeypatch.setattr(meta_vars, "_steps_started", [0])
+    monkeypatch.setattr(meta_vars, "_rest_json", {"text": None})
 
 
 def _claims_of(core: RecordingCore, name: str) -> list:
