@@ -112,3 +112,29 @@ def test_a_parameter_tracked_under_two_names_is_held_under_both():
     opt.step()
     tracker.after_optimizer_step(opt, (), {})
     assert core.optimizer_has_gradients[-1] == {core.names["a.weight"]: True, core.names["b.weight"]: True}
+
+
+TRAIN = """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    optimizer.zero_grad()
+    model(torch.ones(2, 4)).sum().backward()
+    optimizer.step()
+"""
+
+
+def test_a_tracked_run_leaves_the_scripts_stderr_as_without_the_tool(tmp_path):
+    # The tracker's native state lives until the interpreter exits: nothing of it may print at teardown.
+    import subprocess
+    import sys
+
+    from conftest import collect, write_script
+
+    write_script(tmp_path, "train.py", TRAIN)
+    plain = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    result = collect(tmp_path, "-p", "train.py", "--output-dir", "out")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "program_stderr.txt").read_text() == plain.stderr

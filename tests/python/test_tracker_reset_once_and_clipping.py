@@ -171,3 +171,30 @@ def test_the_clipping_functions_are_tracked_around_in_full_mode():
                  "torch.nn.utils.clip_grad.clip_grad_value_"):
         assert mutates_parameters(name)
     assert not mutates_parameters("torch.nn.utils.clip_grad._get_total_norm")
+
+
+def test_a_step_given_a_closure_makes_no_claim_of_resets_between_steps():
+    # LBFGS calls its closure (zero_grad, forward, backward) several times inside one step: the resets it
+    # makes there are the step's own, not resets between steps.
+    model = torch.nn.Linear(3, 2)
+    core, tracker = _setup(model)
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=4)
+
+    def closure():
+        _zero_grad(tracker, opt)
+        loss = model(torch.ones(4, 3)).pow(2).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        opt.step(closure)
+        tracker.after_optimizer_step(opt, (closure,), {})
+        assert core.grad_resets[-1] is None and core.grad_reset_once[-1] is None
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):  # a step without a closure claims them again
+        _zero_grad(tracker, sgd)
+        _backward(model)
+        sgd.step()
+        tracker.after_optimizer_step(sgd, (), {"closure": None})
+    assert set(core.grad_reset_once[-1].values()) == {True}
+    assert set(core.grad_resets[-1].values()) == {True}

@@ -423,7 +423,11 @@ class ModelTracker:
         self._all()
         _forget_fused_writes(self.params, optimizer)
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
-        self._write(None, mode=mode, dump_loc=loc, only_changed=False, claims=lambda: self._step_claims(optimizer))
+        # A step given a closure (LBFGS's is called several times per step) resets and recomputes the gradients
+        # inside the step, as the closure decides: whether they were reset between steps is not claimed.
+        closure = (args[0] if args else None) if kwargs.get("closure") is None else kwargs["closure"]
+        self._write(None, mode=mode, dump_loc=loc, only_changed=False,
+                    claims=lambda: self._step_claims(optimizer, resets_claimed=closure is None))
 
     def at_step_end(self) -> None:
         """Iteration boundary (start_step, and exit): the states the step ends with. After an optimizer
@@ -648,18 +652,22 @@ class ModelTracker:
         finally:
             self.core.set_inside_recorder(previous)
 
-    def _step_claims(self, optimizer) -> dict[str, list]:
+    def _step_claims(self, optimizer, resets_claimed: bool = True) -> dict[str, list]:
         """The claims at `optimizer`'s step for the write's parameters (TrackedParams.step_claims, the module
-        docstring), a list per claim keyed by the name `_core.step_claims()` declares it under. The verdicts
-        over forwards and sampler iterations are taken by the step that claims them."""
+        docstring), a list per claim keyed by the name `_core.step_claims()` declares it under; without
+        `resets_claimed`, the two claims of gradient resets between steps are made for no parameter. The
+        verdicts over forwards and sampler iterations are taken by the step that claims them."""
         try:
             first_sight = self._first_sight.get(optimizer)
             judged = self._step_counts.get(optimizer, 0) >= _GRACE_STEPS
         except TypeError:  # an optimizer-like object without weak references
             first_sight, judged = None, False
         sampler, self._sampler_verdict = self._sampler_verdict, None
-        return self.params.step_claims(id(optimizer), getattr(optimizer, "param_groups", ()), first_sight, judged,
-                                       sampler, self._eval_forwards, self._ddp_forwards)
+        claims = self.params.step_claims(id(optimizer), getattr(optimizer, "param_groups", ()), first_sight, judged,
+                                         sampler, self._eval_forwards, self._ddp_forwards)
+        if not resets_claimed:
+            claims["grad_reset"] = claims["grad_reset_once"] = None
+        return claims
 
     def _hand_claims(self) -> dict[str, list] | None:
         """At an iteration boundary with no optimizer step since the last one, for the parameters whose data
