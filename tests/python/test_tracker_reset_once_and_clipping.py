@@ -188,13 +188,13 @@ def test_a_step_given_a_closure_makes_no_claim_of_resets_between_steps():
 
     for _ in range(3):
         opt.step(closure)
-        tracker.after_optimizer_step(opt, (closure,), {})
+        tracker.after_optimizer_step(opt, (opt, closure), {})  # as torch's hooks get them: the optimizer first
         assert core.grad_resets[-1] is None and core.grad_reset_once[-1] is None
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(2):  # a step without a closure claims them again
         _zero_grad(tracker, sgd)
         _backward(model)
         sgd.step()
-        tracker.after_optimizer_step(sgd, (), {"closure": None})
+        tracker.after_optimizer_step(sgd, (sgd,), {})
     assert set(core.grad_reset_once[-1].values()) == {True}
     assert set(core.grad_resets[-1].values()) == {True}

@@ -425,7 +425,9 @@ class ModelTracker:
         mode, loc = (None, None) if self.style == "sampler" else ("sample", type(optimizer).__qualname__ + ".step")
         # A step given a closure (LBFGS's is called several times per step) resets and recomputes the gradients
         # inside the step, as the closure decides: whether they were reset between steps is not claimed.
-        closure = (args[0] if args else None) if kwargs.get("closure") is None else kwargs["closure"]
+        # torch's step hooks get the step's positional arguments with the optimizer first.
+        positional = args[1:] if args and args[0] is optimizer else args
+        closure = kwargs.get("closure", positional[0] if positional else None)
         self._write(None, mode=mode, dump_loc=loc, only_changed=False,
                     claims=lambda: self._step_claims(optimizer, resets_claimed=closure is None))
 
