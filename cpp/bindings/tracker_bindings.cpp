@@ -77,6 +77,7 @@ void bind_tracker(nb::module_& m) {
       .def("set_digests",
            [](TrackedParams& t, nb::list codes, nb::list values) { check(t.set_digests(codes.ptr(), values.ptr())); })
       .def("resets", &TrackedParams::resets)
+      .def("clips", &TrackedParams::clips)
       .def("__len__", &TrackedParams::size);
 }
 

@@ -56,11 +56,12 @@ def test_each_bug_is_found_by_its_claim_online_and_offline(tmp_path, bug, relati
     assert offline & RELATIONS == {relation}
 
 
+@pytest.mark.parametrize("through_data", [False, True], ids=["in_place", "through_data_after_clipping"])
 @pytest.mark.parametrize("style", ["zero_in_place", "set_to_none", "zero_grad_first", "missing_reset"])
-def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, style):
+def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, style, through_data):
     out = tmp_path / style
     proc = collect(tmp_path, "-p", str(SCRIPTS / "hand_update_loop.py"), "--output-dir", str(out),
-                   script_args=["--style", style])
+                   script_args=["--style", style] + (["--through-data"] if through_data else []))
     assert proc.returncode == 0, proc.stderr
     assert _violated_in_process(out) == ({"GradientResetRelation"} if style == "missing_reset" else set())
 

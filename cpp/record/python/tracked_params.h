@@ -117,7 +117,8 @@ class TrackedParams {
   // {id(optimizer): [slots it was built to train and that stepped]}, over the order.
   PyObject* trained_by();
 
-  // A fused optimizer's groups' parameter lists: their data is digested again at the next write.
+  // Parameter lists (a fused optimizer's groups, the models updated by hand): their data is digested again at
+  // the next write.
   bool forget_data(PyObject* param_lists);
 
   PyObject* digest(long code);  // new reference; None for a freed slot
@@ -125,6 +126,7 @@ class TrackedParams {
   // Puts values[i] (a list) into codes[i]'s digest (a list).
   bool set_digests(PyObject* codes, PyObject* values);
   int64_t resets(long slot) const { return valid(slot) ? slots_[slot].resets : 0; }
+  int64_t clips(long slot) const { return valid(slot) ? slots_[slot].clips : 0; }
   size_t size() const { return order_.size(); }
 
  private:

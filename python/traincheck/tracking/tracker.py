@@ -108,7 +108,7 @@ class _Entry:
     slot in the tracker's TrackedParams (traincheck._core), which holds its signature, digests and gradient
     bookkeeping; here only the state of updates by hand (no optimizer), which needs Python hooks."""
 
-    __slots__ = ("name_id", "param", "owner", "attr", "model", "slot", "data_version", "accumulations",
+    __slots__ = ("name_id", "param", "owner", "attr", "model", "slot", "data_version", "data_digest", "accumulations",
                  "accumulation_hook", "hand", "__weakref__")
 
     def __init__(self, params, name_id: int, param: torch.Tensor, owner=None, attr=None, model=None):
@@ -123,31 +123,39 @@ class _Entry:
         # accumulations into the gradient (counted by a hook, once the parameter was first updated by
         # hand); and (gradient, its version, accumulations, resets) at its last update (None: no gradient).
         self.data_version = param._version
+        self.data_digest = None  # the data's digest at the last iteration boundary, when known on the host
         self.accumulations = 0
         self.accumulation_hook = None
         self.hand = None
 
-    def reset_by_hand(self, resets: int) -> bool | None:
+    def reset_by_hand(self, resets: int, clips: int, data_digest) -> bool | None:
         """At an iteration boundary with no optimizer step: when the data changed since the last boundary (an
-        update by hand), whether the gradient was reset since the previous update; None when it was not
-        updated, had no gradient at one of the two updates, or its accumulations were not counted yet. Reset:
-        another gradient tensor (set to None, made anew by backward), a recorded zero_grad that changed it
-        (`resets`: their count, TrackedParams.resets), or more in-place writes to it than backward's
-        accumulations (`p.grad.zero_()`). Without a reset, backward accumulated into the previous update's
-        gradient: a missing zero_grad."""
+        update by hand: its version moved, or, for an update through `p.data`, which has a version counter of
+        its own, its digest `data_digest` did), whether the gradient was reset since the previous update;
+        None when it was not updated, had no gradient at one of the two updates, or its accumulations were
+        not counted yet. A digest still on its way from a device is not compared: there, only an update
+        that moves the version is seen. Reset: another gradient tensor (set to None, made anew by backward),
+        a recorded zero_grad that changed it (`resets`: their count so far, TrackedParams.resets), or more
+        in-place writes to it than backward's accumulations and the recorded clipping calls that changed it
+        (`clips`, TrackedParams.clips) made (`p.grad.zero_()`). Without a reset, backward accumulated into
+        the previous update's gradient: a missing zero_grad."""
         version = self.param._version
         updated, self.data_version = version != self.data_version, version
+        if type(data_digest) is int:
+            updated |= self.data_digest is not None and data_digest != self.data_digest
+            self.data_digest = data_digest
         if not updated:
             return None
         g = self.param.grad
         last, counted = self.hand, self.accumulation_hook is not None
-        self.hand = None if g is None else (weakref.ref(g), g._version, self.accumulations, resets)
+        self.hand = None if g is None else (weakref.ref(g), g._version, self.accumulations, resets, clips)
         self.count_accumulations()
         if g is None or last is None or not counted:
             return None
         if last[0]() is not g or last[3] != resets:
             return True
-        return g._version - last[1] > self.accumulations - last[2]
+        # In-place writes to the gradient: backward's accumulations, one per recorded clipping call, and a reset.
+        return g._version - last[1] > (self.accumulations - last[2]) + (clips - last[4])
 
     def count_accumulations(self) -> None:
         """Count backward's accumulations into the gradient from now on (a hook after each one)."""
@@ -462,6 +470,9 @@ class ModelTracker:
         # judged at its steps).
         claims = self._hand_claims if self._steps_taken == 0 else None
         self._all()
+        if claims is not None:
+            # Updates by hand through `p.data` leave the version counter as it was: the data is digested again.
+            self.params.forget_data([[e.param for e in self._order]])
         self._write(None, mode=mode, dump_loc=loc, only_changed=False, claims=claims)
 
     def around_api(self, api_name: str, phase: str) -> None:
@@ -678,7 +689,8 @@ class ModelTracker:
         first update on (_Entry.count_accumulations), so the claim starts at their second."""
         resets, any_claim = [], False
         for slot in self.params.written_slots():
-            reset = self._by_slot[slot].reset_by_hand(self.params.resets(slot))
+            reset = self._by_slot[slot].reset_by_hand(self.params.resets(slot), self.params.clips(slot),
+                                                      self.params.digest(2 * slot))
             resets.append(reset)
             any_claim |= reset is not None
         return {"grad_reset": resets} if any_claim else None
