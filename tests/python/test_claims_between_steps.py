@@ -66,6 +66,15 @@ def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, st
     assert _violated_in_process(out) == ({"GradientResetRelation"} if style == "missing_reset" else set())
 
 
+@pytest.mark.parametrize("validation", ["eval", "missing_eval"])
+def test_a_loop_updating_parameters_by_hand_is_told_validation_in_training_mode(tmp_path, validation):
+    out = tmp_path / validation
+    proc = collect(tmp_path, "-p", str(SCRIPTS / "hand_update_loop.py"), "--output-dir", str(out),
+                   script_args=["--validation", validation])
+    assert proc.returncode == 0, proc.stderr
+    assert _violated_in_process(out) == ({"EvalModeInValidationRelation"} if validation == "missing_eval" else set())
+
+
 COPY_AND_PICKLE = """
 import copy, io, torch, torch.nn as nn
 torch.manual_seed(0)

@@ -686,11 +686,19 @@ class ModelTracker:
         """At an iteration boundary with no optimizer step since the last one, for the parameters whose data
         changed since then (updated by hand, in place under no_grad): whether the gradient was reset since
         their previous update (_Entry.reset_by_hand). Their gradients' accumulations are counted from their
-        first update on (_Entry.count_accumulations), so the claim starts at their second."""
-        resets, any_claim = [], False
+        first update on (_Entry.count_accumulations), so the claim starts at their second. And, as an
+        optimizer's step takes it, the verdict over the evaluation forwards of each parameter's model since
+        the last boundary that took it (a validation loop, then training goes on: its next boundary)."""
+        resets, evaluating, models, any_claim = [], [], set(), False
         for slot in self.params.written_slots():
-            reset = self._by_slot[slot].reset_by_hand(self.params.resets(slot), self.params.clips(slot),
-                                                      self.params.digest(2 * slot))
+            e = self._by_slot[slot]
+            reset = e.reset_by_hand(self.params.resets(slot), self.params.clips(slot), self.params.digest(2 * slot))
+            model = None if e.model is None else id(e.model)
+            models.add(model)
+            verdict = self._eval_forwards.get(model)
             resets.append(reset)
-            any_claim |= reset is not None
-        return {"grad_reset": resets} if any_claim else None
+            evaluating.append(verdict)
+            any_claim |= reset is not None or verdict is not None
+        for model in models:  # taken by this boundary
+            self._eval_forwards.pop(model, None)
+        return {"grad_reset": resets, "eval_in_validation": evaluating} if any_claim else None

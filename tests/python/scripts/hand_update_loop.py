@@ -3,7 +3,8 @@ the styles tutorials teach: `--style` zeroes the gradients in place after the up
 sets them to None, or calls `model.zero_grad()` before backward; `missing_reset` forgets to reset them, so
 each update applies the sum of every gradient so far. `--through-data` updates through `p.data` instead (as
 PyTorch's word_language_model example does: its own version counter, so no write the parameter's counts)
-after clipping the gradients."""
+after clipping the gradients. `--validation eval` validates after each of two epochs in eval mode (the model
+then has dropout); `missing_eval` validates in training mode."""
 import argparse
 
 import torch
@@ -13,10 +14,12 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--style", choices=["zero_in_place", "set_to_none", "zero_grad_first", "missing_reset"],
                     default="zero_in_place")
 parser.add_argument("--through-data", action="store_true")
+parser.add_argument("--validation", choices=["eval", "missing_eval"])
 args = parser.parse_args()
 
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+layers = [nn.Linear(8, 16), nn.Tanh()] + ([nn.Dropout(0.1)] if args.validation else []) + [nn.Linear(16, 1)]
+model = nn.Sequential(*layers)
 x, y = torch.randn(64, 8), torch.randn(64, 1)
 
 
@@ -41,4 +44,16 @@ def train(steps=8, lr=0.05):
         print(f"step {step} loss {loss.item():.6f}")
 
 
-train()
+def validate():
+    if args.validation == "eval":
+        model.eval()
+    with torch.no_grad():
+        for batch in x.split(16):
+            model(batch)
+    model.train()
+
+
+for epoch in range(2 if args.validation else 1):
+    train()
+    if args.validation:
+        validate()
