@@ -349,11 +349,12 @@ void TrackedParams::after_write(GradEffect effect) {
   looked_.clear();
 }
 
-bool TrackedParams::forget_data(PyObject* param_lists) {
-  PyObject* outer = PySequence_Fast(param_lists, "TrackedParams.forget_data: a list of parameter lists");
+template <typename Fn>
+bool TrackedParams::for_each_slot_of(PyObject* param_lists, const char* what, Fn&& fn) {
+  PyObject* outer = PySequence_Fast(param_lists, what);
   if (outer == nullptr) return false;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(outer); ++i) {
-    PyObject* inner = PySequence_Fast(PySequence_Fast_GET_ITEM(outer, i), "TrackedParams.forget_data: a list");
+    PyObject* inner = PySequence_Fast(PySequence_Fast_GET_ITEM(outer, i), what);
     if (inner == nullptr) {
       Py_DECREF(outer);
       return false;
@@ -361,12 +362,24 @@ bool TrackedParams::forget_data(PyObject* param_lists) {
     for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(inner); ++k) {
       auto it = by_param_.find(PySequence_Fast_GET_ITEM(inner, k));
       for (uint32_t s = it == by_param_.end() ? UINT32_MAX : it->second; s != UINT32_MAX; s = slots_[s].next_same)
-        slots_[s].data_known = false;
+        fn(slots_[s]);
     }
     Py_DECREF(inner);
   }
   Py_DECREF(outer);
   return true;
+}
+
+bool TrackedParams::forget_data(PyObject* param_lists) {
+  return for_each_slot_of(param_lists, "TrackedParams.forget_data: a list of parameter lists",
+                          [](TrackedParam& s) { s.data_known = false; });
+}
+
+bool TrackedParams::forget_grads(PyObject* param_lists) {
+  return for_each_slot_of(param_lists, "TrackedParams.forget_grads: a list of parameter lists", [](TrackedParam& s) {
+    s.grad_version = -1;   // no version reads -1: the next write digests the gradient again
+    s.clip_version = -1;   // nor is it the gradient the last clipping left any more
+  });
 }
 
 PyObject* TrackedParams::digest(long code) {

@@ -120,6 +120,9 @@ class TrackedParams {
   // Parameter lists (a fused optimizer's groups, the models updated by hand): their data is digested again at
   // the next write.
   bool forget_data(PyObject* param_lists);
+  // Parameter lists whose gradients were written without moving their version counters (GradScaler's
+  // unscaling): digested again at the next write, and no longer the gradients the last clipping left.
+  bool forget_grads(PyObject* param_lists);
 
   PyObject* digest(long code);  // new reference; None for a freed slot
   bool set_digest(long code, PyObject* value);
@@ -130,6 +133,10 @@ class TrackedParams {
   size_t size() const { return order_.size(); }
 
  private:
+  // Calls fn on every slot of the parameters in `param_lists` (a list of parameter lists); false with a
+  // Python error (`what`) when it is not one.
+  template <typename Fn>
+  bool for_each_slot_of(PyObject* param_lists, const char* what, Fn&& fn);
   bool valid(long slot) const {
     return slot >= 0 && static_cast<size_t>(slot) < slots_.size() && slots_[slot].param != nullptr;
   }

@@ -317,6 +317,27 @@ def watch_optimizer_construction(tracker: "ModelTracker") -> None:
     torch.optim.Optimizer.__init__ = __init__
 
 
+def watch_gradient_unscaling(tracker: "ModelTracker") -> None:
+    """Tell `tracker` when a GradScaler unscales an optimizer's gradients (`unscale_`, or `step` before
+    it steps): its kernel writes them in place without moving their version counters, so the signatures
+    cannot see it (ModelTracker.gradients_unscaled). A torch without `torch.amp.grad_scaler` is left alone."""
+    try:
+        from torch.amp.grad_scaler import GradScaler
+    except ImportError:
+        return
+    original = getattr(GradScaler, "_unscale_grads_", None)
+    if original is None:
+        return
+
+    @functools.wraps(original)
+    def _unscale_grads_(self, optimizer, *args, **kwargs):
+        result = original(self, optimizer, *args, **kwargs)
+        tracker.gradients_unscaled(optimizer)
+        return result
+
+    GradScaler._unscale_grads_ = _unscale_grads_
+
+
 def watch_sampler_iterations(tracker: "ModelTracker") -> None:
     """Tell `tracker` when a DistributedSampler (or a subclass calling its `__iter__`) begins an iteration:
     `DistributedSampler.__iter__` is replaced by a function that calls the tracker, then the original. Once
@@ -487,6 +508,12 @@ class ModelTracker:
             effect = _COMPUTED
         self._all()
         self._write(None, mode=mode, dump_loc=loc, only_changed=True, effect=effect)
+
+    def gradients_unscaled(self, optimizer) -> None:
+        """A GradScaler unscaled `optimizer`'s gradients in place (watch_gradient_unscaling): they are
+        digested again at the next write, and a clipping before it no longer left the gradients the step
+        applies (clipping scaled gradients: GradientClippedRelation)."""
+        self.params.forget_grads([group.get("params", ()) for group in getattr(optimizer, "param_groups", ())])
 
     def optimizer_built(self, optimizer) -> None:
         """An optimizer was built (watch_optimizer_construction): which of its parameters require gradients
