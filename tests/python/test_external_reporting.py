@@ -4,6 +4,7 @@ store and a W&B offline run, read back. They need the `report` extra (pip instal
 which scripts/install_deps.sh installs); without it they skip and say so."""
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -225,7 +226,13 @@ def test_following_logs_exactly_the_per_step_counts_the_checker_hands_over(monke
         def log_step(self, step, n):
             logged.append((step, n))
 
-    with os.fdopen(read_end, "rb") as stdin:
-        monkeypatch.setattr(sys, "stdin", stdin)
-        assert export.follow(None, [Sink()]) == 7
+    # follow() ignores SIGINT, as the exporter process it runs in should; this test's process must not
+    # keep that: every process it starts later would inherit it (a Ctrl-C test then waits forever).
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        with os.fdopen(read_end, "rb") as stdin:
+            monkeypatch.setattr(sys, "stdin", stdin)
+            assert export.follow(None, [Sink()]) == 7
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert logged == [(3, 1), (4, 2), (7, 5)]

@@ -69,6 +69,8 @@ def _start_long_running(tmp_path, env_extra=None):
         [sys.executable, "-m", "traincheck.collect_trace", "-p", "long.py", "--output-dir", "out"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, **(env_extra or {})},
+        # Signals as in a terminal, whatever this test process inherited (an ignored SIGINT is inherited).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     line = proc.stdout.readline()
     while line and not line.startswith("ready"):
