@@ -57,6 +57,10 @@ inline constexpr StepClaim kStepClaims[] = {
      "for every parameter the stepping optimizer holds, at the first step after a shuffling DistributedSampler "
      "began a pass, when an earlier pass of it was trained on: the two passes' epochs differ "
      "(SamplerEpochAdvancesRelation)"},
+    {"optimizer_stepped", "_TRAINCHECK_optimizer_stepped", 9,
+     "at the end of the run, for a parameter an optimizer was built to train (it required gradients then), "
+     "when that optimizer stepped or some parameter it was built to train has a gradient: the optimizer "
+     "stepped (OptimizerStepsRelation)"},
 };
 inline constexpr size_t kStepClaimCount = std::size(kStepClaims);
 

@@ -15,6 +15,7 @@
 #include "relations/gradient_reset_once.h"
 #include "relations/module_mode_relation.h"
 #include "relations/optimizer_has_gradients.h"
+#include "relations/optimizer_steps.h"
 #include "relations/parameter_gets_gradients.h"
 #include "relations/sampler_epoch_advances.h"
 #include "relations/threshold.h"
@@ -41,11 +42,13 @@ const std::vector<const Relation*>& implemented_relations() {
   static const EvalModeInValidationRelation eval_mode_in_validation;    // ours
   static const ForwardThroughWrapperRelation forward_through_wrapper;  // ours
   static const SamplerEpochAdvancesRelation sampler_epoch_advances;    // ours
+  static const OptimizerStepsRelation optimizer_steps;                 // ours
   static const std::vector<const Relation*> all = {
       &api_contain,       &consistency, &consistent_output, &consistent_input_output, &function_cover,
       &function_lead,     &distinct_argument, &threshold,   &module_mode,             &gradient_reset,
       &training_mode,     &optimizer_has_gradients,         &gradient_reset_once,     &gradient_clipped,
-      &parameter_gets_gradients, &eval_mode_in_validation, &forward_through_wrapper, &sampler_epoch_advances};
+      &parameter_gets_gradients, &eval_mode_in_validation, &forward_through_wrapper, &sampler_epoch_advances,
+      &optimizer_steps};
   return all;
 }
 

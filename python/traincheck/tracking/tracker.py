@@ -66,6 +66,9 @@ Four claims come from what the tracker sees between two steps of an optimizer:
   holds, at the first step after a shuffling DistributedSampler began a pass, when an earlier pass of it
   was trained on: whether the epochs differ (`set_epoch`); a pass no step follows is never compared.
   `watch_sampler_iterations` sees the iterations.
+- `_TRAINCHECK_optimizer_stepped` (OptimizerStepsRelation), at the end of the run only: for the parameters
+  an optimizer was built to train, whether it stepped; made for an optimizer that never stepped only when
+  one of them has a gradient then (gradients computed and never applied: a missing `optimizer.step()`).
 A hook costs one Python call per forward of a tracked model (not per layer), and nothing while dynamo
 traces a compiled forward.
 
@@ -523,8 +526,9 @@ class ModelTracker:
     def at_exit(self) -> None:
         """The end of the run: the last iteration's states, then, for each optimizer that stepped, the
         gets_gradients claim over the whole run of the parameters it was built to train (a layer frozen after
-        its optimizer was built and never unfrozen had no gradient at any step), then every write still
-        waiting for the device."""
+        its optimizer was built and never unfrozen had no gradient at any step) with the optimizer_stepped
+        claim; for each that never stepped while those parameters have gradients, optimizer_stepped false;
+        then every write still waiting for the device."""
         self.at_step_end()
         # Per optimizer (its id; it may be gone by now), the parameters it was built to train, of the models
         # still tracked (a model the tracker stopped following, _forget_models_no_optimizer_holds, is not
@@ -536,8 +540,35 @@ class ModelTracker:
         mode, loc = (None, None) if self.style == "sampler" else ("sample", "exit")
         for key, judged in trained.items():
             self._write(judged, mode=mode, dump_loc=loc, only_changed=False,
-                        claims=lambda key=key: self.params.final_claims(key), effect=_NO_EFFECT)
+                        claims=lambda key=key: {**self.params.final_claims(key), **self._stepped_claims(True)},
+                        effect=_NO_EFFECT)
+        # Optimizers built and never stepped while parameters they were built to train have gradients: the
+        # program computed gradients it never applied (a missing optimizer.step()).
+        never_stepped = self._never_stepped()
+        if never_stepped and not self.core.is_recording():
+            self.core.set_recording(True)
+        for judged in never_stepped:
+            self._write(judged, mode=mode, dump_loc=loc, only_changed=False,
+                        claims=lambda: self._stepped_claims(False), effect=_NO_EFFECT)
         self._states.drain()
+
+    def _stepped_claims(self, stepped: bool) -> dict[str, list]:
+        """The optimizer_stepped claim for every parameter of the write being made (at the end of the run)."""
+        return {"optimizer_stepped": [stepped] * len(self.params.written_slots())}
+
+    def _never_stepped(self) -> list[list[int]]:
+        """Per optimizer seen built that never stepped, while a parameter it was built to train (required
+        gradients then) has a gradient now: the tracked slots of the parameters it was built to train."""
+        slot_of = {id(e.param): e.slot for e in self._order}
+        out = []
+        for optimizer, first_sight in list(self._first_sight.items()):
+            if self._step_counts.get(optimizer, 0):
+                continue
+            built_to_train = [p for p in discovery.optimizer_parameters(optimizer) if first_sight.get(id(p))]
+            slots = [slot_of[id(p)] for p in built_to_train if id(p) in slot_of]
+            if slots and any(p.grad is not None for p in built_to_train):
+                out.append(slots)
+        return out
 
     def sampler_iterated(self, sampler) -> None:
         """A DistributedSampler begins a pass (watch_sampler_iterations): judged at the first optimizer step
