@@ -49,6 +49,8 @@ EXPECT = {
     "dataloader_workers_same_seed": ("repeated_augmentations", lambda s: int(s["repeated_augmentations"]) == 0, lambda s: int(s["repeated_augmentations"]) > 0),
     "grad_accum_zero_grad_every_microstep": ("accumulated_grad_max_err", lambda s: float(s["accumulated_grad_max_err"]) < 1e-4, lambda s: float(s["accumulated_grad_max_err"]) > 1e-2),
     "grad_accum_never_zero_grad": ("accumulated_grad_max_err", lambda s: float(s["accumulated_grad_max_err"]) < 1e-4, lambda s: float(s["accumulated_grad_max_err"]) > 1e-2),
+    "optimizer_step_missing": ("head_weight_moved", lambda s: float(s["head_weight_moved"]) > 1e-2, lambda s: float(s["head_weight_moved"]) == 0.0),
+    "amp_clip_before_unscale": ("final_mse", lambda s: float(s["final_mse"]) < 0.5, lambda s: float(s["final_mse"]) > 0.7),
 }
 
 
