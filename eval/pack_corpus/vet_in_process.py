@@ -108,7 +108,9 @@ def install(invariants: list[dict], programs: list[str], pack: Path = INSTALLED_
     for i in merged:
         by_relation[i["relation"]] = by_relation.get(i["relation"], 0) + 1
     added = sorted({*meta.get("vetted_in_process", {}).get("relations", []), *(i["relation"] for i in invariants)})
-    meta.update(invariants=len(merged), by_relation=dict(sorted(by_relation.items())),
+    # A claim relation's invariants are one hypothesis class, named after the relation (no argument values).
+    by_class = {**meta.get("by_class", {}), **{r: by_relation[r] for r in {i["relation"] for i in invariants}}}
+    meta.update(invariants=len(merged), by_relation=dict(sorted(by_relation.items())), by_class=dict(sorted(by_class.items())),
                 vetted_in_process={"relations": added, "programs": programs})
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
