@@ -38,6 +38,19 @@ def write_script(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+def in_process_summaries(out_dir: Path) -> list[dict]:
+    """The in-process check's summary of each process of a collect into `out_dir`; at least one, each
+    having checked something."""
+    summaries = [json.loads(Path(p).read_text()) for p in glob.glob(str(out_dir / "online_check" / "summary_*.json"))]
+    assert summaries and all(s["checked"] > 0 for s in summaries), f"no in-process check summary in {out_dir}"
+    return summaries
+
+
+def violated_relations(summaries: list[dict]) -> set[str]:
+    """The relations of the invariants the summaries found violated."""
+    return {key.split("|")[0] for s in summaries for key in s["violated_invariants"]}
+
+
 @pytest.fixture
 def scripts_dir() -> Path:
     return SCRIPTS

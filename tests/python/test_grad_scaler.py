@@ -1,12 +1,9 @@
 """Mixed precision with a GradScaler, run as a user runs it (the shipped pack, no model named): its
 unscaling writes the gradients without moving their version counters, so the tracker is told of it
 (watch_gradient_unscaling), and clipping the still-scaled gradients is caught by GradientClippedRelation."""
-import glob
-import json
-
 import pytest
 
-from conftest import collect, write_script
+from conftest import collect, in_process_summaries, violated_relations, write_script
 
 PROGRAM = """
 import torch, torch.nn as nn
@@ -38,7 +35,5 @@ def test_clipping_scaled_gradients_is_caught_and_clipping_unscaled_ones_is_not(t
     write_script(tmp_path, "amp.py", PROGRAM.format(clip_and_unscale=ORDERS[order]))
     proc = collect(tmp_path, "-p", "amp.py", "--output-dir", "out")
     assert proc.returncode == 0, proc.stderr
-    summaries = [json.loads(open(p).read()) for p in glob.glob(str(tmp_path / "out" / "online_check" / "summary_*.json"))]
-    assert summaries and all(s["checked"] > 0 for s in summaries)
-    violated = {key.split("|")[0] for s in summaries for key in s["violated_invariants"]}
+    violated = violated_relations(in_process_summaries(tmp_path / "out"))
     assert violated == (set() if order == "unscale_then_clip" else {"GradientClippedRelation"})

@@ -2,10 +2,7 @@
 recomputing the gradients) under the shipped pack, as a user runs it: the closure's resets are the step's
 own, so no claim of resets between steps is made and a correct program stays silent; a step without a
 closure is still judged."""
-import glob
-import json
-
-from conftest import collect, write_script
+from conftest import collect, in_process_summaries, violated_relations, write_script
 
 PROGRAM = """
 import torch, torch.nn as nn
@@ -28,9 +25,7 @@ def _violated(tmp_path, name, optimizer, step):
     write_script(tmp_path, f"{name}.py", PROGRAM.format(optimizer=optimizer, step=step))
     proc = collect(tmp_path, "-p", f"{name}.py", "--output-dir", name)
     assert proc.returncode == 0, proc.stderr
-    summaries = [json.loads(open(p).read()) for p in glob.glob(str(tmp_path / name / "online_check" / "summary_*.json"))]
-    assert summaries and all(s["checked"] > 0 for s in summaries)
-    return {key.split("|")[0] for s in summaries for key in s["violated_invariants"]}
+    return violated_relations(in_process_summaries(tmp_path / name))
 
 
 def test_lbfgs_with_its_closure_raises_nothing(tmp_path):

@@ -1,12 +1,11 @@
 """OptimizerStepsRelation as a user runs it (no model named): a loop that computes gradients and never
 steps its optimizer is told at the end of the run; a loop that steps, and a script that builds an optimizer
 only to evaluate, are not."""
-import glob
 import json
 
 import pytest
 
-from conftest import collect, write_script
+from conftest import collect, in_process_summaries, violated_relations, write_script
 
 INVARIANT = {
     "text_description": "torch.nn.Parameter that an optimizer was built to train is stepped by it once it has gradients",
@@ -39,8 +38,7 @@ def test_gradients_never_applied_are_told_at_the_end_of_the_run(tmp_path, body):
     write_script(tmp_path, "train.py", PROGRAM.format(body=BODIES[body]))
     proc = collect(tmp_path, "-p", "train.py", "-i", "inv.json", "--output-dir", "out")
     assert proc.returncode == 0, proc.stderr
-    summaries = [json.loads(open(p).read()) for p in glob.glob(str(tmp_path / "out" / "online_check" / "summary_*.json"))]
-    violated = {key.split("|")[0] for s in summaries for key in s["violated_invariants"]}
-    assert violated == ({"OptimizerStepsRelation"} if body == "never_steps" else set())
+    summaries = in_process_summaries(tmp_path / "out")
+    assert violated_relations(summaries) == ({"OptimizerStepsRelation"} if body == "never_steps" else set())
     triggered = sum(s.get("triggered", 0) for s in summaries)
     assert triggered == (0 if body == "only_evaluates" else 1)
