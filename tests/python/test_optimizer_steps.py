@@ -32,10 +32,17 @@ BODIES = {
 }
 
 
+def _in_a_function(program: str) -> str:
+    """The program as a training function's body: its optimizer is gone when the run ends."""
+    return "def train():\n" + "".join(f"    {line}\n" for line in program.strip().splitlines()) + "train()\n"
+
+
+@pytest.mark.parametrize("where", ["top_level", "in_a_function"])
 @pytest.mark.parametrize("body", list(BODIES))
-def test_gradients_never_applied_are_told_at_the_end_of_the_run(tmp_path, body):
+def test_gradients_never_applied_are_told_at_the_end_of_the_run(tmp_path, body, where):
     (tmp_path / "inv.json").write_text(json.dumps(INVARIANT) + "\n")
-    write_script(tmp_path, "train.py", PROGRAM.format(body=BODIES[body]))
+    program = PROGRAM.format(body=BODIES[body])
+    write_script(tmp_path, "train.py", program if where == "top_level" else _in_a_function(program))
     proc = collect(tmp_path, "-p", "train.py", "-i", "inv.json", "--output-dir", "out")
     assert proc.returncode == 0, proc.stderr
     summaries = in_process_summaries(tmp_path / "out")

@@ -307,6 +307,17 @@ def _parameters(obj, name: str):
     return out
 
 
+class _OptimizerBuilt:
+    """An optimizer as the tracker first saw it: the parameters it was built to train (that required
+    gradients then), weakly, and whether it has stepped since."""
+
+    __slots__ = ("trainable", "stepped")
+
+    def __init__(self, trainable: list):
+        self.trainable = trainable
+        self.stepped = False
+
+
 def watch_optimizer_construction(tracker: "ModelTracker") -> None:
     """Tell `tracker` what each optimizer trains as it is built: `Optimizer.__init__` is replaced by a
     function that calls the original, then the tracker (ModelTracker.optimizer_built). Once per optimizer."""
@@ -388,6 +399,10 @@ class ModelTracker:
         # it, and how many steps it took.
         self._first_sight = weakref.WeakKeyDictionary()
         self._step_counts = weakref.WeakKeyDictionary()
+        # Every optimizer seen built, for the end of the run even once it is gone (a training function's
+        # local): the parameters it was built to train, weakly, and whether it stepped (_never_stepped).
+        self._built: list[_OptimizerBuilt] = []
+        self._built_by = weakref.WeakKeyDictionary()
         self._steps_taken = 0  # optimizer steps, all optimizers
         # Per tracked model (id): its forward pre-hook's handle, whether a DDP wraps it, and the verdicts
         # over its forwards since its optimizer's last step (None: no such forward).
@@ -561,10 +576,10 @@ class ModelTracker:
         gradients then) has a gradient now: the tracked slots of the parameters it was built to train."""
         slot_of = {id(e.param): e.slot for e in self._order}
         out = []
-        for optimizer, first_sight in list(self._first_sight.items()):
-            if self._step_counts.get(optimizer, 0):
+        for built in self._built:
+            if built.stepped:
                 continue
-            built_to_train = [p for p in discovery.optimizer_parameters(optimizer) if first_sight.get(id(p))]
+            built_to_train = [p for p in (ref() for ref in built.trainable) if p is not None]
             slots = [slot_of[id(p)] for p in built_to_train if id(p) in slot_of]
             if slots and any(p.grad is not None for p in built_to_train):
                 out.append(slots)
@@ -597,11 +612,14 @@ class ModelTracker:
         with `stepped`, one more of its steps."""
         try:
             if optimizer not in self._first_sight:
-                self._first_sight[optimizer] = {id(p): p.requires_grad
-                                                for p in discovery.optimizer_parameters(optimizer)}
+                params = discovery.optimizer_parameters(optimizer)
+                self._first_sight[optimizer] = {id(p): p.requires_grad for p in params}
                 self._step_counts[optimizer] = 0
+                built = self._built_by[optimizer] = _OptimizerBuilt([weakref.ref(p) for p in params if p.requires_grad])
+                self._built.append(built)
             if stepped:
                 self._step_counts[optimizer] += 1
+                self._built_by[optimizer].stepped = True
         except TypeError:  # an optimizer-like object without weak references: makes no gets_gradients claim
             pass
 
