@@ -13,7 +13,10 @@
    `<out>/vet_report.json`, rule (c) for every program);
 5. `--sweep K...`: pack size and rule (c) for other `--min-programs` values, from the same checks;
 6. `--loo-sample N`: rule (c) verified for N programs by a real leave-one-out: the pack vetted without
-   the program, then `traincheck-check` of that pack on the program's trace (`<out>/loo/`).
+   the program, then `traincheck-check` of that pack on the program's trace (`<out>/loo/`);
+7. `--leave-family-out FAMILY...`: the same for a whole model family: the pack learned and vetted without
+   any of its programs, checked on each of them (`<out>/lfo/<family>/`). A family shares a model's
+   internals, so this measures how the pack holds on a kind of program it never saw.
 
 `--install` copies the pack and its metadata (torch version, corpus commit, rule, sizes) to
 python/traincheck/packs/default.json (+ default.meta.json), the pack `-i pack:default` names.
@@ -138,20 +141,51 @@ def corpus_versions() -> str:
     return ",".join(found)
 
 
+def held_out_alarms(held_out: list[Entry], entries: list[Entry], out: Path, folder: Path,
+                    rule: Rule) -> dict[str, list[str]]:
+    """The pack learned and vetted without `held_out` (<folder>/pack.json), checked on each held-out
+    program's trace: per program, the identities of the invariants it violated."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pack = folder / "pack.json"
+    left_out = {e.name for e in held_out}
+    others = [q for q in entries if q.name not in left_out]
+    vet(out / "candidates.json", programs_file(others, out, folder / "programs.jsonl"), pack, None, rule)
+    result = {}
+    for e in held_out:
+        check_dir = folder / "check" / e.name
+        subprocess.run([_exe("traincheck-check"), "-f", str(e.trace), "-i", str(pack), "-o", str(check_dir),
+                        "--no-html-report"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        summary = json.loads((check_dir / e.trace.name / "violations_summary.json").read_text())
+        result[e.name] = sorted(v["display_name"] for v in summary["violations"])
+    return result
+
+
 def loo_verify(sample: list[Entry], entries: list[Entry], out: Path, rule: Rule) -> dict[str, int]:
     """Rule (c) for real: the pack vetted without each sampled program, checked on that program."""
     result = {}
     for e in sample:
-        folder = out / "loo" / e.name
-        folder.mkdir(parents=True, exist_ok=True)
-        pack = folder / "pack.json"
-        others = [q for q in entries if q.name != e.name]
-        vet(out / "candidates.json", programs_file(others, out, folder / "programs.jsonl"), pack, None, rule)
-        subprocess.run([_exe("traincheck-check"), "-f", str(e.trace), "-i", str(pack), "-o", str(folder / "check"),
-                        "--no-html-report"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        summary = json.loads((folder / "check" / e.trace.name / "violations_summary.json").read_text())
-        result[e.name] = summary["distinct_invariants_violated"]
+        result[e.name] = len(held_out_alarms([e], entries, out, out / "loo" / e.name, rule)[e.name])
         print(f"[loo] {e.name}: {result[e.name]} invariants of the pack vetted without it violated", file=sys.stderr)
+    return result
+
+
+def leave_family_out(families: list[str], entries: list[Entry], out: Path, rule: Rule) -> dict[str, dict]:
+    """Per family: the size of the pack built without it and, per program of the family, how many of that
+    pack's invariants it violates (a correct program: each one a false alarm)."""
+    result = {}
+    for family in families:
+        members = [e for e in entries if e.family == family]
+        if not members:
+            raise SystemExit(f"pack: no collected program of family {family!r}")
+        folder = out / "lfo" / family
+        alarms = held_out_alarms(members, entries, out, folder, rule)
+        size = sum(1 for line in (folder / "pack.json").read_text().splitlines() if line.strip())
+        result[family] = {"pack_invariants": size, "programs": len(members),
+                          "programs_alarming": sum(1 for a in alarms.values() if a),
+                          "alarms": {name: len(a) for name, a in alarms.items()},
+                          "violated": sorted({name for a in alarms.values() for name in a})}
+        print(f"[lfo] {family}: pack of {size} built without its {len(members)} programs; "
+              f"{result[family]['programs_alarming']} of them alarm {result[family]['alarms']}", file=sys.stderr)
     return result
 
 
@@ -279,6 +313,8 @@ def main(argv=None) -> int:
                         "only if, vetted without each program in turn, its invariants alarm on at most this share "
                         "of the programs (1: every class)")
     p.add_argument("--loo-sample", type=int, default=0, help="programs whose leave-one-out is verified by a check")
+    p.add_argument("--leave-family-out", nargs="*", default=[], metavar="FAMILY",
+                   help="also build the pack without each named model family and check it on that family's programs")
     p.add_argument("--sweep", type=int, nargs="*", default=[], metavar="K",
                    help="also report pack size and leave-one-out alarms for these --min-programs values")
     p.add_argument("--revet", action="store_true",
@@ -324,6 +360,8 @@ def main(argv=None) -> int:
     meta = metadata(entries, pack, out / "vet_report.json")
     if args.loo_sample:
         meta["leave_one_out_verified"] = loo_verify(entries[: args.loo_sample], entries, out, rule)
+    if args.leave_family_out:
+        meta["leave_family_out"] = leave_family_out(args.leave_family_out, entries, out, rule)
     if args.sweep:
         meta["min_programs_sweep"] = sweep(out, entries, rule, args.sweep)
     (out / "pack.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
