@@ -72,6 +72,7 @@ void bind_tracker(nb::module_& m) {
       .def("final_claims", [](TrackedParams& t, uintptr_t key) { return checked(t.final_claims(key)); })
       .def("trained_by", [](TrackedParams& t) { return checked(t.trained_by()); })
       .def("forget_data", [](TrackedParams& t, nb::handle lists) { check(t.forget_data(lists.ptr())); })
+      .def("forget_all_data", &TrackedParams::forget_all_data)
       .def("forget_grads", [](TrackedParams& t, nb::handle lists) { check(t.forget_grads(lists.ptr())); })
       .def("digest", [](TrackedParams& t, long code) { return checked(t.digest(code)); })
       .def("set_digest", [](TrackedParams& t, long code, nb::handle v) { check(t.set_digest(code, v.ptr())); })

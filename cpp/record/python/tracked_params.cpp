@@ -375,6 +375,10 @@ bool TrackedParams::forget_data(PyObject* param_lists) {
                           [](TrackedParam& s) { s.data_known = false; });
 }
 
+void TrackedParams::forget_all_data() {
+  for (uint32_t index : order_) slots_[index].data_known = false;
+}
+
 bool TrackedParams::forget_grads(PyObject* param_lists) {
   return for_each_slot_of(param_lists, "TrackedParams.forget_grads: a list of parameter lists", [](TrackedParam& s) {
     s.grad_version = -1;   // no version reads -1: the next write digests the gradient again

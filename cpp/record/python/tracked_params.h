@@ -120,6 +120,9 @@ class TrackedParams {
   // Parameter lists (a fused optimizer's groups, the models updated by hand): their data is digested again at
   // the next write.
   bool forget_data(PyObject* param_lists);
+  // Every tracked parameter's data is digested again at the next write (a loop updating by hand through
+  // `p.data`, which its version counter does not show).
+  void forget_all_data();
   // Parameter lists whose gradients were written without moving their version counters (GradScaler's
   // unscaling): digested again at the next write, and no longer the gradients the last clipping left.
   bool forget_grads(PyObject* param_lists);

@@ -307,15 +307,18 @@ def _parameters(obj, name: str):
     return out
 
 
-class _OptimizerBuilt:
-    """An optimizer as the tracker first saw it: the parameters it was built to train (that required
-    gradients then), weakly, and whether it has stepped since."""
+class _OptimizerSeen:
+    """An optimizer as the tracker first saw it: which of its parameters (ids) required gradients then
+    (`first_sight`), those parameters themselves, weakly (`trainable`: what it was built to train), and how
+    many steps it took since. It holds no reference to the optimizer, so it outlives it (a training
+    function's local) for the end of the run's claims."""
 
-    __slots__ = ("trainable", "stepped")
+    __slots__ = ("first_sight", "trainable", "steps")
 
-    def __init__(self, trainable: list):
-        self.trainable = trainable
-        self.stepped = False
+    def __init__(self, params: list):
+        self.first_sight = {id(p): p.requires_grad for p in params}
+        self.trainable = [weakref.ref(p) for p in params if p.requires_grad]
+        self.steps = 0
 
 
 def watch_optimizer_construction(tracker: "ModelTracker") -> None:
@@ -395,14 +398,10 @@ class ModelTracker:
         self._ids: dict[str, int] = {}
         self._stepped_since_boundary = False
         self._modules_registered = False  # a submodule was set since the last write (module_registered)
-        # Per optimizer, weakly: which of its parameters (ids) required gradients when the tracker first saw
-        # it, and how many steps it took.
-        self._first_sight = weakref.WeakKeyDictionary()
-        self._step_counts = weakref.WeakKeyDictionary()
-        # Every optimizer seen built, for the end of the run even once it is gone (a training function's
-        # local): the parameters it was built to train, weakly, and whether it stepped (_never_stepped).
-        self._built: list[_OptimizerBuilt] = []
-        self._built_by = weakref.WeakKeyDictionary()
+        # Every optimizer seen, in the order seen (kept once it is gone: _never_stepped), and by optimizer,
+        # weakly.
+        self._seen: list[_OptimizerSeen] = []
+        self._seen_by = weakref.WeakKeyDictionary()
         self._steps_taken = 0  # optimizer steps, all optimizers
         # Per tracked model (id): its forward pre-hook's handle, whether a DDP wraps it, and the verdicts
         # over its forwards since its optimizer's last step (None: no such forward).
@@ -511,7 +510,7 @@ class ModelTracker:
         self._all()
         if claims is not None:
             # Updates by hand through `p.data` leave the version counter as it was: the data is digested again.
-            self.params.forget_data([[e.param for e in self._order]])
+            self.params.forget_all_data()
         self._write(None, mode=mode, dump_loc=loc, only_changed=False, claims=claims)
 
     def around_api(self, api_name: str, phase: str) -> None:
@@ -576,10 +575,10 @@ class ModelTracker:
         gradients then) has a gradient now: the tracked slots of the parameters it was built to train."""
         slot_of = {id(e.param): e.slot for e in self._order}
         out = []
-        for built in self._built:
-            if built.stepped:
+        for seen in self._seen:
+            if seen.steps:
                 continue
-            built_to_train = [p for p in (ref() for ref in built.trainable) if p is not None]
+            built_to_train = [p for p in (ref() for ref in seen.trainable) if p is not None]
             slots = [slot_of[id(p)] for p in built_to_train if id(p) in slot_of]
             if slots and any(p.grad is not None for p in built_to_train):
                 out.append(slots)
@@ -611,15 +610,12 @@ class ModelTracker:
         """What `optimizer` trains as the tracker first sees it (which parameters require gradients), and
         with `stepped`, one more of its steps."""
         try:
-            if optimizer not in self._first_sight:
-                params = discovery.optimizer_parameters(optimizer)
-                self._first_sight[optimizer] = {id(p): p.requires_grad for p in params}
-                self._step_counts[optimizer] = 0
-                built = self._built_by[optimizer] = _OptimizerBuilt([weakref.ref(p) for p in params if p.requires_grad])
-                self._built.append(built)
+            seen = self._seen_by.get(optimizer)
+            if seen is None:
+                seen = self._seen_by[optimizer] = _OptimizerSeen(discovery.optimizer_parameters(optimizer))
+                self._seen.append(seen)
             if stepped:
-                self._step_counts[optimizer] += 1
-                self._built_by[optimizer].stepped = True
+                seen.steps += 1
         except TypeError:  # an optimizer-like object without weak references: makes no gets_gradients claim
             pass
 
@@ -747,10 +743,11 @@ class ModelTracker:
         `resets_claimed`, the two claims of gradient resets between steps are made for no parameter. The
         verdicts over forwards and sampler iterations are taken by the step that claims them."""
         try:
-            first_sight = self._first_sight.get(optimizer)
-            judged = self._step_counts.get(optimizer, 0) >= _GRACE_STEPS
+            seen = self._seen_by.get(optimizer)
         except TypeError:  # an optimizer-like object without weak references
-            first_sight, judged = None, False
+            seen = None
+        first_sight = None if seen is None else seen.first_sight
+        judged = seen is not None and seen.steps >= _GRACE_STEPS
         sampler, self._sampler_verdict = self._sampler_verdict, None
         claims = self.params.step_claims(id(optimizer), getattr(optimizer, "param_groups", ()), first_sight, judged,
                                          sampler, self._eval_forwards, self._ddp_forwards)
