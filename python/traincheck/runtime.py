@@ -277,8 +277,8 @@ def _start_tracking(config: dict, core) -> None:
     from torch.nn.modules.module import register_module_module_registration_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    from traincheck.tracking.tracker import (ModelTracker, watch_gradient_unscaling, watch_optimizer_construction,
-                                             watch_sampler_iterations)
+    from traincheck.tracking.tracker import (ModelTracker, watch_functional_dropout, watch_gradient_unscaling,
+                                             watch_optimizer_construction, watch_sampler_iterations)
 
     tracker = ModelTracker(core, config.get("model_tracker_style") or "sampler", config.get("tensor_hash", "full"),
                            discover=discover)
@@ -286,6 +286,7 @@ def _start_tracking(config: dict, core) -> None:
     watch_optimizer_construction(tracker)
     watch_gradient_unscaling(tracker)
     watch_sampler_iterations(tracker)
+    watch_functional_dropout(tracker)
     # The tool's own calls into torch are not the program's: unrecorded (they were, in every trace).
     previous = core.set_inside_recorder(True)
     try:

@@ -68,3 +68,79 @@ def test_validation_in_training_mode_is_claimed_only_for_a_model_whose_mode_chan
         meta_vars.start_step()
         _step(tracker, model, optimizer)
         assert _claims_of(core, "eval_in_validation")[-1] == expected
+
+
+class _FunctionalDropoutNet(torch.nn.Module):
+    """Dropout in the functional form, with its `training` flag given or left to its default (True)."""
+
+    def __init__(self, training_flag: str):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 1)
+        self.training_flag = training_flag
+
+    def forward(self, x):
+        x = self.fc(x)
+        F = torch.nn.functional
+        if self.training_flag == "default":
+            return F.dropout(x, 0.5)
+        if self.training_flag == "explicit True":  # dropout kept on at evaluation on purpose (MC dropout)
+            return F.dropout(x, 0.5, True)
+        return F.dropout(x, 0.5, training=self.training)
+
+
+@pytest.fixture
+def watched_dropout(monkeypatch):
+    """torch.nn.functional's dropouts watched for the tracker of the test (undone after it)."""
+    from traincheck.tracking import tracker as tracker_module
+
+    for name in tracker_module._DROPOUTS:
+        if hasattr(torch.nn.functional, name):
+            monkeypatch.setattr(torch.nn.functional, name, getattr(torch.nn.functional, name))
+    return tracker_module.watch_functional_dropout
+
+
+# The model holds no dropout layer: only a default flag makes a claim (its forwards are otherwise alike in
+# either mode).
+@pytest.mark.parametrize("training_flag, expected", [("default", [False]), ("self.training", None),
+                                                     ("explicit True", None)])
+def test_a_functional_dropout_left_to_its_default_in_an_eval_mode_forward_is_validation_in_training_mode(
+        watched_dropout, training_flag, expected):
+    model = _FunctionalDropoutNet(training_flag)
+    core, tracker, optimizer = _tracked(model)
+    watched_dropout(tracker)
+    _step(tracker, model, optimizer)  # training forwards with the default: what was meant
+    model.eval()
+    meta_vars.start_eval_step()
+    with torch.no_grad():
+        model(torch.ones(2, 3))
+    meta_vars.start_step()
+    model.train()
+    _step(tracker, model, optimizer)
+    assert _claims_of(core, "eval_in_validation")[-1] == expected
+
+
+def test_a_watched_functional_dropout_computes_as_torch_s_own(watched_dropout):
+    original = torch.nn.functional.dropout
+    watched_dropout(ModelTracker(RecordingCore(), style="sampler"))
+    assert torch.nn.functional.dropout is not original and torch.nn.functional.dropout.__name__ == "dropout"
+    x = torch.ones(64, 8)
+    for kwargs in ({}, {"p": 0.25}, {"p": 0.25, "training": False}, {"training": True, "inplace": False}):
+        torch.manual_seed(3)
+        expected = original(x, **kwargs)
+        torch.manual_seed(3)
+        assert torch.equal(torch.nn.functional.dropout(x, **kwargs), expected)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        torch.nn.functional.dropout(x, 1.5)
+
+
+def test_validation_after_the_last_step_is_claimed_at_the_end_of_the_run():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Dropout(0.2))
+    core, tracker, optimizer = _tracked(model)
+    for _ in range(2):
+        _step(tracker, model, optimizer)
+    meta_vars.start_eval_step()
+    with torch.no_grad():
+        model(torch.ones(2, 3))  # the final evaluation, model.eval() forgotten
+    tracker.at_exit()
+    assert _claims_of(core, "eval_in_validation")[-1] == [False]
+    assert tracker._eval_forwards == {}

@@ -57,7 +57,10 @@ Four claims come from what the tracker sees between two steps of an optimizer:
 - `_TRAINCHECK_eval_in_validation` (EvalModeInValidationRelation): for the parameters of a tracked model
   holding a layer that depends on its mode (_depends_on_mode) that ran forward passes without gradients in
   an evaluation loop (meta_vars.in_evaluation) since the previous step, whether all of them ran in eval
-  mode. A forward pre-hook on each tracked model sees them.
+  mode. A forward pre-hook on each tracked model sees them. A functional dropout called in the forward of
+  a model in eval mode without its `training` flag (`F.dropout(x, p)`, whose default is True) drops units
+  while the model evaluates: that model's verdict is false (`watch_functional_dropout`). Validation after
+  the optimizers' last step is claimed at the end of the run.
 - `_TRAINCHECK_forward_through_ddp` (ForwardThroughWrapperRelation): for the parameters of a tracked
   model a DistributedDataParallel wraps that ran forward passes with gradients in training mode since the
   previous step, whether all of them ran inside the wrapper's forward (`model.module(x)` skips the
@@ -93,6 +96,7 @@ not. Sharded (DTensor) parameters are digested on this rank's shard, and named a
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 
 import torch
@@ -281,6 +285,7 @@ def _depends_on_mode(model: torch.nn.Module) -> bool:
 
 
 _NO_PASS = object()  # a sampler with no pass trained on yet
+_FRAMES_TO_A_MODEL = 32  # frames walked from a functional dropout to the tracked model whose forward runs it
 
 
 def _and(verdict: bool | None, ok: bool) -> bool:
@@ -369,6 +374,36 @@ def watch_sampler_iterations(tracker: "ModelTracker") -> None:
         return original(self)
 
     DistributedSampler.__iter__ = __iter__
+
+
+_DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
+
+
+def watch_functional_dropout(tracker: "ModelTracker") -> None:
+    """Tell `tracker` when a functional dropout runs with its `training` argument left to its default (True),
+    which drops units in a model's eval mode too (`F.dropout(x, p)` in a forward, where
+    `training=self.training` was meant): each function of torch.nn.functional in _DROPOUTS is replaced by one
+    that calls the original with the arguments given, and, only for a default `training` and p > 0, the
+    tracker (ModelTracker.dropout_defaulted). Modules' dropouts (nn.Dropout) pass their mode and cost one
+    Python call more. torch.jit.script is off under the collector (launcher.py), as for every wrapper."""
+    import torch.nn.functional as F
+
+    def watch(original):
+        @functools.wraps(original)
+        def watched(*args, **kwargs):
+            # The original gets the call as made (a recorder wrapping it records the arguments given).
+            if len(args) < 3 and "training" not in kwargs:
+                p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+                if type(p) in (float, int) and p > 0:  # a tensor p is never compared (a device read)
+                    tracker.dropout_defaulted()
+            return original(*args, **kwargs)
+
+        return watched
+
+    for name in _DROPOUTS:
+        original = getattr(F, name, None)
+        if original is not None:
+            setattr(F, name, watch(original))
 
 
 class ModelTracker:
@@ -564,7 +599,23 @@ class ModelTracker:
         for judged in never_stepped:
             self._write(judged, mode=mode, dump_loc=loc, only_changed=False,
                         claims=lambda: self._stepped_claims(False), effect=_NO_EFFECT)
+        # Validation after the last step (a final evaluation): its verdicts no step took.
+        if any(v is not None for v in self._eval_forwards.values()):
+            if not self.core.is_recording():
+                self.core.set_recording(True)
+            self._write(None, mode=mode, dump_loc=loc, only_changed=False, claims=self._pending_eval_claims,
+                        effect=_NO_EFFECT)
         self._states.drain()
+
+    def _pending_eval_claims(self) -> dict[str, list] | None:
+        """The eval_in_validation claim of the write being made (the end of the run) for the parameters of
+        models whose evaluation forwards no step took a verdict over; the verdicts are taken."""
+        verdicts = []
+        for slot in self.params.written_slots():
+            model = self._by_slot[slot].model
+            verdicts.append(None if model is None else self._eval_forwards.get(id(model)))
+        self._eval_forwards.clear()
+        return {"eval_in_validation": verdicts} if any(v is not None for v in verdicts) else None
 
     def _stepped_claims(self, stepped: bool) -> dict[str, list]:
         """The optimizer_stepped claim for every parameter of the write being made (at the end of the run)."""
@@ -652,6 +703,29 @@ class ModelTracker:
             if dependent:
                 self._eval_forwards[key] = _and(self._eval_forwards.get(key), not module.training)
         return None
+
+    def dropout_defaulted(self) -> None:
+        """A functional dropout ran with its default `training=True` (watch_functional_dropout). Called from the
+        forward of a module in eval mode, it drops units while the model evaluates: the verdict over the
+        evaluation forwards of the tracked model running it is false. The frames are walked only here; the
+        first module met decides (in training mode, the default is what was meant)."""
+        if self._is_compiling():
+            return
+        frame = sys._getframe(2)  # the caller of the watched function
+        decided = False
+        for _ in range(_FRAMES_TO_A_MODEL):
+            if frame is None:
+                return
+            module = frame.f_locals.get("self")
+            if isinstance(module, torch.nn.Module):
+                if not decided:
+                    if module.training:
+                        return
+                    decided = True
+                if id(module) in self._forward_hooks:
+                    self._eval_forwards[id(module)] = False
+                    return
+            frame = frame.f_back
 
     def _discover_models_of(self, optimizer) -> None:
         """Track what holds the optimizer's untracked parameters. Per step
