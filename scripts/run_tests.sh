@@ -12,6 +12,7 @@ python3 -m pip install -q --no-build-isolation -C build-dir=build/tests -C cmake
 # --timeout: a test that hangs fails with its name instead of holding CI to its limit (none takes 10 s).
 ctest --test-dir build/tests --output-on-failure -j2 --timeout 300
 # The pytest tests spend most of their time in one single-threaded Python process each (collect runs a
-# training script in a subprocess), so two workers use both cores.
-python3 -m pytest -q -n 2 tests/python
+# training script in a subprocess), so two workers use both cores. Their times range from a second to two
+# minutes: a worker that runs out of tests takes some of the other's (worksteal). The slowest are listed.
+python3 -m pytest -q -n 2 --dist worksteal --durations 15 tests/python
 SKIP_DEPS=1 bash scripts/run_sanitizers.sh

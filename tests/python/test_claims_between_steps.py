@@ -56,8 +56,12 @@ def test_each_bug_is_found_by_its_claim_online_and_offline(tmp_path, bug, relati
     assert offline & RELATIONS == {relation}
 
 
-@pytest.mark.parametrize("through_data", [False, True], ids=["in_place", "through_data_after_clipping"])
-@pytest.mark.parametrize("style", ["zero_in_place", "set_to_none", "zero_grad_first", "missing_reset"])
+# The missing reset in both update styles; each correct reset through `p.data` after clipping (where the
+# clipping's in-place writes to the gradient must not pass for a reset, nor a reset for none), and the
+# in-place zeroing also updating in place.
+@pytest.mark.parametrize("style, through_data", [("missing_reset", False), ("missing_reset", True),
+                                                 ("zero_in_place", False), ("zero_in_place", True),
+                                                 ("set_to_none", True), ("zero_grad_first", True)])
 def test_a_loop_updating_parameters_by_hand_is_told_a_missing_reset(tmp_path, style, through_data):
     out = tmp_path / style
     proc = collect(tmp_path, "-p", str(SCRIPTS / "hand_update_loop.py"), "--output-dir", str(out),
