@@ -63,6 +63,20 @@ def test_a_small_pack_builds_and_keeps_only_what_no_program_violates(tmp_path):
     kept_classes = {d["class"] for d in strict_report["decisions"] if d["verdict"] == "kept"}
     assert kept_classes and not excluded & kept_classes
 
+    # Leaving the mlp family out (both its programs), the pack is what the cnn program alone learned and
+    # holds, and the buggy mlp program, which the family-out pack never saw, violates it.
+    from eval.pack_corpus.build import leave_family_out
+
+    result = leave_family_out(["mlp"], entries, tmp_path / "build", Rule(min_programs=1, min_families=1))["mlp"]
+    assert result["programs"] == 2 and result["pack_invariants"] > 0
+    assert result["alarms"]["bug"] > 0 and result["programs_alarming"] >= 1
+    assert any("_foreach_add_" in name for name in result["violated"])
+    family_out = {inv["text_description"] for inv in _lines(tmp_path / "build" / "lfo" / "mlp" / "pack.json")}
+    learned_by_cnn = {inv["text_description"] for inv in _lines(tmp_path / "build" / "candidates" / "run2.json")}
+    assert family_out <= learned_by_cnn
+    with pytest.raises(SystemExit, match="no collected program of family 'gnn'"):
+        leave_family_out(["gnn"], entries, tmp_path / "build", Rule())
+
 
 def test_the_shipped_pack_loads_and_plans():
     from traincheck import invariant_sources
