@@ -577,7 +577,8 @@ class ModelTracker:
         gets_gradients claim over the whole run of the parameters it was built to train (a layer frozen after
         its optimizer was built and never unfrozen had no gradient at any step) with the optimizer_stepped
         claim; for each that never stepped while those parameters have gradients, optimizer_stepped false;
-        then every write still waiting for the device."""
+        the verdicts over evaluation forwards no step took (a final evaluation); then every write still
+        waiting for the device."""
         self.at_step_end()
         # Per optimizer (its id; it may be gone by now), the parameters it was built to train, of the models
         # still tracked (a model the tracker stopped following, _forget_models_no_optimizer_holds, is not
