@@ -69,6 +69,8 @@ void bind_tracker(nb::module_& m) {
           nb::arg("key"), nb::arg("groups"), nb::arg("first_sight").none(), nb::arg("judged"),
           nb::arg("sampler").none(), nb::arg("forwards_eval"), nb::arg("forwards_ddp"),
           "The claims at optimizer `key`'s step for the last detect's write, keyed by claim name.")
+      .def("take_eval_verdicts",
+           [](TrackedParams& t, nb::handle table) { return checked(t.take_eval_verdicts(table.ptr())); })
       .def("final_claims", [](TrackedParams& t, uintptr_t key) { return checked(t.final_claims(key)); })
       .def("trained_by", [](TrackedParams& t) { return checked(t.trained_by()); })
       .def("forget_data", [](TrackedParams& t, nb::handle lists) { check(t.forget_data(lists.ptr())); })

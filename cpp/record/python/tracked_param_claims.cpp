@@ -201,6 +201,34 @@ PyObject* TrackedParams::step_claims(uintptr_t key, PyObject* groups, PyObject* 
   return out;
 }
 
+PyObject* TrackedParams::take_eval_verdicts(PyObject* forwards_eval) {
+  if (!PyDict_Check(forwards_eval)) {
+    PyErr_SetString(PyExc_TypeError, "TrackedParams.take_eval_verdicts: a dict of verdicts by id(model)");
+    return nullptr;
+  }
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(written_.size()));
+  std::vector<PyObject*> taken;  // new references: the ids whose verdicts were given
+  for (size_t k = 0; list != nullptr && k < written_.size(); ++k) {
+    PyObject* model = slots_[written_[k]].model;
+    PyObject* id = model != nullptr ? PyLong_FromVoidPtr(model) : nullptr;
+    PyObject* verdict = id != nullptr ? verdict_of(forwards_eval, id) : Py_None;
+    if (PyErr_Occurred()) {
+      Py_XDECREF(id);
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, k, Py_NewRef(verdict));
+    if (verdict != Py_None) taken.push_back(Py_NewRef(id));
+    Py_XDECREF(id);
+  }
+  for (PyObject* id : taken) {
+    if (list != nullptr && PyDict_Contains(forwards_eval, id) == 1 && PyDict_DelItem(forwards_eval, id) < 0)
+      Py_CLEAR(list);
+    Py_DECREF(id);
+  }
+  return list;
+}
+
 PyObject* TrackedParams::final_claims(uintptr_t key) {
   PyObject* list = PyList_New(static_cast<Py_ssize_t>(written_.size()));
   if (list == nullptr) return nullptr;

@@ -112,6 +112,10 @@ class TrackedParams {
   // `forwards_eval`, `forwards_ddp`: the verdicts over forwards, by id(model), taken by this step.
   PyObject* step_claims(uintptr_t key, PyObject* groups, PyObject* first_sight, bool judged, PyObject* sampler,
                         PyObject* forwards_eval, PyObject* forwards_ddp);
+  // Per slot of the remembered write, the verdict over its model's evaluation forwards (`forwards_eval`,
+  // by id(model), as step_claims takes it; None for no verdict or no model), for the claims made outside an
+  // optimizer's step (a hand loop's boundary, the end of the run). The verdicts given are taken (deleted).
+  PyObject* take_eval_verdicts(PyObject* forwards_eval);
   // At the end of the run: whether each written slot had a gradient at one of optimizer `key`'s steps.
   PyObject* final_claims(uintptr_t key);
   // {id(optimizer): [slots it was built to train and that stepped]}, over the order.

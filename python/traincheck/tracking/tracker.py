@@ -611,11 +611,8 @@ class ModelTracker:
     def _pending_eval_claims(self) -> dict[str, list] | None:
         """The eval_in_validation claim of the write being made (the end of the run) for the parameters of
         models whose evaluation forwards no step took a verdict over; the verdicts are taken."""
-        verdicts = []
-        for slot in self.params.written_slots():
-            model = self._by_slot[slot].model
-            verdicts.append(None if model is None else self._eval_forwards.get(id(model)))
-        self._eval_forwards.clear()
+        verdicts = self.params.take_eval_verdicts(self._eval_forwards)
+        self._eval_forwards.clear()  # verdicts of models no longer tracked: nothing left to claim them on
         return {"eval_in_validation": verdicts} if any(v is not None for v in verdicts) else None
 
     def _stepped_claims(self, stepped: bool) -> dict[str, list]:
@@ -837,16 +834,10 @@ class ModelTracker:
         first update on (_Entry.count_accumulations), so the claim starts at their second. And, as an
         optimizer's step takes it, the verdict over the evaluation forwards of each parameter's model since
         the last boundary that took it (a validation loop, then training goes on: its next boundary)."""
-        resets, evaluating, models, any_claim = [], [], set(), False
-        for slot in self.params.written_slots():
-            e = self._by_slot[slot]
-            reset = e.reset_by_hand(self.params.resets(slot), self.params.clips(slot), self.params.digest(2 * slot))
-            model = None if e.model is None else id(e.model)
-            models.add(model)
-            verdict = self._eval_forwards.get(model)
-            resets.append(reset)
-            evaluating.append(verdict)
-            any_claim |= reset is not None or verdict is not None
-        for model in models:  # taken by this boundary
-            self._eval_forwards.pop(model, None)
-        return {"grad_reset": resets, "eval_in_validation": evaluating} if any_claim else None
+        resets = [self._by_slot[slot].reset_by_hand(self.params.resets(slot), self.params.clips(slot),
+                                                    self.params.digest(2 * slot))
+                  for slot in self.params.written_slots()]
+        evaluating = self.params.take_eval_verdicts(self._eval_forwards)  # taken by this boundary
+        if all(r is None for r in resets) and all(v is None for v in evaluating):
+            return None
+        return {"grad_reset": resets, "eval_in_validation": evaluating}
