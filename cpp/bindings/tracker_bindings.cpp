@@ -1,6 +1,8 @@
-// traincheck._core.TrackedParams: the model tracker's per-parameter state (record/python/tracked_params.h).
+// traincheck._core.TrackedParams: the model tracker's per-parameter state (record/python/tracked_params.h);
+// traincheck._core.HostDigests: its digests of host tensors (record/python/host_digests.h).
 #include <nanobind/nanobind.h>
 
+#include "record/python/host_digests.h"
 #include "record/python/tracked_params.h"
 
 namespace nb = nanobind;
@@ -83,6 +85,25 @@ void bind_tracker(nb::module_& m) {
       .def("resets", &TrackedParams::resets)
       .def("clips", &TrackedParams::clips)
       .def("__len__", &TrackedParams::size);
+
+  nb::class_<HostDigests>(m, "HostDigests",
+                          "The full digests of host tensors, read in place (record/python/host_digests.h).")
+      .def(
+          "__init__",
+          [](HostDigests* self, nb::handle tensor, nb::handle parameter, nb::handle strided, nb::dict widths,
+             nb::handle int64) {
+            new (self) HostDigests();
+            check(self->init(tensor.ptr(), parameter.ptr(), strided.ptr(), widths.ptr(), int64.ptr()));
+          },
+          nb::arg("tensor"), nb::arg("parameter"), nb::arg("strided"), nb::arg("widths"), nb::arg("int64"),
+          "torch.Tensor, torch.nn.Parameter, torch.strided, {dtype: bytes its bits are read at}, torch.int64.")
+      .def(
+          "digests", [](const HostDigests& d, nb::list tensors, nb::handle table) {
+            return checked(d.digests(tensors.ptr(), table.ptr()));
+          },
+          nb::arg("tensors"), nb::arg("table"),
+          "(values, rest): each tensor's digest with the weight table (0 for one not taken here), and the indices "
+          "of those not taken, left to the torch ops.");
 }
 
 }  // namespace traincheck

@@ -133,7 +133,8 @@ from traincheck.tracking.digest import Digester
 # 512 MiB: a digest taken in one piece would make int64 temporaries of 1 GiB each, far past the bound.
 t = torch.empty(128 * 1024 * 1024, dtype=torch.float32).fill_(1.5)
 t[-1] = 2.0
-d = Digester(sys.argv[1])
+d = Digester("full" if sys.argv[1] == "full-torch-ops" else sys.argv[1])
+d._in_place = sys.argv[1] == "full"  # the torch ops take host tensors too: their pieces are what is bounded
 d.digests([torch.ones(3)])  # torch's first operations' own set-up is not the digests'
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 d.digests([t])
@@ -142,7 +143,7 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
 """
 
 
-@pytest.mark.parametrize("algorithm", ["full", "traincheck"])
+@pytest.mark.parametrize("algorithm", ["full", "full-torch-ops", "traincheck"])
 def test_digesting_a_512_mib_tensor_takes_at_most_64_mib_more(algorithm):
     import subprocess
     import sys
@@ -150,3 +151,59 @@ def test_digesting_a_512_mib_tensor_takes_at_most_64_mib_more(algorithm):
     result = subprocess.run([sys.executable, "-c", MEMORY_PROBE, algorithm], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert int(result.stdout.strip()) <= 64, result.stdout
+
+
+def _torch_ops_digests(tensors, table=None):
+    """The digests as the torch ops compute them, the in-place host path off."""
+    d = Digester()
+    d._in_place = False
+    if table is not None:
+        d._TABLE, d._CHUNK = table
+    return d.digests(tensors)
+
+
+HOST_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+               torch.int8, torch.uint8, torch.bool] + [getattr(torch, n) for n in ("uint16", "uint32", "uint64",
+                                                                                   "float8_e4m3fn", "float8_e5m2")
+                                                       if hasattr(torch, n)]
+
+
+@pytest.mark.parametrize("dtype", HOST_DTYPES, ids=str)
+def test_host_tensors_digested_in_place_equal_the_torch_ops_digests(dtype):
+    generator = torch.Generator().manual_seed(3)
+    def make(n):
+        values = torch.randint(-(1 << 62), 1 << 62, (n,), generator=generator, dtype=torch.int64)
+        if dtype == torch.bool:  # a bool's byte is 0 or 1
+            return (values % 2).bool()
+        width = torch.empty(0, dtype=dtype).element_size()
+        return values.view(torch.int8)[: n * width].view(dtype)  # any bit pattern, NaNs and negatives included
+
+    tensors = [make(n) for n in (0, 1, 5, 1000, 70000)] + [make(24).reshape(2, 3, 4), torch.nn.Parameter(make(9), requires_grad=False)]
+    in_place = Digester()
+    assert in_place.digests(tensors) == _torch_ops_digests(tensors)
+    assert not in_place._host_digests().digests(tensors, in_place._weights_for(in_place._TABLE, torch.device("cpu")))[1]
+
+
+def test_in_place_digests_cross_the_weight_tables_blocks_as_the_torch_ops_do():
+    d = Digester()
+    d._TABLE, d._CHUNK = 1024, 256
+    tensors = [torch.randn(3000), torch.arange(5000, dtype=torch.int16), torch.randn(1024)]
+    assert d.digests(tensors) == _torch_ops_digests(tensors, table=(1024, 256))
+
+
+def test_tensors_the_host_path_cannot_read_in_place_are_left_to_the_torch_ops_with_the_same_digests():
+    class Marked(torch.Tensor):
+        pass
+
+    base = torch.randn(6, 5)
+    embedding = torch.nn.Embedding(10, 3, sparse=True)
+    embedding(torch.tensor([1, 4])).sum().backward()
+    others = [base.t(), base[:, ::2], base.as_subclass(Marked), torch.randn(4, dtype=torch.complex64),
+              embedding.weight.grad, torch.empty(3, device="meta")]
+    tensors = [base] + others
+    d = Digester()
+    values, rest = d._host_digests().digests(tensors, d._weights_for(d._TABLE, torch.device("cpu")))
+    assert rest == list(range(1, len(tensors)))
+    assert d.digests(tensors) == _torch_ops_digests(tensors)
+    # A strided view is digested by the elements it shows, in order: as its contiguous copy is.
+    assert d.digests([base.t()]) == d.digests([base.t().contiguous()])

@@ -6,8 +6,9 @@ namespace traincheck {
 
 namespace {
 
-enum Name { kVersion, kGrad, kRequiresGrad, kLayout, kDataPtr };
-constexpr const char* kNames[] = {"_version", "grad", "requires_grad", "layout", "data_ptr"};
+enum Name { kVersion, kGrad, kRequiresGrad, kLayout, kIsCpu, kDtype, kDataPtr, kNumel, kIsContiguous, kNameCount };
+constexpr const char* kNames[kNameCount] = {"_version", "grad",     "requires_grad", "layout",       "is_cpu",
+                                            "dtype",    "data_ptr", "numel",         "is_contiguous"};
 
 // The first descriptor named `name` in `type`'s MRO of the given descriptor type: TensorBase's own.
 PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind) {
@@ -20,6 +21,15 @@ PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind
   return nullptr;
 }
 
+// The truth of a read's new reference `v`, which it releases: 1, 0, or -1 with an error set (v null
+// included: the read failed).
+int truth_of(PyObject* v) {
+  if (v == nullptr) return -1;
+  const int truth = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return truth;
+}
+
 }  // namespace
 
 TensorReads::~TensorReads() {
@@ -28,6 +38,8 @@ TensorReads::~TensorReads() {
   Py_XDECREF(parameter_);
   Py_XDECREF(strided_);
   Py_XDECREF(data_ptr_);
+  Py_XDECREF(numel_);
+  Py_XDECREF(is_contiguous_);
   for (PyObject* n : names_) Py_XDECREF(n);
 }
 
@@ -39,10 +51,10 @@ bool TensorReads::init(PyObject* tensor, PyObject* parameter, PyObject* strided)
   tensor_ = reinterpret_cast<PyTypeObject*>(Py_NewRef(tensor));
   parameter_ = reinterpret_cast<PyTypeObject*>(Py_NewRef(parameter));
   strided_ = Py_NewRef(strided);
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < kNameCount; ++i)
     if ((names_[i] = PyUnicode_InternFromString(kNames[i])) == nullptr) return false;
-  const PyGetSetDef** getters[] = {&version_, &grad_, &requires_grad_, &layout_};
-  for (int i = kVersion; i <= kLayout; ++i) {
+  const PyGetSetDef** getters[] = {&version_, &grad_, &requires_grad_, &layout_, &is_cpu_, &dtype_};
+  for (int i = kVersion; i <= kDtype; ++i) {
     PyObject* d = base_descriptor(tensor_, names_[i], &PyGetSetDescr_Type);
     if (d == nullptr) {
       if (!PyErr_Occurred())
@@ -51,13 +63,17 @@ bool TensorReads::init(PyObject* tensor, PyObject* parameter, PyObject* strided)
     }
     *getters[i] = reinterpret_cast<PyGetSetDescrObject*>(d)->d_getset;
   }
-  PyObject* d = base_descriptor(tensor_, names_[kDataPtr], &PyMethodDescr_Type);
-  if (d == nullptr) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "TensorReads: torch.Tensor has no C data_ptr");
-    return false;
+  PyObject** methods[] = {&data_ptr_, &numel_, &is_contiguous_};
+  for (int i = kDataPtr; i <= kIsContiguous; ++i) {
+    PyObject* d = base_descriptor(tensor_, names_[i], &PyMethodDescr_Type);
+    if (d == nullptr) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "TensorReads: torch.Tensor has no C method %R", names_[i]);
+      return false;
+    }
+    *methods[i - kDataPtr] = Py_NewRef(d);
   }
-  data_ptr_ = Py_NewRef(d);
-  const PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(d)->d_method;
+  const PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(data_ptr_)->d_method;
   if ((def->ml_flags & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL)) == METH_NOARGS)
     data_ptr_noargs_ = def->ml_meth;
   return true;
@@ -96,14 +112,34 @@ bool TensorReads::data_ptr(PyObject* t, uint64_t& out) const {
   return !(out == static_cast<uint64_t>(-1) && PyErr_Occurred());
 }
 
+PyObject* TensorReads::call(PyObject* t, PyObject* method, PyObject* name) const {
+  return plain(t) ? PyObject_CallOneArg(method, t) : PyObject_CallMethodNoArgs(t, name);
+}
+
+bool TensorReads::is_cpu(PyObject* t, bool& out) const {
+  const int truth = truth_of(get(t, is_cpu_, names_[kIsCpu]));
+  out = truth == 1;
+  return truth >= 0;
+}
+
+PyObject* TensorReads::dtype(PyObject* t) const { return get(t, dtype_, names_[kDtype]); }
+
+bool TensorReads::numel(PyObject* t, int64_t& out) const {
+  PyObject* v = call(t, numel_, names_[kNumel]);
+  if (v == nullptr) return false;
+  out = PyLong_AsLongLong(v);
+  Py_DECREF(v);
+  return !(out == -1 && PyErr_Occurred());
+}
+
+bool TensorReads::contiguous(PyObject* t, bool& out) const {
+  const int truth = truth_of(call(t, is_contiguous_, names_[kIsContiguous]));
+  out = truth == 1;
+  return truth >= 0;
+}
+
 PyObject* TensorReads::grad(PyObject* t) const { return get(t, grad_, names_[kGrad]); }
 
-int TensorReads::requires_grad(PyObject* t) const {
-  PyObject* v = get(t, requires_grad_, names_[kRequiresGrad]);
-  if (v == nullptr) return -1;
-  const int truth = PyObject_IsTrue(v);
-  Py_DECREF(v);
-  return truth;
-}
+int TensorReads::requires_grad(PyObject* t) const { return truth_of(get(t, requires_grad_, names_[kRequiresGrad])); }
 
 }  // namespace traincheck

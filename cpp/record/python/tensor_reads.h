@@ -1,5 +1,5 @@
 // Reads of the tensor attributes the model tracker watches (version counter, gradient, data address,
-// requires_grad), from C++ without torch headers: the extension must load under any installed torch.
+// requires_grad) and the host digests read (device, dtype, size, contiguity), from C++ without torch headers: the extension must load under any installed torch.
 //
 // For a tensor whose type is exactly torch.Tensor or torch.nn.Parameter, each read calls torch's own C
 // getter (a getset or method descriptor of torch._C.TensorBase, resolved once) directly: no attribute
@@ -27,6 +27,9 @@ class TensorReads {
   // Python error set when TensorBase lacks one of the getters.
   bool init(PyObject* tensor, PyObject* parameter, PyObject* strided);
 
+  // Whether `t` is exactly a torch.Tensor or torch.nn.Parameter (no subclass's own attributes to honour).
+  bool plain(PyObject* t) const { return Py_TYPE(t) == tensor_ || Py_TYPE(t) == parameter_; }
+
   bool version(PyObject* t, int64_t& out) const;
   // Whether the tensor is strided (a sparse gradient is not: it has no data_ptr). A tensor object keeps
   // its layout for life (torch lets `.data =` swap only an implementation of the same kind), so callers
@@ -34,14 +37,22 @@ class TensorReads {
   bool strided(PyObject* t, bool& out) const;
   // The data address of a strided tensor.
   bool data_ptr(PyObject* t, uint64_t& out) const;
+  // Whether the tensor's memory is the host's (t.is_cpu).
+  bool is_cpu(PyObject* t, bool& out) const;
+  // t.dtype: a new reference; null with an error set.
+  PyObject* dtype(PyObject* t) const;
+  bool numel(PyObject* t, int64_t& out) const;
+  // t.is_contiguous(): its elements lie in order from data_ptr on, with no gaps.
+  bool contiguous(PyObject* t, bool& out) const;
   // t.grad: a new reference, Py_None included; null with an error set.
   PyObject* grad(PyObject* t) const;
   // t.requires_grad's truth value; -1 with an error set.
   int requires_grad(PyObject* t) const;
 
  private:
-  bool plain(PyObject* t) const { return Py_TYPE(t) == tensor_ || Py_TYPE(t) == parameter_; }
   PyObject* get(PyObject* t, const PyGetSetDef* getter, PyObject* name) const;
+  // t.<name>() through TensorBase's method descriptor `method` for a plain tensor.
+  PyObject* call(PyObject* t, PyObject* method, PyObject* name) const;
 
   PyTypeObject* tensor_ = nullptr;     // strong
   PyTypeObject* parameter_ = nullptr;  // strong
@@ -50,9 +61,14 @@ class TensorReads {
   const PyGetSetDef* grad_ = nullptr;
   const PyGetSetDef* requires_grad_ = nullptr;
   const PyGetSetDef* layout_ = nullptr;
+  const PyGetSetDef* is_cpu_ = nullptr;
+  const PyGetSetDef* dtype_ = nullptr;
   PyObject* data_ptr_ = nullptr;  // TensorBase.data_ptr's method descriptor, strong
   PyCFunction data_ptr_noargs_ = nullptr;  // its C function, when it takes no arguments
-  PyObject* names_[5] = {};  // interned: _version, grad, requires_grad, layout, data_ptr
+  PyObject* numel_ = nullptr;          // TensorBase.numel's method descriptor, strong
+  PyObject* is_contiguous_ = nullptr;  // TensorBase.is_contiguous's, strong
+  // interned: _version, grad, requires_grad, layout, is_cpu, dtype, data_ptr, numel, is_contiguous
+  PyObject* names_[9] = {};
 };
 
 // The object `ref` (a weak reference) refers to, as a pointer only to compare with, never to use: null

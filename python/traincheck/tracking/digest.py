@@ -11,6 +11,11 @@
   h = h * 6364136223846793005 + x + 1. Here it is one dot product with precomputed powers of the
   multiplier, on the device, instead of a host copy and a numpy loop.
 
+Host tensors (CPU, contiguous, a real dtype, exactly torch.Tensor or Parameter) are digested in place by
+`_core.HostDigests`, all of a batch in one C++ call: one pass over their memory, no temporary, no torch op,
+the same value the torch ops below give. Those ops take every other tensor: a device's, and a host tensor
+that is strided with gaps, sparse or complex.
+
 Memory: every tensor is taken in pieces of at most `_CHUNK` elements, on every device, so no temporary
 is the size of a whole tensor (int64 copies of a 128k x 8k embedding would be gigabytes on a GPU that
 has room for the training only); many small tensors are batched up to that size. What the digests hold
@@ -27,6 +32,8 @@ from __future__ import annotations
 
 import torch
 
+from traincheck import _core
+
 ALGORITHMS = ("full", "traincheck")
 _MULTIPLIER = 6364136223846793005
 _MASK = (1 << 64) - 1
@@ -42,6 +49,17 @@ _BIT_VIEWS = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
 # Devices that hold no data (meta: shapes only, as a model is built before its weights are loaded): no
 # queue to wait for and no values to copy; their digests read as 0.
 _NO_QUEUE = ("meta",)
+
+_CPU = torch.device("cpu")
+
+
+def _host_widths() -> dict:
+    """{dtype: the width in bytes its bits are read at}: the real dtypes `Digester._bit_view` reads, for
+    those this torch has."""
+    names = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint64", "uint32",
+             "uint16", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    dtypes = [getattr(torch, n) for n in names if isinstance(getattr(torch, n, None), torch.dtype)]
+    return {d: torch.empty(0, dtype=d).element_size() for d in dtypes}
 
 
 def _copy_done_event(device: torch.device):
@@ -111,6 +129,8 @@ class Digester:
         self._host_weights: dict[torch.device, torch.Tensor] = {}  # each device's table, as a host tensor
         self._powers: dict[tuple[torch.device, int], torch.Tensor] = {}
         self._layouts: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._in_place = algorithm == "full"  # host tensors digested by _core.HostDigests
+        self._host = None
 
     # -- full-coverage digest -------------------------------------------------------------------------
     # Elements per piece: a digest's temporaries are a few int64 copies of one piece (2 MiB each).
@@ -231,13 +251,21 @@ class Digester:
         device's once their copy to host memory is done (DigestBatch)."""
         batch = DigestBatch(len(tensors))
         with torch.no_grad():
+            rest = range(len(tensors))
+            if self._in_place and tensors:
+                batch.values, rest = self._host_digests().digests(list(tensors), self._weights_for(self._TABLE, _CPU))
             by_device: dict[torch.device, list[int]] = {}
-            for i, t in enumerate(tensors):
-                by_device.setdefault(t.device, []).append(i)
+            for i in rest:
+                by_device.setdefault(tensors[i].device, []).append(i)
             for device, idx in by_device.items():
                 order, parts = self._device_digests(tensors, idx)
                 batch.add(order, torch.cat(parts), device)
         return batch
+
+    def _host_digests(self):
+        if self._host is None:
+            self._host = _core.HostDigests(torch.Tensor, torch.nn.Parameter, torch.strided, _host_widths(), torch.int64)
+        return self._host
 
     def _device_digests(self, tensors: list[torch.Tensor], idx: list[int]) -> tuple[list[int], list[torch.Tensor]]:
         """(tensor indices, 1-d digest tensors in that order) for the tensors of one device."""
