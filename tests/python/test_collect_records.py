@@ -127,3 +127,37 @@ def test_module_arguments_carry_their_training_mode(tmp_path):
     assert modes == [{"torch.nn.modules.linear.Linear": {"training": True}}] * 2 + [{"torch.nn.modules.linear.Linear": {"training": False}}]
     seq = next(r for r in all_records(tmp_path / "out") if r["type"] == PRE and r["function"] == "torch.nn.modules.container.Sequential.forward")
     assert seq["args"]["0"] == {"torch.nn.modules.container.Sequential": {"training": True}}
+
+
+SUMMARIES = """
+import torch
+
+class Marked(torch.Tensor):  # a subclass: its attributes are read by ordinary attribute access
+    pass
+
+p = torch.nn.Parameter(torch.ones(2, 3))
+p.grad = torch.zeros(2, 3)
+hidden = p * 2.0  # not a leaf: a grad_fn, no grad
+frozen = torch.ones(5, dtype=torch.float16)
+marked = torch.ones(4).as_subclass(Marked).requires_grad_()
+for t in (p, hidden, frozen, marked):
+    torch.add(t, 1)
+"""
+
+
+def test_tensor_summaries_of_plain_parameter_and_subclass_tensors_hold_what_python_reads(tmp_path):
+    from conftest import write_script
+
+    script = write_script(tmp_path, "summaries.py", SUMMARIES)
+    result = collect(tmp_path, "-p", str(script), "--output-dir", "out")
+    assert result.returncode == 0, result.stderr[-2000:]
+    adds = [r for r in all_records(tmp_path / "out") if r["function"] == "torch._VariableFunctionsClass.add" and r["type"] == PRE]
+    summaries = [next(iter(r["args"]["0"].values())) for r in adds]
+    assert len(summaries) == 4
+    param, hidden, frozen, marked = summaries
+    assert param["requires_grad"] is True and param["is_leaf"] is True and "_TRAINCHECK_grad_ID" in param
+    assert param["grad_fn"] is None and param["shape"] == [2, 3] and param["dtype"] == "torch.float32"
+    assert hidden["is_leaf"] is False and "grad_fn" not in hidden and hidden["grad"] is None and hidden["requires_grad"] is True
+    assert frozen["requires_grad"] is False and frozen["dtype"] == "torch.float16" and frozen["itemsize"] == 2
+    assert frozen["is_cpu"] is True and frozen["is_cuda"] is False and frozen["shape"] == [5]
+    assert marked["requires_grad"] is True and marked["is_leaf"] is True and marked["shape"] == [4]

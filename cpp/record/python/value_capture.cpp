@@ -42,32 +42,70 @@ std::unordered_map<std::string, uint32_t>& text_ids() {
 }
 
 struct Names {
-  PyObject* dtype;
-  PyObject* shape;
-  PyObject* is_cuda;
-  PyObject* is_cpu;
-  PyObject* is_meta;
-  PyObject* is_sparse;
-  PyObject* is_quantized;
-  PyObject* requires_grad;
-  PyObject* is_leaf;
-  PyObject* retains_grad;
-  PyObject* grad;
-  PyObject* grad_fn;
   PyObject* itemsize;
   PyObject* training;
 };
 const Names& names() {
-  static const Names n = {
-      PyUnicode_InternFromString("dtype"),        PyUnicode_InternFromString("shape"),
-      PyUnicode_InternFromString("is_cuda"),      PyUnicode_InternFromString("is_cpu"),
-      PyUnicode_InternFromString("is_meta"),      PyUnicode_InternFromString("is_sparse"),
-      PyUnicode_InternFromString("is_quantized"), PyUnicode_InternFromString("requires_grad"),
-      PyUnicode_InternFromString("is_leaf"),      PyUnicode_InternFromString("retains_grad"),
-      PyUnicode_InternFromString("grad"),         PyUnicode_InternFromString("grad_fn"),
-      PyUnicode_InternFromString("itemsize"),     PyUnicode_InternFromString("training"),
-  };
+  static const Names n = {PyUnicode_InternFromString("itemsize"), PyUnicode_InternFromString("training")};
   return n;
+}
+
+// The tensor attributes a summary reads. Each is read through TensorBase's own C getter, resolved once
+// (set_torch_types), when the tensor's type is exactly torch.Tensor or nn.Parameter, which override none
+// of them: the same getter attribute access would find, without its walk through the type's MRO, and
+// never a wrapper that --instr-descriptors set on torch.Tensor. Any other type (a subclass, which may
+// define its own) is read by ordinary attribute access.
+enum TensorAttr {
+  kDtype, kShape, kIsCuda, kIsCpu, kIsMeta, kIsSparse, kIsQuantized, kRequiresGrad, kIsLeaf, kRetainsGrad,
+  kGrad, kGradFn, kTensorAttrCount
+};
+constexpr const char* kTensorAttrNames[kTensorAttrCount] = {
+    "dtype",   "shape",        "is_cuda", "is_cpu",       "is_meta", "is_sparse",
+    "is_quantized", "requires_grad", "is_leaf", "retains_grad", "grad", "grad_fn"};
+
+struct TensorAttrs {
+  PyObject* names[kTensorAttrCount] = {};            // interned
+  const PyGetSetDef* getters[kTensorAttrCount] = {};  // null: read by attribute access
+};
+TensorAttrs& tensor_attrs() {
+  static TensorAttrs* a = [] {
+    auto* attrs = new TensorAttrs();  // never destroyed: used until exit
+    for (int i = 0; i < kTensorAttrCount; ++i) attrs->names[i] = PyUnicode_InternFromString(kTensorAttrNames[i]);
+    return attrs;
+  }();
+  return *a;
+}
+
+PyObject* tensor_attr(PyObject* t, TensorAttr which) {
+  const TensorAttrs& a = tensor_attrs();
+  const PyGetSetDef* getter = a.getters[which];
+  if (getter != nullptr && (Py_TYPE(t) == g_types.tensor || Py_TYPE(t) == g_types.parameter))
+    return getter->get(t, getter->closure);
+  return PyObject_GetAttr(t, a.names[which]);
+}
+
+// The getset descriptor attribute access on `type` finds for `name`, or null when it finds anything
+// else (a Python property, a wrapper) or nothing.
+const PyGetSetDef* found_getter(PyTypeObject* type, PyObject* name) {
+  PyObject* mro = type->tp_mro;
+  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = dict != nullptr ? PyDict_GetItemWithError(dict, name) : nullptr;
+    if (found == nullptr) continue;
+    return Py_IS_TYPE(found, &PyGetSetDescr_Type) ? reinterpret_cast<PyGetSetDescrObject*>(found)->d_getset : nullptr;
+  }
+  return nullptr;
+}
+
+// Resolves the getters for torch.Tensor and nn.Parameter: one only where both find the same.
+void resolve_tensor_getters() {
+  TensorAttrs& a = tensor_attrs();
+  for (int i = 0; i < kTensorAttrCount; ++i) {
+    const PyGetSetDef* g = g_types.tensor ? found_getter(g_types.tensor, a.names[i]) : nullptr;
+    const bool same = g != nullptr && (g_types.parameter == nullptr || found_getter(g_types.parameter, a.names[i]) == g);
+    a.getters[i] = same ? g : nullptr;
+  }
+  clear_error_keeping_stop_requests();  // a failed lookup leaves that attribute to ordinary access
 }
 
 uint32_t text_id(std::string_view text) {
@@ -102,8 +140,8 @@ uint32_t str_id(PyObject* obj) {
 }
 
 // Returns the attribute's truth value; a missing attribute reads as false.
-bool flag_attr(PyObject* obj, PyObject* name) {
-  PyObject* v = PyObject_GetAttr(obj, name);
+bool flag_attr(PyObject* obj, TensorAttr which) {
+  PyObject* v = tensor_attr(obj, which);
   if (v == nullptr) {
     clear_error_keeping_stop_requests();
     return false;
@@ -177,9 +215,8 @@ uint64_t data_identity(PyObject* t, bool no_data) {
 }
 
 void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
-  const Names& n = names();
   s = TensorSummary{};
-  if (PyObject* dtype = PyObject_GetAttr(t, n.dtype)) {
+  if (PyObject* dtype = tensor_attr(t, kDtype)) {
     if (const DtypeInfo* info = dtype_info(dtype)) {
       s.dtype_name_id = info->name_id;
       s.itemsize = info->itemsize;
@@ -188,7 +225,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
   } else {
     clear_error_keeping_stop_requests();
   }
-  if (PyObject* shape = PyObject_GetAttr(t, n.shape)) {
+  if (PyObject* shape = tensor_attr(t, kShape)) {
     if (PyTuple_Check(shape)) {
       const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
       s.ndim = static_cast<uint16_t>(nd < kMaxDims ? nd : kMaxDims);
@@ -201,17 +238,17 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
   if (Py_IS_TYPE(t, g_types.parameter) || (g_types.parameter && PyObject_TypeCheck(t, g_types.parameter))) {
     f |= kTensorIsParameter;
   }
-  if (flag_attr(t, n.is_cuda)) f |= kTensorIsCuda;
-  if (flag_attr(t, n.is_cpu)) f |= kTensorIsCpu;
-  if (flag_attr(t, n.is_meta)) f |= kTensorIsMeta;
-  if (flag_attr(t, n.is_sparse)) f |= kTensorIsSparse;
-  if (flag_attr(t, n.is_quantized)) f |= kTensorIsQuantized;
-  if (flag_attr(t, n.requires_grad)) f |= kTensorRequiresGrad;
-  if (flag_attr(t, n.is_leaf)) f |= kTensorIsLeaf;
-  if (flag_attr(t, n.retains_grad)) f |= kTensorRetainsGrad;
+  if (flag_attr(t, kIsCuda)) f |= kTensorIsCuda;
+  if (flag_attr(t, kIsCpu)) f |= kTensorIsCpu;
+  if (flag_attr(t, kIsMeta)) f |= kTensorIsMeta;
+  if (flag_attr(t, kIsSparse)) f |= kTensorIsSparse;
+  if (flag_attr(t, kIsQuantized)) f |= kTensorIsQuantized;
+  if (flag_attr(t, kRequiresGrad)) f |= kTensorRequiresGrad;
+  if (flag_attr(t, kIsLeaf)) f |= kTensorIsLeaf;
+  if (flag_attr(t, kRetainsGrad)) f |= kTensorRetainsGrad;
   // Reading .grad of a non-leaf tensor makes torch warn; such a tensor has no grad to report anyway.
   if (f & (kTensorIsLeaf | kTensorRetainsGrad)) {
-    if (PyObject* grad = PyObject_GetAttr(t, n.grad)) {
+    if (PyObject* grad = tensor_attr(t, kGrad)) {
       if (grad != Py_None) {
         f |= kTensorHasGrad;
         s.grad_id = data_identity(grad, f & kTensorIsMeta);  // torch keeps a grad on its tensor's device
@@ -221,7 +258,7 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
       clear_error_keeping_stop_requests();
     }
   }
-  if (PyObject* fn = PyObject_GetAttr(t, n.grad_fn)) {
+  if (PyObject* fn = tensor_attr(t, kGradFn)) {
     if (fn != Py_None) f |= kTensorHasGradFn;
     Py_DECREF(fn);
   } else {
@@ -352,6 +389,7 @@ void set_torch_types(const TorchTypes& types) {
   g_types = types;
   Py_CLEAR(g_data_ptr);
   Py_CLEAR(g_untyped_storage);
+  resolve_tensor_getters();
   if (types.tensor == nullptr) return;
   g_data_ptr = tensor_base_method(types.tensor, "data_ptr");
   g_untyped_storage = tensor_base_method(types.tensor, "untyped_storage");
