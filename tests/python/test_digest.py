@@ -103,7 +103,7 @@ def test_a_tensor_longer_than_the_weight_table_is_digested_with_periodic_weights
 
 def test_the_original_hash_taken_in_pieces_equals_it_taken_whole():
     whole, pieces = Digester("traincheck"), Digester("traincheck")
-    pieces._CHUNK = 100
+    pieces._HASH_CHUNK = 100
     for t in (torch.randn(1050), torch.randn(4, 333), torch.arange(250)):
         assert pieces.digests([t]) == whole.digests([t])
 

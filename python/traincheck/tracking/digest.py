@@ -133,8 +133,13 @@ class Digester:
         self._host = None
 
     # -- full-coverage digest -------------------------------------------------------------------------
-    # Elements per piece: a digest's temporaries are a few int64 copies of one piece (2 MiB each).
-    _CHUNK = 1 << 18
+    # Elements per piece: a digest's temporaries are a few int64 copies of one piece (4 MiB each), inside
+    # the 64 MB bound with room to spare; pieces that large let a device digest a large tensor in few
+    # launches (a piece costs about six ops). It divides _TABLE: a piece never spans two blocks.
+    _CHUNK = 1 << 19
+    # The original's hash makes more temporaries per piece (a float product, int64 copies, powers): its
+    # pieces are half that.
+    _HASH_CHUNK = 1 << 18
     _TABLE = 1 << 20  # P: weights in the table (8 MiB), the period of the block multipliers
 
     def _weights_for(self, n: int, device: torch.device) -> torch.Tensor:
@@ -188,13 +193,14 @@ class Digester:
             flat = torch.view_as_real(flat).reshape(-1)
         return flat if flat.dtype == torch.bool else flat.view(_BIT_VIEWS[flat.element_size()])
 
-    def _full_small_batch(self, views: list[torch.Tensor]) -> torch.Tensor:
-        """Digests of many small tensors of one bit dtype (their bit views) in a handful of ops: one
-        concatenation, one product with the per-tensor weights laid end to end, one segment sum. Every
-        tensor still gets the weights of its own positions, so each result equals _full of that tensor."""
-        sizes = tuple(v.numel() for v in views)
-        device = views[0].device
-        key = (device, sizes)
+    def _full_small_batch(self, group: list[torch.Tensor], sizes: list[int], dtype: torch.dtype) -> torch.Tensor:
+        """Digests of many small strided tensors of one dtype on one device in a handful of ops, whatever
+        their number: their elements laid end to end in one C++ call (torch's flatten_dense_tensors, a
+        single concatenation on a device), one bit view, one product with the per-tensor weights laid end
+        to end, one segment sum. Every tensor still gets the weights of its own positions, so each result
+        equals _full of that tensor. No Python per tensor: on a GPU the host pays a few launches per batch."""
+        device = group[0].device
+        key = (device, tuple(sizes))
         layout = self._layouts.get(key)
         if layout is None:
             weights = torch.cat([self._weights_for(n, device) for n in sizes])
@@ -203,7 +209,9 @@ class Digester:
                                                output_size=sum(sizes))
             layout = self._layouts[key] = (weights, segments)
         weights, segments = layout
-        products = torch.cat(views).to(torch.int64) * weights
+        flat = torch._utils._flatten_dense_tensors(group)  # each tensor's elements in order, as reshape(-1)
+        bits = flat if dtype == torch.bool else flat.view(_BIT_VIEWS[flat.element_size()])
+        products = bits.to(torch.int64) * weights
         return torch.zeros(len(sizes), dtype=torch.int64, device=device).index_add_(0, segments, products)
 
     # -- the original's hash --------------------------------------------------------------------------
@@ -226,8 +234,8 @@ class Digester:
         row = x.reshape(-1, x.shape[-1])[0] if x.dim() > 1 else x  # only row 0 counts: scaled alone
         n = row.numel()
         total = torch.zeros((), dtype=torch.int64, device=row.device)
-        for start in range(0, n, self._CHUNK):
-            end = min(start + self._CHUNK, n)
+        for start in range(0, n, self._HASH_CHUNK):
+            end = min(start + self._HASH_CHUNK, n)
             piece = row[start:end]
             # In the source dtype, as the original (f16 overflows there too); it rejects bool and complex,
             # ours hashes bools as 0/1.
@@ -272,25 +280,26 @@ class Digester:
         if self.algorithm != "full":
             return idx, [torch.stack([self._one(tensors[i], self._traincheck) for i in idx])]
         order, parts, singles = [], [], []
-        groups: dict[torch.dtype, tuple[list[int], list[torch.Tensor]]] = {}
+        groups: dict[torch.dtype, tuple[list[int], list[int]]] = {}  # dtype -> (tensor indices, sizes)
+        small = min(self._SMALL, self._CHUNK)
         for i in idx:
             t = tensors[i]
-            if t.layout != torch.strided or t.numel() > min(self._SMALL, self._CHUNK) or t.is_complex():
+            dtype, n = t.dtype, t.numel()
+            if n > small or dtype.is_complex or t.layout != torch.strided:
                 singles.append(i)
                 continue
-            view = self._bit_view(t)
-            members, views = groups.setdefault(view.dtype, ([], []))
+            members, sizes = groups.setdefault(dtype, ([], []))
             members.append(i)
-            views.append(view)
-        for members, views in groups.values():  # small tensors of one bit width: batched, _CHUNK at most
-            start, size = 0, 0
-            for k, v in enumerate(views + [None]):
-                if v is not None and (size == 0 or size + v.numel() <= self._CHUNK):
-                    size += v.numel()
+            sizes.append(n)
+        for dtype, (members, sizes) in groups.items():  # small tensors of one dtype: batched, _CHUNK at most
+            start, total = 0, 0
+            for k in range(len(members) + 1):
+                if k < len(members) and (total == 0 or total + sizes[k] <= self._CHUNK):
+                    total += sizes[k]
                     continue
                 order += members[start:k]
-                parts.append(self._full_small_batch(views[start:k]))
-                start, size = k, (v.numel() if v is not None else 0)
+                parts.append(self._full_small_batch([tensors[i] for i in members[start:k]], sizes[start:k], dtype))
+                start, total = k, (sizes[k] if k < len(members) else 0)
         if singles:
             order += singles
             parts.append(torch.stack([self._one(tensors[i], self._full) for i in singles]))
