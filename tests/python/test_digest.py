@@ -207,3 +207,14 @@ def test_tensors_the_host_path_cannot_read_in_place_are_left_to_the_torch_ops_wi
     assert d.digests(tensors) == _torch_ops_digests(tensors)
     # A strided view is digested by the elements it shows, in order: as its contiguous copy is.
     assert d.digests([base.t()]) == d.digests([base.t().contiguous()])
+
+
+def test_a_tensor_whose_storage_was_freed_digests_to_zero_in_place_and_nothing_is_read():
+    base = torch.randn(10)
+    view = base[2:]  # elements 8 bytes into the storage
+    other = torch.randn(6)
+    d = Digester()
+    before = d.digests([view, other])
+    assert before[0] == d.digests([view.clone()])[0] and before[0] != 0
+    base.untyped_storage().resize_(0)  # as FSDP frees a parameter's storage between uses; torch's ops would crash
+    assert d.digests([view, base, other]) == [0, 0, before[1]]

@@ -10,6 +10,7 @@ HostDigests::~HostDigests() {
   if (!Py_IsInitialized()) return;
   Py_XDECREF(widths_);
   Py_XDECREF(int64_);
+  for (PyObject* n : names_) Py_XDECREF(n);
 }
 
 bool HostDigests::init(PyObject* tensor, PyObject* parameter, PyObject* strided, PyObject* widths, PyObject* int64) {
@@ -19,7 +20,26 @@ bool HostDigests::init(PyObject* tensor, PyObject* parameter, PyObject* strided,
   }
   widths_ = Py_NewRef(widths);
   int64_ = Py_NewRef(int64);
+  const char* names[] = {"untyped_storage", "data_ptr", "nbytes"};
+  for (int i = 0; i < 3; ++i)
+    if ((names_[i] = PyUnicode_InternFromString(names[i])) == nullptr) return false;
   return reads_.init(tensor, parameter, strided);
+}
+
+bool HostDigests::in_storage(PyObject* t, uint64_t data, uint64_t bytes, bool& out) const {
+  out = false;
+  PyObject* storage = PyObject_CallMethodNoArgs(t, names_[0]);
+  if (storage == nullptr) return false;
+  PyObject* base = PyObject_CallMethodNoArgs(storage, names_[1]);
+  PyObject* size = base != nullptr ? PyObject_CallMethodNoArgs(storage, names_[2]) : nullptr;
+  Py_DECREF(storage);
+  const uint64_t start = base != nullptr ? PyLong_AsUnsignedLongLongMask(base) : 0;
+  const uint64_t capacity = size != nullptr ? PyLong_AsUnsignedLongLongMask(size) : 0;
+  Py_XDECREF(base);
+  Py_XDECREF(size);
+  if (size == nullptr || PyErr_Occurred()) return false;
+  out = start != 0 && data >= start && data - start <= capacity && bytes <= capacity - (data - start);
+  return true;
 }
 
 bool HostDigests::width(PyObject* t, int& out) const {
@@ -75,9 +95,13 @@ PyObject* HostDigests::digests(PyObject* tensors, PyObject* table) const {
     int bytes = 0;
     int64_t count = 0;
     uint64_t data = 0;
-    ok = width(t, bytes) && (bytes == 0 || (reads_.numel(t, count) && (count == 0 || reads_.data_ptr(t, data))));
+    bool readable = false;
+    ok = width(t, bytes) &&
+         (bytes == 0 || (reads_.numel(t, count) &&
+                         (count == 0 || (reads_.data_ptr(t, data) &&
+                                         in_storage(t, data, static_cast<uint64_t>(count) * bytes, readable)))));
     int64_t digest = 0;
-    if (ok && bytes != 0 && count > 0)
+    if (ok && bytes != 0 && count > 0 && readable)
       digest = full_digest(reinterpret_cast<const void*>(data), count, bytes, reinterpret_cast<const int64_t*>(weights), period);
     PyObject* value = ok ? PyLong_FromLongLong(digest) : nullptr;
     if (value == nullptr) {

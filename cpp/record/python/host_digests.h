@@ -6,6 +6,9 @@
 // A tensor is taken here when it is exactly a torch.Tensor or torch.nn.Parameter (a subclass may keep its
 // data elsewhere), on the CPU, strided, contiguous, and of a dtype the widths table names (real dtypes:
 // floats, integers, bool). Any other is left to the torch ops, which give the same value where both apply.
+// Memory is read only within the tensor's storage: a tensor whose storage does not hold its elements (freed
+// by resizing it to 0, as FSDP does between uses; torch's own ops crash on it) has no values, and digests
+// to 0 here, as a meta tensor does.
 //
 // Only used with the GIL held. Errors are Python errors: null with one set.
 #pragma once
@@ -35,10 +38,13 @@ class HostDigests {
  private:
   // The width `t` is read at, 0 when it is not taken here; false with an error set.
   bool width(PyObject* t, int& out) const;
+  // Whether the `bytes` at `data` lie inside the storage of `t`; false with an error set when unreadable.
+  bool in_storage(PyObject* t, uint64_t data, uint64_t bytes, bool& out) const;
 
   TensorReads reads_;
   PyObject* widths_ = nullptr;  // strong
   PyObject* int64_ = nullptr;   // strong
+  PyObject* names_[3] = {};     // interned: untyped_storage, data_ptr, nbytes
 };
 
 }  // namespace traincheck
