@@ -140,7 +140,11 @@ p.grad = torch.zeros(2, 3)
 hidden = p * 2.0  # not a leaf: a grad_fn, no grad
 frozen = torch.ones(5, dtype=torch.float16)
 marked = torch.ones(4).as_subclass(Marked).requires_grad_()
-for t in (p, hidden, frozen, marked):
+kept = p * 3.0
+kept.retain_grad()
+kept.sum().backward()  # a non-leaf that retains its grad: it has one now
+meta = torch.empty(2, device="meta")
+for t in (p, hidden, frozen, marked, kept, meta):
     torch.add(t, 1)
 """
 
@@ -153,11 +157,15 @@ def test_tensor_summaries_of_plain_parameter_and_subclass_tensors_hold_what_pyth
     assert result.returncode == 0, result.stderr[-2000:]
     adds = [r for r in all_records(tmp_path / "out") if r["function"] == "torch._VariableFunctionsClass.add" and r["type"] == PRE]
     summaries = [next(iter(r["args"]["0"].values())) for r in adds]
-    assert len(summaries) == 4
-    param, hidden, frozen, marked = summaries
+    assert len(summaries) == 6
+    param, hidden, frozen, marked, kept, meta = summaries
     assert param["requires_grad"] is True and param["is_leaf"] is True and "_TRAINCHECK_grad_ID" in param
     assert param["grad_fn"] is None and param["shape"] == [2, 3] and param["dtype"] == "torch.float32"
+    assert param["retains_grad"] is False and param["is_cuda"] is False and param["is_meta"] is False
     assert hidden["is_leaf"] is False and "grad_fn" not in hidden and hidden["grad"] is None and hidden["requires_grad"] is True
     assert frozen["requires_grad"] is False and frozen["dtype"] == "torch.float16" and frozen["itemsize"] == 2
     assert frozen["is_cpu"] is True and frozen["is_cuda"] is False and frozen["shape"] == [5]
     assert marked["requires_grad"] is True and marked["is_leaf"] is True and marked["shape"] == [4]
+    assert kept["is_leaf"] is False and kept["retains_grad"] is True and "_TRAINCHECK_grad_ID" in kept
+    assert "grad_fn" not in kept
+    assert meta["is_meta"] is True and meta["is_cpu"] is False and meta["is_cuda"] is False

@@ -84,6 +84,15 @@ PyObject* tensor_attr(PyObject* t, TensorAttr which) {
   return PyObject_GetAttr(t, a.names[which]);
 }
 
+// Whether every attribute of `t` is read through torch's own getters: its type is exactly torch.Tensor or
+// nn.Parameter and all of them were resolved.
+bool reads_own_getters(PyObject* t) {
+  if (Py_TYPE(t) != g_types.tensor && Py_TYPE(t) != g_types.parameter) return false;
+  for (const PyGetSetDef* g : tensor_attrs().getters)
+    if (g == nullptr) return false;
+  return true;
+}
+
 // The getset descriptor attribute access on `type` finds for `name`, or null when it finds anything
 // else (a Python property, a wrapper) or nothing.
 const PyGetSetDef* found_getter(PyTypeObject* type, PyObject* name) {
@@ -238,14 +247,18 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
   if (Py_IS_TYPE(t, g_types.parameter) || (g_types.parameter && PyObject_TypeCheck(t, g_types.parameter))) {
     f |= kTensorIsParameter;
   }
-  if (flag_attr(t, kIsCuda)) f |= kTensorIsCuda;
+  // A tensor read through torch's own getters lives on one device, and a leaf has no grad_fn and never
+  // retains its grad: the reads those imply are skipped. A subclass may define them otherwise: all are read.
+  const bool own = reads_own_getters(t);
   if (flag_attr(t, kIsCpu)) f |= kTensorIsCpu;
-  if (flag_attr(t, kIsMeta)) f |= kTensorIsMeta;
+  if (!(own && (f & kTensorIsCpu)) && flag_attr(t, kIsCuda)) f |= kTensorIsCuda;
+  if (!(own && (f & (kTensorIsCpu | kTensorIsCuda))) && flag_attr(t, kIsMeta)) f |= kTensorIsMeta;
   if (flag_attr(t, kIsSparse)) f |= kTensorIsSparse;
   if (flag_attr(t, kIsQuantized)) f |= kTensorIsQuantized;
   if (flag_attr(t, kRequiresGrad)) f |= kTensorRequiresGrad;
   if (flag_attr(t, kIsLeaf)) f |= kTensorIsLeaf;
-  if (flag_attr(t, kRetainsGrad)) f |= kTensorRetainsGrad;
+  const bool own_leaf = own && (f & kTensorIsLeaf);
+  if (!own_leaf && flag_attr(t, kRetainsGrad)) f |= kTensorRetainsGrad;
   // Reading .grad of a non-leaf tensor makes torch warn; such a tensor has no grad to report anyway.
   if (f & (kTensorIsLeaf | kTensorRetainsGrad)) {
     if (PyObject* grad = tensor_attr(t, kGrad)) {
@@ -258,11 +271,13 @@ void summarize_tensor(PyObject* t, TensorSummary& s, int64_t* dims) {
       clear_error_keeping_stop_requests();
     }
   }
-  if (PyObject* fn = tensor_attr(t, kGradFn)) {
-    if (fn != Py_None) f |= kTensorHasGradFn;
-    Py_DECREF(fn);
-  } else {
-    clear_error_keeping_stop_requests();
+  if (!own_leaf) {
+    if (PyObject* fn = tensor_attr(t, kGradFn)) {
+      if (fn != Py_None) f |= kTensorHasGradFn;
+      Py_DECREF(fn);
+    } else {
+      clear_error_keeping_stop_requests();
+    }
   }
   s.flags = f;
   // Sparse tensors have no single address; meta tensors none (a FakeTensor's inner tensor is one: asking
