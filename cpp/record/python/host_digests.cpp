@@ -10,7 +10,6 @@ HostDigests::~HostDigests() {
   if (!Py_IsInitialized()) return;
   Py_XDECREF(widths_);
   Py_XDECREF(int64_);
-  for (PyObject* n : names_) Py_XDECREF(n);
 }
 
 bool HostDigests::init(PyObject* tensor, PyObject* parameter, PyObject* strided, PyObject* widths, PyObject* int64) {
@@ -20,24 +19,13 @@ bool HostDigests::init(PyObject* tensor, PyObject* parameter, PyObject* strided,
   }
   widths_ = Py_NewRef(widths);
   int64_ = Py_NewRef(int64);
-  const char* names[] = {"untyped_storage", "data_ptr", "nbytes"};
-  for (int i = 0; i < 3; ++i)
-    if ((names_[i] = PyUnicode_InternFromString(names[i])) == nullptr) return false;
   return reads_.init(tensor, parameter, strided);
 }
 
 bool HostDigests::in_storage(PyObject* t, uint64_t data, uint64_t bytes, bool& out) const {
   out = false;
-  PyObject* storage = PyObject_CallMethodNoArgs(t, names_[0]);
-  if (storage == nullptr) return false;
-  PyObject* base = PyObject_CallMethodNoArgs(storage, names_[1]);
-  PyObject* size = base != nullptr ? PyObject_CallMethodNoArgs(storage, names_[2]) : nullptr;
-  Py_DECREF(storage);
-  const uint64_t start = base != nullptr ? PyLong_AsUnsignedLongLongMask(base) : 0;
-  const uint64_t capacity = size != nullptr ? PyLong_AsUnsignedLongLongMask(size) : 0;
-  Py_XDECREF(base);
-  Py_XDECREF(size);
-  if (size == nullptr || PyErr_Occurred()) return false;
+  uint64_t start = 0, capacity = 0;
+  if (!reads_.storage_span(t, start, capacity)) return false;
   out = start != 0 && data >= start && data - start <= capacity && bytes <= capacity - (data - start);
   return true;
 }

@@ -44,7 +44,6 @@ class HostDigests {
   TensorReads reads_;
   PyObject* widths_ = nullptr;  // strong
   PyObject* int64_ = nullptr;   // strong
-  PyObject* names_[3] = {};     // interned: untyped_storage, data_ptr, nbytes
 };
 
 }  // namespace traincheck

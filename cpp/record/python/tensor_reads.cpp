@@ -6,9 +6,13 @@ namespace traincheck {
 
 namespace {
 
-enum Name { kVersion, kGrad, kRequiresGrad, kLayout, kIsCpu, kDtype, kDataPtr, kNumel, kIsContiguous, kNameCount };
-constexpr const char* kNames[kNameCount] = {"_version", "grad",     "requires_grad", "layout",       "is_cpu",
-                                            "dtype",    "data_ptr", "numel",         "is_contiguous"};
+enum Name {
+  kVersion, kGrad, kRequiresGrad, kLayout, kIsCpu, kDtype, kDataPtr, kNumel, kIsContiguous, kUntypedStorage, kNbytes,
+  kNameCount
+};
+constexpr const char* kNames[kNameCount] = {"_version", "grad",          "requires_grad",   "layout",
+                                            "is_cpu",   "dtype",         "data_ptr",        "numel",
+                                            "is_contiguous", "untyped_storage", "nbytes"};
 
 // The first descriptor named `name` in `type`'s MRO of the given descriptor type: TensorBase's own.
 PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind) {
@@ -40,6 +44,7 @@ TensorReads::~TensorReads() {
   Py_XDECREF(data_ptr_);
   Py_XDECREF(numel_);
   Py_XDECREF(is_contiguous_);
+  Py_XDECREF(untyped_storage_);
   for (PyObject* n : names_) Py_XDECREF(n);
 }
 
@@ -63,8 +68,8 @@ bool TensorReads::init(PyObject* tensor, PyObject* parameter, PyObject* strided)
     }
     *getters[i] = reinterpret_cast<PyGetSetDescrObject*>(d)->d_getset;
   }
-  PyObject** methods[] = {&data_ptr_, &numel_, &is_contiguous_};
-  for (int i = kDataPtr; i <= kIsContiguous; ++i) {
+  PyObject** methods[] = {&data_ptr_, &numel_, &is_contiguous_, &untyped_storage_};
+  for (int i = kDataPtr; i <= kUntypedStorage; ++i) {
     PyObject* d = base_descriptor(tensor_, names_[i], &PyMethodDescr_Type);
     if (d == nullptr) {
       if (!PyErr_Occurred())
@@ -136,6 +141,19 @@ bool TensorReads::contiguous(PyObject* t, bool& out) const {
   const int truth = truth_of(call(t, is_contiguous_, names_[kIsContiguous]));
   out = truth == 1;
   return truth >= 0;
+}
+
+bool TensorReads::storage_span(PyObject* t, uint64_t& start, uint64_t& nbytes) const {
+  PyObject* storage = call(t, untyped_storage_, names_[kUntypedStorage]);
+  if (storage == nullptr) return false;
+  PyObject* base = PyObject_CallMethodNoArgs(storage, names_[kDataPtr]);
+  PyObject* size = base != nullptr ? PyObject_CallMethodNoArgs(storage, names_[kNbytes]) : nullptr;
+  Py_DECREF(storage);
+  start = base != nullptr ? PyLong_AsUnsignedLongLongMask(base) : 0;
+  nbytes = size != nullptr ? PyLong_AsUnsignedLongLongMask(size) : 0;
+  Py_XDECREF(base);
+  Py_XDECREF(size);
+  return size != nullptr && !PyErr_Occurred();
 }
 
 PyObject* TensorReads::grad(PyObject* t) const { return get(t, grad_, names_[kGrad]); }

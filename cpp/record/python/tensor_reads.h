@@ -44,6 +44,9 @@ class TensorReads {
   bool numel(PyObject* t, int64_t& out) const;
   // t.is_contiguous(): its elements lie in order from data_ptr on, with no gaps.
   bool contiguous(PyObject* t, bool& out) const;
+  // The address and size in bytes of t.untyped_storage(): the memory its elements may lie in (0 bytes
+  // once the storage was resized to 0).
+  bool storage_span(PyObject* t, uint64_t& start, uint64_t& nbytes) const;
   // t.grad: a new reference, Py_None included; null with an error set.
   PyObject* grad(PyObject* t) const;
   // t.requires_grad's truth value; -1 with an error set.
@@ -67,8 +70,10 @@ class TensorReads {
   PyCFunction data_ptr_noargs_ = nullptr;  // its C function, when it takes no arguments
   PyObject* numel_ = nullptr;          // TensorBase.numel's method descriptor, strong
   PyObject* is_contiguous_ = nullptr;  // TensorBase.is_contiguous's, strong
-  // interned: _version, grad, requires_grad, layout, is_cpu, dtype, data_ptr, numel, is_contiguous
-  PyObject* names_[9] = {};
+  PyObject* untyped_storage_ = nullptr;  // TensorBase.untyped_storage's, strong
+  // interned: _version, grad, requires_grad, layout, is_cpu, dtype, data_ptr, numel, is_contiguous,
+  // untyped_storage, nbytes
+  PyObject* names_[11] = {};
 };
 
 // The object `ref` (a weak reference) refers to, as a pointer only to compare with, never to use: null

@@ -66,6 +66,7 @@ constexpr const char* kTensorAttrNames[kTensorAttrCount] = {
 struct TensorAttrs {
   PyObject* names[kTensorAttrCount] = {};            // interned
   const PyGetSetDef* getters[kTensorAttrCount] = {};  // null: read by attribute access
+  bool all_resolved = false;                          // no getter is null
 };
 TensorAttrs& tensor_attrs() {
   static TensorAttrs* a = [] {
@@ -87,10 +88,7 @@ PyObject* tensor_attr(PyObject* t, TensorAttr which) {
 // Whether every attribute of `t` is read through torch's own getters: its type is exactly torch.Tensor or
 // nn.Parameter and all of them were resolved.
 bool reads_own_getters(PyObject* t) {
-  if (Py_TYPE(t) != g_types.tensor && Py_TYPE(t) != g_types.parameter) return false;
-  for (const PyGetSetDef* g : tensor_attrs().getters)
-    if (g == nullptr) return false;
-  return true;
+  return tensor_attrs().all_resolved && (Py_TYPE(t) == g_types.tensor || Py_TYPE(t) == g_types.parameter);
 }
 
 // The getset descriptor attribute access on `type` finds for `name`, or null when it finds anything
@@ -109,10 +107,12 @@ const PyGetSetDef* found_getter(PyTypeObject* type, PyObject* name) {
 // Resolves the getters for torch.Tensor and nn.Parameter: one only where both find the same.
 void resolve_tensor_getters() {
   TensorAttrs& a = tensor_attrs();
+  a.all_resolved = true;
   for (int i = 0; i < kTensorAttrCount; ++i) {
     const PyGetSetDef* g = g_types.tensor ? found_getter(g_types.tensor, a.names[i]) : nullptr;
     const bool same = g != nullptr && (g_types.parameter == nullptr || found_getter(g_types.parameter, a.names[i]) == g);
     a.getters[i] = same ? g : nullptr;
+    a.all_resolved = a.all_resolved && same;
   }
   clear_error_keeping_stop_requests();  // a failed lookup leaves that attribute to ordinary access
 }

@@ -59,7 +59,7 @@ def _host_widths() -> dict:
     names = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint64", "uint32",
              "uint16", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
     dtypes = [getattr(torch, n) for n in names if isinstance(getattr(torch, n, None), torch.dtype)]
-    return {d: torch.empty(0, dtype=d).element_size() for d in dtypes}
+    return {d: d.itemsize for d in dtypes}
 
 
 def _copy_done_event(device: torch.device):
