@@ -1,6 +1,7 @@
 """Host cost of the tracker's write at an optimizer step (docs/collection.md §Model tracking), measured
 side by side: the per-parameter work in Python as it was (baseline, bench/tracker_write_reference.py)
-and in C++ (candidate, traincheck._core.TrackedParams, one call per step).
+and in C++ (candidate, traincheck._core.TrackedParams, one call per step), the latter also with tensors
+read through torch's getters only (as under a torch traincheck._torch_fields was not built against).
 
     python bench/step_claims_cost.py [--params 1000 10000 50000] [--rounds 7]
 
@@ -19,6 +20,7 @@ import time
 import torch
 
 from tracker_write_reference import PythonWrite
+from traincheck import _core, _torch_fields
 from traincheck.tracking.tracker import ModelTracker
 
 
@@ -65,8 +67,11 @@ def measure(n, rounds):
 
     plain = best_us(optimizer.step, rounds)
     baseline = best_us(lambda: reference.write(optimizer), rounds)
+    _core.set_tensor_field_reader(None)
+    getters = best_us(candidate, rounds)
+    _core.set_tensor_field_reader(_torch_fields.reader())
     native = best_us(candidate, rounds)
-    return plain / n, baseline / n, native / n
+    return plain / n, baseline / n, getters / n, native / n
 
 
 def main():
@@ -77,10 +82,10 @@ def main():
     torch.set_num_threads(1)
     print("microseconds per parameter tensor and step")
     print(f"{'parameters':>10s} {'optimizer step':>15s} {'Python write (baseline)':>24s} "
-          f"{'C++ write (candidate)':>22s} {'ratio':>6s}")
+          f"{'C++ write, getters':>19s} {'C++ write (candidate)':>22s} {'ratio':>6s}")
     for n in args.params:
-        plain, baseline, native = measure(n, args.rounds)
-        print(f"{n:>10d} {plain:>15.3f} {baseline:>24.3f} {native:>22.3f} {native / baseline:>6.3f}")
+        plain, baseline, getters, native = measure(n, args.rounds)
+        print(f"{n:>10d} {plain:>15.3f} {baseline:>24.3f} {getters:>19.3f} {native:>22.3f} {native / baseline:>6.3f}")
 
 
 if __name__ == "__main__":

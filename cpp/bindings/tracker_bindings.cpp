@@ -1,5 +1,6 @@
 // traincheck._core.TrackedParams: the model tracker's per-parameter state (record/python/tracked_params.h);
-// traincheck._core.HostDigests: its digests of host tensors (record/python/host_digests.h).
+// traincheck._core.HostDigests: its digests of host tensors (record/python/host_digests.h);
+// set_tensor_field_reader: direct tensor reads from traincheck._torch_fields (record/python/tensor_fields.h).
 #include <nanobind/nanobind.h>
 
 #include "record/python/host_digests.h"
@@ -104,6 +105,24 @@ void bind_tracker(nb::module_& m) {
           nb::arg("tensors"), nb::arg("table"),
           "(values, rest): each tensor's digest with the weight table (0 for one not taken here), and the indices "
           "of those not taken, left to the torch ops.");
+
+  m.def(
+      "set_tensor_field_reader",
+      [](nb::handle capsule) {
+        if (capsule.is_none()) {
+          TensorReads::set_field_reader(nullptr);
+          return;
+        }
+        auto* reader = static_cast<const TensorFieldReader*>(PyCapsule_GetPointer(capsule.ptr(), kTensorFieldsCapsule));
+        if (reader == nullptr) throw nb::python_error();
+        if (reader->struct_size != sizeof(TensorFieldReader))
+          throw nb::value_error("set_tensor_field_reader: the capsule's reader is another version of the struct");
+        TensorReads::set_field_reader(reader);
+      },
+      nb::arg("capsule").none(),
+      "Reads plain tensors' fields straight from their TensorImpl from now on: traincheck._torch_fields.reader() "
+      "(record/python/tensor_fields.h); None: through torch's getters only.");
+  m.def("has_tensor_field_reader", [] { return TensorReads::field_reader() != nullptr; });
 }
 
 }  // namespace traincheck

@@ -4,12 +4,25 @@ and what its slots hold, beyond the claims the tracker tests judge."""
 import gc
 import weakref
 
+import pytest
 import torch
 
 from test_tracker_new_gradient import RecordingCore
-from traincheck import _core
-from traincheck.tracking import shards
+from traincheck import _core, _torch_fields
+from traincheck.tracking import shards, torch_fields
 from traincheck.tracking.tracker import ModelTracker
+
+
+@pytest.fixture(autouse=True, params=["getters", "direct reads"])
+def tensor_reads(request, monkeypatch):
+    """Every test here runs both ways: reading tensors through torch's getters (another torch than the one
+    traincheck._torch_fields was built against) and straight from TensorImpl."""
+    installed = torch_fields.load()
+    direct = request.param == "direct reads"
+    monkeypatch.setattr(torch_fields, "_loaded", direct)
+    _core.set_tensor_field_reader(_torch_fields.reader() if direct else None)
+    yield
+    _core.set_tensor_field_reader(_torch_fields.reader() if installed else None)
 
 
 def _table():
@@ -99,6 +112,45 @@ def test_a_replaced_parameter_is_reported_and_a_dropped_slot_lets_its_parameter_
     table.set_order([slots[1]])  # the weight's slot is dropped
     gc.collect()
     assert old() is None and table.digest(2 * slots[0]) is None and len(table) == 1
+
+
+def test_the_gradient_last_seen_is_not_kept_once_the_parameter_drops_it():
+    # The slot knows its last gradient (weakly, and by its TensorImpl with direct reads) without keeping the
+    # gradient's memory: here a numpy array, which lives as long as the tensor's storage does.
+    import numpy
+
+    table = _table()
+    p = torch.nn.Parameter(torch.zeros(3))
+    slot = table.add(p, None, None, None, 1, False)
+    table.set_order([slot])
+    array = numpy.ones(3, dtype=numpy.float32)
+    memory = weakref.ref(array)
+    p.grad = torch.from_numpy(array)
+    del array
+    assert _codes(table, None) == [2 * slot, 2 * slot + 1]
+    p.grad = None  # no write since: the slot still refers to that gradient
+    gc.collect()
+    assert memory() is None
+    assert _codes(table, None, only_changed=True) == [] and table.written_slots() == [slot]
+
+
+def test_a_new_gradient_is_told_from_the_one_before_whatever_their_addresses():
+    table = _table()
+    p = torch.nn.Parameter(torch.zeros(3))
+    slot = table.add(p, None, None, None, 1, False)
+    table.set_order([slot])
+    for step in range(5):  # each a fresh tensor, as backward makes after zero_grad(set_to_none=True)
+        p.grad = torch.full((3,), float(step))
+        assert _codes(table, None, only_changed=True) == ([2 * slot, 2 * slot + 1] if step == 0 else [2 * slot + 1])
+        p.grad = None
+        gc.collect()
+    assert _codes(table, None, only_changed=True) == []
+    g = torch.ones(3)
+    p.grad = g
+    assert _codes(table, None, only_changed=True) == [2 * slot + 1]
+    assert _codes(table, None, only_changed=True) == []  # the same gradient, unchanged
+    g.data = torch.zeros(3)  # the same tensor object, another memory: no version bump
+    assert _codes(table, None, only_changed=True) == [2 * slot + 1]
 
 
 def test_a_parameter_tracked_under_two_names_is_held_under_both():

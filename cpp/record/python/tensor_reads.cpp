@@ -2,9 +2,16 @@
 
 #include <structmember.h>
 
+#include <atomic>
+
 namespace traincheck {
 
 namespace {
+
+// Set once when the tracker loads traincheck._torch_fields; read by every TensorReads.
+std::atomic<const TensorFieldReader*> g_field_reader{nullptr};
+// The reader whose hold_impl held a TensorImpl, for its release.
+std::atomic<const TensorFieldReader*> g_impl_holder{nullptr};
 
 enum Name {
   kVersion, kGrad, kRequiresGrad, kLayout, kIsCpu, kDtype, kDataPtr, kNumel, kIsContiguous, kUntypedStorage, kNbytes,
@@ -84,12 +91,46 @@ bool TensorReads::init(PyObject* tensor, PyObject* parameter, PyObject* strided)
   return true;
 }
 
+void TensorReads::set_field_reader(const TensorFieldReader* reader) {
+  g_field_reader.store(reader, std::memory_order_release);
+}
+
+const TensorFieldReader* TensorReads::field_reader() { return g_field_reader.load(std::memory_order_acquire); }
+
+bool TensorReads::direct(PyObject* t, TensorFields& out) const {
+  const TensorFieldReader* reader = plain(t) ? field_reader() : nullptr;
+  return reader != nullptr && reader->fields(t, &out) == 1;
+}
+
+bool TensorReads::fields_and_grad(PyObject* t, TensorFields& out, PyObject*& grad, TensorFields& grad_out,
+                                  uint64_t held) const {
+  const TensorFieldReader* reader = plain(t) ? field_reader() : nullptr;
+  return reader != nullptr && reader->fields_and_grad(t, held, &out, &grad, &grad_out) == 1;
+}
+
+bool TensorReads::hold_impl(uint64_t impl) {
+  const TensorFieldReader* reader = field_reader();
+  if (reader == nullptr) return false;
+  reader->hold_impl(impl);
+  g_impl_holder.store(reader, std::memory_order_relaxed);
+  return true;
+}
+
+void TensorReads::release_impl(uint64_t impl) {
+  // The reader that held it: still loaded (an extension module stays for the process) if no longer installed.
+  g_impl_holder.load(std::memory_order_relaxed)->release_impl(impl);
+}
+
 PyObject* TensorReads::get(PyObject* t, const PyGetSetDef* getter, PyObject* name) const {
   if (plain(t)) return getter->get(t, getter->closure);
   return PyObject_GetAttr(t, name);
 }
 
 bool TensorReads::version(PyObject* t, int64_t& out) const {
+  if (TensorFields f; direct(t, f)) {
+    out = f.version;
+    return true;
+  }
   PyObject* v = get(t, version_, names_[kVersion]);
   if (v == nullptr) return false;
   // The mask form converts without a byte-array round trip; a version counter is never negative.
@@ -99,6 +140,10 @@ bool TensorReads::version(PyObject* t, int64_t& out) const {
 }
 
 bool TensorReads::strided(PyObject* t, bool& out) const {
+  if (TensorFields f; direct(t, f)) {
+    out = f.strided;
+    return true;
+  }
   PyObject* layout = get(t, layout_, names_[kLayout]);
   if (layout == nullptr) return false;
   const int same = layout == strided_ ? 1 : PyObject_RichCompareBool(layout, strided_, Py_EQ);
@@ -108,6 +153,10 @@ bool TensorReads::strided(PyObject* t, bool& out) const {
 }
 
 bool TensorReads::data_ptr(PyObject* t, uint64_t& out) const {
+  if (TensorFields f; direct(t, f) && f.strided) {
+    out = f.address;
+    return true;
+  }
   PyObject* v = plain(t) && data_ptr_noargs_ != nullptr ? data_ptr_noargs_(t, nullptr)
                 : plain(t)                               ? PyObject_CallOneArg(data_ptr_, t)
                                                          : PyObject_CallMethodNoArgs(t, names_[kDataPtr]);
@@ -156,8 +205,15 @@ bool TensorReads::storage_span(PyObject* t, uint64_t& start, uint64_t& nbytes) c
   return size != nullptr && !PyErr_Occurred();
 }
 
-PyObject* TensorReads::grad(PyObject* t) const { return get(t, grad_, names_[kGrad]); }
+PyObject* TensorReads::grad(PyObject* t) const {
+  PyObject* g = nullptr;
+  if (TensorFields f, gf; fields_and_grad(t, f, g, gf)) return g;
+  return get(t, grad_, names_[kGrad]);
+}
 
-int TensorReads::requires_grad(PyObject* t) const { return truth_of(get(t, requires_grad_, names_[kRequiresGrad])); }
+int TensorReads::requires_grad(PyObject* t) const {
+  if (TensorFields f; direct(t, f)) return f.requires_grad;
+  return truth_of(get(t, requires_grad_, names_[kRequiresGrad]));
+}
 
 }  // namespace traincheck

@@ -7,12 +7,18 @@
 // torch.Tensor is never run. Any other type (a tensor subclass, DTensor) is read through ordinary
 // attribute access, so a subclass's own properties are honoured.
 //
+// With traincheck._torch_fields loaded (set_field_reader), a plain tensor's version, data address, layout,
+// gradient and requires_grad are read straight from its TensorImpl instead (tensor_fields.h), falling
+// back to the getters for what it cannot read.
+//
 // Only used with the GIL held. Errors are Python errors: each read returns false (or null) with one set.
 #pragma once
 
 #include <Python.h>
 
 #include <cstdint>
+
+#include "record/python/tensor_fields.h"
 
 namespace traincheck {
 
@@ -29,6 +35,21 @@ class TensorReads {
 
   // Whether `t` is exactly a torch.Tensor or torch.nn.Parameter (no subclass's own attributes to honour).
   bool plain(PyObject* t) const { return Py_TYPE(t) == tensor_ || Py_TYPE(t) == parameter_; }
+
+  // The direct reads every TensorReads uses from now on (null: the getters only). `reader` lives as long
+  // as the process (an extension module's static).
+  static void set_field_reader(const TensorFieldReader* reader);
+  static const TensorFieldReader* field_reader();
+
+  // A plain tensor's fields and gradient (a new reference; Py_None for none) in one direct read, with
+  // the gradient's fields when it has one; false when they are not read that way (not plain, no field
+  // reader, or one it cannot read): the caller reads them one by one. `held`: a gradient TensorImpl the
+  // caller holds (hold_impl), for which `grad` is set to null (TensorFieldReader::fields_and_grad).
+  bool fields_and_grad(PyObject* t, TensorFields& out, PyObject*& grad, TensorFields& grad_out,
+                       uint64_t held = 0) const;
+  // Weak holds of TensorImpls read directly (TensorFieldReader::hold_impl); false when there is no reader.
+  static bool hold_impl(uint64_t impl);
+  static void release_impl(uint64_t impl);
 
   bool version(PyObject* t, int64_t& out) const;
   // Whether the tensor is strided (a sparse gradient is not: it has no data_ptr). A tensor object keeps
@@ -54,6 +75,8 @@ class TensorReads {
 
  private:
   PyObject* get(PyObject* t, const PyGetSetDef* getter, PyObject* name) const;
+  // Reads a plain tensor's fields directly; false when they are not read that way.
+  bool direct(PyObject* t, TensorFields& out) const;
   // t.<name>() through TensorBase's method descriptor `method` for a plain tensor.
   PyObject* call(PyObject* t, PyObject* method, PyObject* name) const;
 

@@ -28,17 +28,12 @@ PyObject* verdict_of(PyObject* table, PyObject* id) {
 
 }  // namespace
 
-OptimizerHistory& TrackedParams::history_of(TrackedParam& s, uintptr_t key) {
-  for (OptimizerHistory& h : s.history)
-    if (h.key == key) return h;
-  s.history.push_back(OptimizerHistory{.key = key});
-  return s.history.back();
-}
-
 // Marks the tracked slots of the parameters `groups` hold; has_gradients: some parameter they hold,
 // tracked or not, has a gradient.
-bool TrackedParams::mark_held(PyObject* groups, uint64_t mark, bool& has_gradients) {
+bool TrackedParams::mark_held(uintptr_t key, PyObject* groups, uint64_t mark, bool& has_gradients) {
   has_gradients = false;
+  std::vector<std::pair<PyObject*, uint32_t>>& held = held_by_[key];
+  size_t at = 0;  // the position in `held` of the next parameter
   PyObject* group_list = PySequence_Fast(groups, "step_claims: param_groups is a sequence");
   if (group_list == nullptr) return false;
   bool ok = true;
@@ -59,9 +54,12 @@ bool TrackedParams::mark_held(PyObject* groups, uint64_t mark, bool& has_gradien
     }
     for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(list); ++k) {
       PyObject* p = PySequence_Fast_GET_ITEM(list, k);
-      auto it = by_param_.find(p);
-      for (uint32_t s = it == by_param_.end() ? UINT32_MAX : it->second; s != UINT32_MAX; s = slots_[s].next_same)
-        slots_[s].held_mark = mark;
+      if (at == held.size() || held[at].first != p) {  // not as at the last step: looked up
+        auto it = by_param_.find(p);
+        held.resize(at + 1);
+        held[at] = {p, it == by_param_.end() ? UINT32_MAX : it->second};
+      }
+      for (uint32_t s = held[at++].second; s != UINT32_MAX; s = books_[s].next_same) books_[s].held_mark = mark;
       if (!has_gradients) {
         PyObject* g = reads_.grad(p);
         if (g == nullptr) {
@@ -75,6 +73,7 @@ bool TrackedParams::mark_held(PyObject* groups, uint64_t mark, bool& has_gradien
     Py_DECREF(list);
   }
   Py_DECREF(group_list);
+  held.resize(at);
   return ok;
 }
 
@@ -82,7 +81,7 @@ PyObject* TrackedParams::step_claims(uintptr_t key, PyObject* groups, PyObject* 
                                      PyObject* sampler, PyObject* forwards_eval, PyObject* forwards_ddp) {
   const uint64_t mark = ++mark_;
   bool has_gradients = false;
-  if (!mark_held(groups, mark, has_gradients)) return nullptr;
+  if (!mark_held(key, groups, mark, has_gradients)) return nullptr;
   judged = judged && first_sight != Py_None && has_gradients;
   const auto n = static_cast<Py_ssize_t>(written_.size());
   enum { kReset, kTraining, kGradients, kOnce, kClipped, kGets, kEvaluating, kThroughDdp, kEpochs, kCount };
@@ -92,41 +91,44 @@ PyObject* TrackedParams::step_claims(uintptr_t key, PyObject* groups, PyObject* 
   static_assert(step_claim(kKeys[kEpochs]).bit < kStepClaimCount);  // every key names a declared claim
   std::array<PyObject*, kCount> lists{};
   for (PyObject*& l : lists)
-    if ((l = PyList_New(n)) == nullptr) break;
+    if ((l = new_value_list(n)) == nullptr) break;
   std::vector<ModelClaims> models;
   bool ok = lists.back() != nullptr;
   for (Py_ssize_t k = 0; ok && k < n; ++k) {
-    TrackedParam& s = slots_[written_[k]];
+    const TrackedParam& s = slots_[written_[k]];
+    ParamBookkeeping& b = books_[written_[k]];
     std::array<PyObject*, kCount> row;
     row.fill(Py_None);
-    if (s.held_mark == mark) {
-      OptimizerHistory& h = history_of(s, key);
+    if (b.held_mark == mark) {
+      OptimizerHistory& h = b.history.of(key);
       PyObject* ref = s.grad_ref;
       // Whether reset since that optimizer's previous step, and at most once; clipped since, and stepped
       // on as the clipping left it.
       const bool had_last = h.stepped, last_had_grad = h.grad_ref != nullptr;
-      const bool reset = had_last && last_had_grad && (ref != h.grad_ref || h.resets != s.resets);
-      const bool once = s.discards - h.discards <= 1;
+      const bool reset = had_last && last_had_grad && (ref != h.grad_ref || h.resets != b.resets);
+      const bool once = b.discards - h.discards <= 1;
       const int64_t clips_before = had_last ? h.clips : 0;
-      if (ref != nullptr && s.clips > clips_before) {
-        PyObject* g = ref == s.clip_ref ? weak_referent(ref) : nullptr;
+      if (ref != nullptr && b.clips > clips_before) {
+        PyObject* g = ref == b.clip_ref ? weak_referent(ref) : nullptr;
         int64_t version = 0;
         if (g != nullptr && !reads_.version(g, version)) {
           ok = false;
           break;
         }
-        row[kClipped] = claim(g != nullptr && version == s.clip_version);
+        row[kClipped] = claim(g != nullptr && version == b.clip_version);
       }
       if (ref != nullptr && had_last && last_had_grad) {
         row[kReset] = claim(reset);
         row[kOnce] = claim(once);
       }
-      Py_XINCREF(ref);
-      Py_XSETREF(h.grad_ref, ref);
+      if (h.grad_ref != ref) {  // the same reference as at its last step leaves its count (a cold line) alone
+        Py_XINCREF(ref);
+        Py_XSETREF(h.grad_ref, ref);
+      }
       h.stepped = true;
-      h.resets = s.resets;
-      h.discards = s.discards;
-      h.clips = s.clips;
+      h.resets = b.resets;
+      h.discards = b.discards;
+      h.clips = b.clips;
       if (ref != nullptr) h.had_grad = true;
       // Which parameters the optimizer was built to train: read once per optimizer from its first-sight
       // dict (setdefault: one first seen at a step counts as it is now).
@@ -147,7 +149,7 @@ PyObject* TrackedParams::step_claims(uintptr_t key, PyObject* groups, PyObject* 
       const bool built = first_sight != Py_None && h.built_to_train;
       if (built) h.trained = true;
       // A parameter frozen now is judged at the end of the run: it may be unfrozen later.
-      int trainable = judged && built ? reads_.requires_grad(s.param) : 0;
+      int trainable = !(judged && built) ? 0 : s.requires_grad >= 0 ? s.requires_grad : reads_.requires_grad(s.param);
       if (trainable < 0) {
         ok = false;
         break;
@@ -157,12 +159,12 @@ PyObject* TrackedParams::step_claims(uintptr_t key, PyObject* groups, PyObject* 
       row[kEpochs] = sampler;
       ModelClaims* m = nullptr;
       for (ModelClaims& seen : models)
-        if (seen.model == s.model) m = &seen;
+        if (seen.model == b.model) m = &seen;
       if (m == nullptr) {
-        ModelClaims fresh{.model = s.model, .evaluating = Py_None, .through_ddp = Py_None};
-        if (s.model != nullptr) {
-          PyObject* id = PyLong_FromVoidPtr(s.model);
-          PyObject* training = PyObject_GetAttr(s.model, training_name_);
+        ModelClaims fresh{.model = b.model, .evaluating = Py_None, .through_ddp = Py_None};
+        if (b.model != nullptr) {
+          PyObject* id = PyLong_FromVoidPtr(b.model);
+          PyObject* training = PyObject_GetAttr(b.model, training_name_);
           fresh.training = training != nullptr ? PyObject_IsTrue(training) : -1;
           Py_XDECREF(training);
           if (id != nullptr && fresh.training >= 0) {
@@ -178,7 +180,7 @@ PyObject* TrackedParams::step_claims(uintptr_t key, PyObject* groups, PyObject* 
         models.push_back(fresh);
         m = &models.back();
       }
-      if (ref != nullptr && s.model != nullptr) row[kTraining] = claim(m->training);
+      if (ref != nullptr && b.model != nullptr) row[kTraining] = claim(m->training);
       row[kEvaluating] = m->evaluating;
       row[kThroughDdp] = m->through_ddp;
     }
@@ -206,10 +208,10 @@ PyObject* TrackedParams::take_eval_verdicts(PyObject* forwards_eval) {
     PyErr_SetString(PyExc_TypeError, "TrackedParams.take_eval_verdicts: a dict of verdicts by id(model)");
     return nullptr;
   }
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(written_.size()));
+  PyObject* list = new_value_list(static_cast<Py_ssize_t>(written_.size()));
   std::vector<PyObject*> taken;  // new references: the ids whose verdicts were given
   for (size_t k = 0; list != nullptr && k < written_.size(); ++k) {
-    PyObject* model = slots_[written_[k]].model;
+    PyObject* model = books_[written_[k]].model;
     PyObject* id = model != nullptr ? PyLong_FromVoidPtr(model) : nullptr;
     PyObject* verdict = id != nullptr ? verdict_of(forwards_eval, id) : Py_None;
     if (PyErr_Occurred()) {
@@ -230,11 +232,11 @@ PyObject* TrackedParams::take_eval_verdicts(PyObject* forwards_eval) {
 }
 
 PyObject* TrackedParams::final_claims(uintptr_t key) {
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(written_.size()));
+  PyObject* list = new_value_list(static_cast<Py_ssize_t>(written_.size()));
   if (list == nullptr) return nullptr;
   for (size_t k = 0; k < written_.size(); ++k) {
     bool had = false;
-    for (const OptimizerHistory& h : slots_[written_[k]].history) had |= h.key == key && h.had_grad;
+    books_[written_[k]].history.for_each([&](const OptimizerHistory& h) { had |= h.key == key && h.had_grad; });
     PyList_SET_ITEM(list, k, Py_NewRef(had ? Py_True : Py_False));
   }
   PyObject* out = PyDict_New();
@@ -246,8 +248,8 @@ PyObject* TrackedParams::final_claims(uintptr_t key) {
 PyObject* TrackedParams::trained_by() {
   PyObject* out = PyDict_New();
   for (uint32_t i : order_) {
-    for (const OptimizerHistory& h : slots_[i].history) {
-      if (out == nullptr || !h.trained) continue;
+    books_[i].history.for_each([&](const OptimizerHistory& h) {
+      if (out == nullptr || !h.trained) return;
       PyObject* key = PyLong_FromVoidPtr(reinterpret_cast<void*>(h.key));
       PyObject* index = PyLong_FromUnsignedLong(i);
       PyObject* list = key != nullptr ? PyDict_GetItemWithError(out, key) : nullptr;
@@ -259,7 +261,7 @@ PyObject* TrackedParams::trained_by() {
       if (list == nullptr || index == nullptr || PyList_Append(list, index) < 0) Py_CLEAR(out);
       Py_XDECREF(key);
       Py_XDECREF(index);
-    }
+    });
   }
   return out;
 }

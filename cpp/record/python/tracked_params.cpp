@@ -9,6 +9,20 @@ void set_ref(PyObject*& slot, PyObject* value) {
   Py_XSETREF(slot, value);
 }
 
+// A dict's version tag (PEP 509): it changes whenever the dict is modified, so a module's _parameters
+// whose tag is the one seen last still holds what it held. 0 where the interpreter has none to read (no
+// shortcut: every slot is looked up).
+uint64_t dict_version(PyObject* dict) {
+#if PY_VERSION_HEX < 0x030E0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  return PyDict_Check(dict) ? reinterpret_cast<PyDictObject*>(dict)->ma_version_tag : 0;
+#pragma GCC diagnostic pop
+#else
+  return 0;
+#endif
+}
+
 }  // namespace
 
 bool TrackedParams::init(PyObject* tensor, PyObject* parameter, PyObject* strided, PyObject* local) {
@@ -21,24 +35,30 @@ bool TrackedParams::init(PyObject* tensor, PyObject* parameter, PyObject* stride
 
 TrackedParams::~TrackedParams() {
   if (!Py_IsInitialized()) return;
-  for (TrackedParam& s : slots_) free_slot(s);
+  for (uint32_t i = 0; i < slots_.size(); ++i) free_slot(i);
+  forget_listed();
   Py_XDECREF(local_);
   Py_XDECREF(parameters_name_);
   Py_XDECREF(training_name_);
 }
 
-void TrackedParams::free_slot(TrackedParam& s) {
+void TrackedParams::free_slot(uint32_t index) {
+  TrackedParam& s = slots_[index];
   if (s.param == nullptr) return;
-  for (OptimizerHistory& h : s.history) {
+  ParamBookkeeping& b = books_[index];
+  b.history.for_each([](OptimizerHistory& h) {
     Py_XDECREF(h.grad_ref);
     Py_XDECREF(h.first_sight);
-  }
+  });
+  Py_XDECREF(b.clip_ref);
+  b = ParamBookkeeping{};
   Py_CLEAR(s.param);
   Py_XDECREF(s.attr);
+  Py_XDECREF(s.name);
   Py_XDECREF(s.grad_ref);
+  if (s.grad_impl != 0) TensorReads::release_impl(s.grad_impl);
   Py_XDECREF(s.data_digest);
   Py_XDECREF(s.grad_digest);
-  Py_XDECREF(s.clip_ref);
   s = TrackedParam{};
 }
 
@@ -51,17 +71,20 @@ long TrackedParams::add(PyObject* param, PyObject* owner, PyObject* attr, PyObje
   } else {
     index = static_cast<uint32_t>(slots_.size());
     slots_.emplace_back();
+    books_.emplace_back();
   }
   TrackedParam& s = slots_[index];
-  if (!sharded && !reads_.strided(param, s.data_strided)) {
+  PyObject* name = PyLong_FromUnsignedLong(name_id);
+  if (name == nullptr || (!sharded && !reads_.strided(param, s.data_strided))) {
+    Py_XDECREF(name);
     free_.push_back(index);
     return -1;
   }
+  s.name = name;
   s.param = Py_NewRef(param);
   s.owner = owner == Py_None ? nullptr : owner;
   s.attr = Py_NewRef(attr);
-  s.model = model == Py_None ? nullptr : model;
-  s.name_id = name_id;
+  books_[index].model = model == Py_None ? nullptr : model;
   s.sharded = sharded;
   s.data_digest = Py_NewRef(Py_None);
   s.grad_digest = Py_NewRef(Py_None);
@@ -94,19 +117,21 @@ bool TrackedParams::set_order(PyObject* slots) {
   for (uint32_t i : order) kept[i] = true;
   for (uint32_t i = 0; i < slots_.size(); ++i) {
     if (kept[i] || slots_[i].param == nullptr) continue;
-    free_slot(slots_[i]);
+    free_slot(i);
     free_.push_back(i);
   }
   order_ = std::move(order);
   by_param_.clear();
   by_param_.reserve(order_.size());
+  held_by_.clear();
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {  // first in order ends up first in the chain
     auto [at, inserted] = by_param_.try_emplace(slots_[*it].param, *it);
-    slots_[*it].next_same = inserted ? UINT32_MAX : at->second;
+    books_[*it].next_same = inserted ? UINT32_MAX : at->second;
     at->second = *it;
   }
   written_.clear();
-  looked_.clear();
+  grad_changed_.clear();
+  forget_listed();  // their slots may hold other parameters from now on
   return true;
 }
 
@@ -115,20 +140,24 @@ PyObject* TrackedParams::replaced() {
   if (out == nullptr) return nullptr;
   PyObject* owner = nullptr;  // consecutive slots of one module read its _parameters once
   PyObject* parameters = nullptr;
+  uint64_t version = 0;
   for (uint32_t i : order_) {
-    const TrackedParam& s = slots_[i];
+    TrackedParam& s = slots_[i];
     if (s.owner == nullptr) continue;
     if (s.owner != owner) {
       Py_XDECREF(parameters);
       owner = s.owner;
       parameters = PyObject_GetAttr(owner, parameters_name_);
       if (parameters == nullptr) goto error;
+      version = dict_version(parameters);
     }
+    if (version != 0 && s.owner_version == version) continue;  // unchanged since it held the parameter
     {
       PyObject* now = PyDict_Check(parameters) ? PyDict_GetItemWithError(parameters, s.attr)
                                                : PyObject_CallMethod(parameters, "get", "O", s.attr);
       if (now == nullptr && PyErr_Occurred()) goto error;
       if (!PyDict_Check(parameters)) Py_XDECREF(now);  // only compared
+      s.owner_version = now == s.param ? version : 0;
       if (now != s.param) {
         PyObject* index = PyLong_FromUnsignedLong(i);
         if (index == nullptr || PyList_Append(out, index) < 0) {
@@ -164,10 +193,7 @@ PyObject* TrackedParams::unwritten(PyObject* slots) {
   return out;
 }
 
-PyObject* TrackedParams::local(const TrackedParam& s, PyObject* t) const {
-  if (!s.sharded) return Py_NewRef(t);
-  return PyObject_CallOneArg(local_, t);
-}
+PyObject* TrackedParams::sharded_local(PyObject* t) const { return PyObject_CallOneArg(local_, t); }
 
 // The data address of `t` (a slot's shard or gradient); 0 for one that is not strided (a sparse gradient:
 // data_ptr raises there, and the user's training must run as without the tool). `strided`: whether it is,
@@ -182,45 +208,96 @@ bool TrackedParams::address(PyObject* t, const bool* strided, bool& is_strided, 
   return !is_strided || reads_.data_ptr(t, out);
 }
 
+// A slot's signature as a write reads it: versions and data addresses of the parameter and its gradient.
+struct TrackedParams::Signature {
+  int64_t data_version = 0;
+  uint64_t data_address = 0;
+  PyObject* grad = nullptr;        // new reference, Py_None included; null with same_grad_object
+  PyObject* grad_local = nullptr;  // the gradient's shard (itself unless sharded), new reference; null: none
+  bool same_grad_object = false;   // the gradient is the slot's held one, unchanged (grad not looked up)
+  int64_t grad_version = 0;
+  uint64_t grad_address = 0;
+  uint64_t grad_impl = 0;  // read directly: the gradient's TensorImpl
+  bool grad_strided = false;
+
+  bool has_grad() const { return same_grad_object || grad != Py_None; }
+  ~Signature() {
+    Py_XDECREF(grad_local);
+    Py_XDECREF(grad);
+  }
+};
+
+// One direct read of a slot's signature; false when it is not read that way.
+bool TrackedParams::read_directly(TrackedParam& s, Signature& sig) const {
+  TensorFields data, grad;
+  if (s.sharded || !reads_.fields_and_grad(s.param, data, sig.grad, grad, s.grad_impl)) return false;
+  if (sig.grad == nullptr) {  // the gradient held: the same tensor, its Python object not looked up
+    const uint64_t address = grad.strided ? grad.address : 0;
+    sig.same_grad_object = s.grad_present && grad.version == s.grad_version && address == s.grad_address;
+    // Changed in place since: its Python object is needed to digest it.
+    if (!sig.same_grad_object && !reads_.fields_and_grad(s.param, data, sig.grad, grad)) return false;
+  }
+  s.requires_grad = data.requires_grad;  // for this write's claims
+  sig.data_version = data.version;
+  sig.data_address = data.strided ? data.address : 0;
+  if (sig.has_grad()) {
+    if (sig.grad != nullptr) sig.grad_local = Py_NewRef(sig.grad);
+    sig.grad_version = grad.version;
+    sig.grad_address = grad.strided ? grad.address : 0;
+    sig.grad_strided = grad.strided;
+    sig.grad_impl = grad.impl;
+  }
+  return true;
+}
+
+bool TrackedParams::read_signature(TrackedParam& s, Signature& sig) const {
+  s.requires_grad = -1;
+  if (read_directly(s, sig)) return true;
+  // A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
+  // on the tensor itself, addresses on the shard (whose object may change, so its layout is read anew).
+  bool strided = false;
+  if (!reads_.version(s.param, sig.data_version)) return false;
+  {
+    PyObject* data = local(s, s.param);
+    if (data == nullptr) return false;
+    const bool ok = address(data, s.sharded ? nullptr : &s.data_strided, strided, sig.data_address);
+    Py_DECREF(data);
+    if (!ok) return false;
+  }
+  if ((sig.grad = reads_.grad(s.param)) == nullptr) return false;
+  if (sig.grad == Py_None) return true;
+  // The gradient digested last has the layout read then; a new one is read.
+  const bool known = !s.sharded && s.grad_ref != nullptr && weak_referent(s.grad_ref) == sig.grad;
+  sig.grad_local = local(s, sig.grad);
+  if (sig.grad_local == nullptr || !reads_.version(sig.grad, sig.grad_version)) return false;
+  return address(sig.grad_local, known ? &s.grad_strided : nullptr, sig.grad_strided, sig.grad_address);
+}
+
+// Holds `impl` (0: none) as the slot's gradient TensorImpl in place of the one it held.
+void TrackedParams::hold_grad_impl(TrackedParam& s, uint64_t impl) const {
+  if (impl == s.grad_impl) return;
+  if (s.grad_impl != 0) TensorReads::release_impl(s.grad_impl);
+  s.grad_impl = impl != 0 && TensorReads::hold_impl(impl) ? impl : 0;
+}
+
 // One slot of a write (the signature, change detection and digest refresh the tracker did in Python).
 bool TrackedParams::look(uint32_t index, std::vector<PyObject*>& tensors, std::vector<long>& codes,
                          bool& changed) {
   TrackedParam& s = slots_[index];
-  int64_t data_version = 0, grad_version = 0;
-  uint64_t data_address = 0, grad_address = 0;
-  bool strided = false;
-  // A DTensor's in-place updates bump its own version counter, not its local shard's: versions are read
-  // on the tensor itself, addresses on the shard (whose object may change, so its layout is read anew).
-  if (!reads_.version(s.param, data_version)) return false;
-  {
-    PyObject* data = local(s, s.param);
-    if (data == nullptr) return false;
-    const bool ok = address(data, s.sharded ? nullptr : &s.data_strided, strided, data_address);
-    Py_DECREF(data);
-    if (!ok) return false;
-  }
-  PyObject* g = reads_.grad(s.param);
-  if (g == nullptr) return false;
-  const bool has_grad = g != Py_None;
-  const bool new_grad = s.grad_ref == nullptr ? has_grad : !has_grad || weak_referent(s.grad_ref) != g;
-  PyObject* g_local = nullptr;
-  if (has_grad) {
-    g_local = local(s, g);
-    const bool known = !new_grad && !s.sharded;  // the gradient digested last: its layout is known
-    if (g_local == nullptr || !reads_.version(g, grad_version) ||
-        !address(g_local, known ? &s.grad_strided : nullptr, strided, grad_address)) {
-      Py_XDECREF(g_local);
-      Py_DECREF(g);
-      return false;
-    }
-    s.grad_strided = strided;
-  }
-  const bool same_data = s.has_signature && s.data_known && s.data_version == data_version &&
-                         s.data_address == data_address;
-  const bool same_grad = s.has_signature && s.grad_present == has_grad &&
-                         (!has_grad || (s.grad_version == grad_version && s.grad_address == grad_address));
+  Signature sig;
+  if (!read_signature(s, sig)) return false;
+  const bool has_grad = sig.has_grad();
+  const bool new_grad = sig.same_grad_object ? false
+                        : s.grad_ref == nullptr ? has_grad
+                                                : !has_grad || weak_referent(s.grad_ref) != sig.grad;
+  if (has_grad) s.grad_strided = sig.grad_strided;
+  const bool same_data = s.has_signature && s.data_known && s.data_version == sig.data_version &&
+                         s.data_address == sig.data_address;
+  const bool same_grad =
+      s.has_signature && s.grad_present == has_grad &&
+      (!has_grad || (s.grad_version == sig.grad_version && s.grad_address == sig.grad_address));
   changed = new_grad || !same_data || !same_grad;
-  s.grad_changed = changed && (new_grad || !same_grad);
+  if (changed && (new_grad || !same_grad)) grad_changed_.push_back(index);
   bool ok = true;
   if (changed) {
     if (!same_data) {
@@ -233,41 +310,39 @@ bool TrackedParams::look(uint32_t index, std::vector<PyObject*>& tensors, std::v
       }
     }
     s.has_signature = s.data_known = true;
-    s.data_version = data_version;
-    s.data_address = data_address;
+    s.data_version = sig.data_version;
+    s.data_address = sig.data_address;
     s.grad_present = has_grad;
-    s.grad_version = grad_version;
-    s.grad_address = grad_address;
+    s.grad_version = sig.grad_version;
+    s.grad_address = sig.grad_address;
     if (!has_grad) {
       set_ref(s.grad_digest, Py_None);
       Py_CLEAR(s.grad_ref);
-    } else if (new_grad || !same_grad) {
-      PyObject* ref = PyWeakref_NewRef(g, nullptr);
+      hold_grad_impl(s, 0);
+    } else if (new_grad || !same_grad) {  // sig.grad is read: not the same object unchanged
+      PyObject* ref = PyWeakref_NewRef(sig.grad, nullptr);
       if (ref == nullptr) {
         ok = false;
       } else {
         Py_XSETREF(s.grad_ref, ref);
-        tensors.push_back(Py_NewRef(g_local));
+        hold_grad_impl(s, sig.grad_impl);
+        tensors.push_back(Py_NewRef(sig.grad_local));
         codes.push_back(static_cast<long>(index) * 2 + 1);
       }
     }
   }
-  Py_XDECREF(g_local);
-  Py_DECREF(g);
   return ok;
 }
 
 PyObject* TrackedParams::detect(PyObject* slots, bool only_changed) {
-  if (slots == Py_None) {
-    looked_ = order_;
-  } else if (!slot_list(slots, looked_)) {
-    return nullptr;
-  }
+  if (slots != Py_None && !slot_list(slots, listed_)) return nullptr;
+  const std::vector<uint32_t>& looked = slots == Py_None ? order_ : listed_;
   written_.clear();
+  grad_changed_.clear();
   std::vector<PyObject*> tensors;
   std::vector<long> codes;
   bool ok = true;
-  for (uint32_t i : looked_) {
+  for (uint32_t i : looked) {
     bool changed = false;
     if (!look(i, tensors, codes, changed)) {
       ok = false;
@@ -275,8 +350,8 @@ PyObject* TrackedParams::detect(PyObject* slots, bool only_changed) {
     }
     if (changed || !only_changed) written_.push_back(i);
   }
-  PyObject* tensor_list = ok ? PyList_New(static_cast<Py_ssize_t>(tensors.size())) : nullptr;
-  PyObject* code_list = tensor_list != nullptr ? PyList_New(static_cast<Py_ssize_t>(codes.size())) : nullptr;
+  PyObject* tensor_list = ok ? new_value_list(static_cast<Py_ssize_t>(tensors.size())) : nullptr;
+  PyObject* code_list = tensor_list != nullptr ? new_value_list(static_cast<Py_ssize_t>(codes.size())) : nullptr;
   for (size_t k = 0; k < tensors.size(); ++k) {
     if (code_list == nullptr) {
       Py_DECREF(tensors[k]);
@@ -295,18 +370,58 @@ PyObject* TrackedParams::detect(PyObject* slots, bool only_changed) {
   return out;
 }
 
+// The names and tensors lists of the remembered write: kept and handed out again while each write is of
+// the same slots (every step of a run writes the same parameters), not built anew; they hold nothing that
+// changes while the slots stay, and no one changes them once handed out. A sharded slot's tensor is its
+// shard as of now, so a write with one builds its tensors anew.
+bool TrackedParams::names_and_tensors(PyObject*& names, PyObject*& tensors) {
+  if (listed_names_ == nullptr || written_ != listed_written_) {
+    const auto n = static_cast<Py_ssize_t>(written_.size());
+    PyObject* fresh_names = new_value_list(n);
+    PyObject* fresh_tensors = fresh_names != nullptr ? new_value_list(n) : nullptr;
+    bool ok = fresh_tensors != nullptr, any_sharded = false;
+    for (Py_ssize_t k = 0; ok && k < n; ++k) {
+      const TrackedParam& s = slots_[written_[k]];
+      PyObject* tensor = local(s, s.param);
+      ok = tensor != nullptr;
+      any_sharded |= s.sharded;
+      PyList_SET_ITEM(fresh_names, k, Py_NewRef(s.name));
+      PyList_SET_ITEM(fresh_tensors, k, tensor ? tensor : Py_NewRef(Py_None));
+    }
+    Py_CLEAR(listed_names_);
+    Py_CLEAR(listed_tensors_);
+    if (!ok) {
+      Py_XDECREF(fresh_names);
+      Py_XDECREF(fresh_tensors);
+      return false;
+    }
+    if (any_sharded) {
+      names = fresh_names;
+      tensors = fresh_tensors;
+      return true;
+    }
+    listed_names_ = fresh_names;
+    listed_tensors_ = fresh_tensors;
+    listed_written_ = written_;
+  }
+  names = Py_NewRef(listed_names_);
+  tensors = Py_NewRef(listed_tensors_);
+  return true;
+}
+
+void TrackedParams::forget_listed() {
+  Py_CLEAR(listed_names_);
+  Py_CLEAR(listed_tensors_);
+  listed_written_.clear();
+}
+
 PyObject* TrackedParams::written_lists() {
   if (written_.empty()) Py_RETURN_NONE;
   const auto n = static_cast<Py_ssize_t>(written_.size());
-  PyObject* lists[4] = {PyList_New(n), PyList_New(n), PyList_New(n), PyList_New(n)};
-  bool ok = lists[0] && lists[1] && lists[2] && lists[3];
+  PyObject* lists[4] = {nullptr, nullptr, new_value_list(n), new_value_list(n)};
+  bool ok = lists[2] && lists[3] && names_and_tensors(lists[0], lists[1]);
   for (Py_ssize_t k = 0; ok && k < n; ++k) {
     const TrackedParam& s = slots_[written_[k]];
-    PyObject* name = PyLong_FromUnsignedLong(s.name_id);
-    PyObject* tensor = local(s, s.param);
-    ok = name != nullptr && tensor != nullptr;
-    PyList_SET_ITEM(lists[0], k, name ? name : Py_NewRef(Py_None));
-    PyList_SET_ITEM(lists[1], k, tensor ? tensor : Py_NewRef(Py_None));
     PyList_SET_ITEM(lists[2], k, Py_NewRef(s.data_digest));
     PyList_SET_ITEM(lists[3], k, Py_NewRef(s.grad_digest));
   }
@@ -316,37 +431,38 @@ PyObject* TrackedParams::written_lists() {
 }
 
 PyObject* TrackedParams::written_slots() {
-  PyObject* out = PyList_New(static_cast<Py_ssize_t>(written_.size()));
+  PyObject* out = new_value_list(static_cast<Py_ssize_t>(written_.size()));
   if (out == nullptr) return nullptr;
   for (size_t k = 0; k < written_.size(); ++k) PyList_SET_ITEM(out, k, PyLong_FromUnsignedLong(written_[k]));
   return out;
 }
 
 void TrackedParams::after_write(GradEffect effect) {
-  for (uint32_t i : looked_) {
-    TrackedParam& s = slots_[i];
-    if (!s.grad_changed || s.param == nullptr) continue;
+  for (uint32_t i : grad_changed_) {
+    const TrackedParam& s = slots_[i];
+    ParamBookkeeping& b = books_[i];
+    if (s.param == nullptr) continue;
     switch (effect) {
       case GradEffect::kNone:
         break;
       case GradEffect::kComputed:
-        if (s.grad_ref != nullptr) s.grad_since_reset = true;
+        if (s.grad_ref != nullptr) b.grad_since_reset = true;
         break;
       case GradEffect::kReset:
-        ++s.resets;
-        s.discards += s.grad_since_reset;
-        s.grad_since_reset = false;
+        ++b.resets;
+        b.discards += b.grad_since_reset;
+        b.grad_since_reset = false;
         break;
       case GradEffect::kClipped:
         if (s.grad_ref != nullptr) {
-          ++s.clips;
-          set_ref(s.clip_ref, s.grad_ref);
-          s.clip_version = s.grad_version;  // the version just read: the gradient as the clipping left it
+          ++b.clips;
+          set_ref(b.clip_ref, s.grad_ref);
+          b.clip_version = s.grad_version;  // the version just read: the gradient as the clipping left it
         }
         break;
     }
   }
-  looked_.clear();
+  grad_changed_.clear();
 }
 
 template <typename Fn>
@@ -361,8 +477,8 @@ bool TrackedParams::for_each_slot_of(PyObject* param_lists, const char* what, Fn
     }
     for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(inner); ++k) {
       auto it = by_param_.find(PySequence_Fast_GET_ITEM(inner, k));
-      for (uint32_t s = it == by_param_.end() ? UINT32_MAX : it->second; s != UINT32_MAX; s = slots_[s].next_same)
-        fn(slots_[s]);
+      for (uint32_t s = it == by_param_.end() ? UINT32_MAX : it->second; s != UINT32_MAX; s = books_[s].next_same)
+        fn(s);
     }
     Py_DECREF(inner);
   }
@@ -372,7 +488,7 @@ bool TrackedParams::for_each_slot_of(PyObject* param_lists, const char* what, Fn
 
 bool TrackedParams::forget_data(PyObject* param_lists) {
   return for_each_slot_of(param_lists, "TrackedParams.forget_data: a list of parameter lists",
-                          [](TrackedParam& s) { s.data_known = false; });
+                          [this](uint32_t i) { slots_[i].data_known = false; });
 }
 
 void TrackedParams::forget_all_data() {
@@ -380,9 +496,9 @@ void TrackedParams::forget_all_data() {
 }
 
 bool TrackedParams::forget_grads(PyObject* param_lists) {
-  return for_each_slot_of(param_lists, "TrackedParams.forget_grads: a list of parameter lists", [](TrackedParam& s) {
-    s.grad_version = -1;   // no version reads -1: the next write digests the gradient again
-    s.clip_version = -1;   // nor is it the gradient the last clipping left any more
+  return for_each_slot_of(param_lists, "TrackedParams.forget_grads: a list of parameter lists", [this](uint32_t i) {
+    slots_[i].grad_version = -1;  // no version reads -1: the next write digests the gradient again
+    books_[i].clip_version = -1;  // nor is it the gradient the last clipping left any more
   });
 }
 

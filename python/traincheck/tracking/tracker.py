@@ -103,7 +103,7 @@ import torch
 
 from traincheck import _core, meta_vars
 from traincheck.meta_vars import get_meta_vars
-from traincheck.tracking import discovery, shards
+from traincheck.tracking import discovery, shards, torch_fields
 from traincheck.tracking.deferred_states import DeferredStates
 from traincheck.tracking.digest import Digester
 
@@ -423,8 +423,10 @@ class ModelTracker:
         self._states = DeferredStates(core)  # writes whose device digests are on their way to the host
         self.entries: dict[str, list[_Entry]] = {}  # tracked name -> its parameters
         self.objects: dict[str, object] = {}        # tracked name -> the module or tensor
-        # Every tracked parameter's state and the per-parameter work of a write, in C++; the entries in
-        # write order, and by slot (_sync keeps the three in step).
+        # Every tracked parameter's state and the per-parameter work of a write, in C++ (reading tensors
+        # straight from torch's TensorImpl where torch_fields can); the entries in write order, and by slot
+        # (_sync keeps the three in step).
+        torch_fields.load()
         self.params = _core.TrackedParams(torch.Tensor, torch.nn.Parameter, torch.strided, shards.local)
         self._order: list[_Entry] = []
         self._by_slot: dict[int, _Entry] = {}
