@@ -121,17 +121,22 @@ PyObject* text_at(PyObject* module, const char* first, const char* second) {
 }
 
 // Whether the torch imported now is the one this module was built against; false with ImportError set
-// otherwise (or the error reading its version).
+// otherwise, whatever went wrong reading its version (the loader then keeps torch's getters).
 bool same_torch() {
   PyObject* torch = PyImport_ImportModule("torch");
-  if (torch == nullptr) return false;
-  PyObject* version = text_at(torch, "__version__", nullptr);
+  PyObject* version = torch != nullptr ? text_at(torch, "__version__", nullptr) : nullptr;
   PyObject* git = version != nullptr ? text_at(torch, "version", "git_version") : nullptr;
-  Py_DECREF(torch);
+  Py_XDECREF(torch);
   bool same = false;
-  if (git != nullptr) {
-    same = std::string_view(PyUnicode_AsUTF8(version)) == TRAINCHECK_TORCH_VERSION &&
-           std::string_view(PyUnicode_AsUTF8(git)) == TRAINCHECK_TORCH_GIT_VERSION;
+  if (git == nullptr) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_ImportError, "traincheck._torch_fields: cannot read the imported torch's version");
+  } else {
+    const char* version_text = PyUnicode_AsUTF8(version);
+    const char* git_text = version_text != nullptr ? PyUnicode_AsUTF8(git) : nullptr;
+    PyErr_Clear();  // text that is not UTF-8 is no version this module was built for
+    same = git_text != nullptr && std::string_view(version_text) == TRAINCHECK_TORCH_VERSION &&
+           std::string_view(git_text) == TRAINCHECK_TORCH_GIT_VERSION;
     if (!same)
       PyErr_Format(PyExc_ImportError,
                    "traincheck._torch_fields was built against torch %s (%s), not the torch imported: %U (%U)",

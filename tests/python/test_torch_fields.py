@@ -104,6 +104,20 @@ def test_the_loader_refuses_reads_that_disagree_with_the_getters():
     assert torch_fields._agrees(lambda t: None)  # reads nothing: the getters read everything
 
 
+def test_a_check_that_fails_leaves_the_getters(monkeypatch):
+    def refuse():
+        raise RuntimeError("a probe torch refuses")
+
+    monkeypatch.setattr(torch_fields, "_loaded", None)
+    monkeypatch.setattr(torch_fields, "_probes", refuse)
+    _core.set_tensor_field_reader(None)
+    try:
+        assert torch_fields.load() is False
+        assert not _core.has_tensor_field_reader()
+    finally:
+        _core.set_tensor_field_reader(_torch_fields.reader())
+
+
 def test_it_refuses_to_import_under_another_torch():
     code = ("import torch; torch.__version__ = '0.0.1'\n"
             "try:\n    import traincheck._torch_fields\nexcept ImportError as e:\n    print('refused:', e)\n"
@@ -113,6 +127,13 @@ def test_it_refuses_to_import_under_another_torch():
     assert "refused: traincheck._torch_fields was built against torch" in out
     assert "not the torch imported: 0.0.1" in out
     assert out.strip().endswith("False False")  # the tracker keeps torch's getters
+
+
+def test_it_refuses_to_import_when_torchs_version_cannot_be_read():
+    code = ("import torch; del torch.version.git_version\n"
+            "try:\n    import traincheck._torch_fields\nexcept ImportError as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "refused: traincheck._torch_fields: cannot read the imported torch's version" in out
 
 
 def test_the_capsule_is_checked():

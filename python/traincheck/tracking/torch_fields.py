@@ -55,12 +55,14 @@ def load() -> bool:
     """Installs the direct reads into _core if they can be used here; whether they are installed."""
     global _loaded
     if _loaded is None:
+        # Whatever goes wrong here leaves the getters, never the user's run broken: not built, built against
+        # another torch (ImportError, or OSError for a missing library), a probe torch refuses.
         try:
             from traincheck import _torch_fields
-        except ImportError:  # not built, or built against another torch
-            _loaded = False
-        else:
+
             _loaded = _agrees(_torch_fields.fields)
             if _loaded:
                 _core.set_tensor_field_reader(_torch_fields.reader())
+        except Exception:
+            _loaded = False
     return _loaded
