@@ -21,17 +21,6 @@ constexpr const char* kNames[kNameCount] = {"_version", "grad",          "requir
                                             "is_cpu",   "dtype",         "data_ptr",        "numel",
                                             "is_contiguous", "untyped_storage", "nbytes"};
 
-// The first descriptor named `name` in `type`'s MRO of the given descriptor type: TensorBase's own.
-PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind) {
-  PyObject* mro = type->tp_mro;
-  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
-    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
-    PyObject* found = dict != nullptr ? PyDict_GetItemWithError(dict, name) : nullptr;
-    if (found != nullptr && Py_IS_TYPE(found, kind)) return found;
-  }
-  return nullptr;
-}
-
 // The truth of a read's new reference `v`, which it releases: 1, 0, or -1 with an error set (v null
 // included: the read failed).
 int truth_of(PyObject* v) {
@@ -42,6 +31,16 @@ int truth_of(PyObject* v) {
 }
 
 }  // namespace
+
+PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind) {
+  PyObject* mro = type->tp_mro;
+  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = dict != nullptr ? PyDict_GetItemWithError(dict, name) : nullptr;
+    if (found != nullptr && Py_IS_TYPE(found, kind)) return found;
+  }
+  return nullptr;
+}
 
 TensorReads::~TensorReads() {
   if (!Py_IsInitialized()) return;

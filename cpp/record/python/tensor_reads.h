@@ -99,6 +99,11 @@ class TensorReads {
   PyObject* names_[11] = {};
 };
 
+// The first descriptor named `name` of type `kind` (a getset or method descriptor type) in `type`'s MRO:
+// for torch.Tensor, TensorBase's own C getter or method, never a Python property or a wrapper that
+// --instr-descriptors set on torch.Tensor. Borrowed; null when there is none (or with an error set).
+PyObject* base_descriptor(PyTypeObject* type, PyObject* name, PyTypeObject* kind);
+
 // The object `ref` (a weak reference) refers to, as a pointer only to compare with, never to use: null
 // once it died (a dead reference is no tensor, and no None either).
 inline PyObject* weak_referent(PyObject* ref) {

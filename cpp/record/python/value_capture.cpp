@@ -5,6 +5,7 @@
 
 #include "record/python/clear_error.h"
 #include "record/python/data_lifetimes.h"
+#include "record/python/tensor_reads.h"
 #include "record/recorder.h"
 
 namespace traincheck {
@@ -388,16 +389,13 @@ void capture_dict(PayloadEncoder& out, PyObject* dict, int depth) {
 
 }  // namespace
 
-// The first method descriptor named `name` in the tensor type's MRO: TensorBase's own C method, never a
-// wrapper that --instr-descriptors set on torch.Tensor. A new reference, or null.
+// TensorBase's own C method `name` (base_descriptor), a new reference; null when there is none.
 static PyObject* tensor_base_method(PyTypeObject* tensor, const char* name) {
-  PyObject* mro = tensor->tp_mro;
-  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
-    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
-    PyObject* found = dict ? PyDict_GetItemString(dict, name) : nullptr;
-    if (found != nullptr && Py_IS_TYPE(found, &PyMethodDescr_Type)) return Py_NewRef(found);
-  }
-  return nullptr;
+  PyObject* key = PyUnicode_InternFromString(name);
+  PyObject* found = key != nullptr ? base_descriptor(tensor, key, &PyMethodDescr_Type) : nullptr;
+  Py_XDECREF(key);
+  clear_error_keeping_stop_requests();  // a failed lookup leaves the method to ordinary calls
+  return Py_XNewRef(found);
 }
 
 void set_torch_types(const TorchTypes& types) {
