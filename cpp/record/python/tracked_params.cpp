@@ -213,7 +213,7 @@ struct TrackedParams::Signature {
   int64_t data_version = 0;
   uint64_t data_address = 0;
   PyObject* grad = nullptr;        // new reference, Py_None included; null with same_grad_object
-  PyObject* grad_local = nullptr;  // the gradient's shard (itself unless sharded), new reference; null: none
+  PyObject* grad_shard = nullptr;  // a sharded slot's: the gradient's local shard, new reference
   bool same_grad_object = false;   // the gradient is the slot's held one, unchanged (grad not looked up)
   int64_t grad_version = 0;
   uint64_t grad_address = 0;
@@ -221,8 +221,10 @@ struct TrackedParams::Signature {
   bool grad_strided = false;
 
   bool has_grad() const { return same_grad_object || grad != Py_None; }
+  // The gradient as digested: its shard for a sharded slot (borrowed).
+  PyObject* grad_local() const { return grad_shard != nullptr ? grad_shard : grad; }
   ~Signature() {
-    Py_XDECREF(grad_local);
+    Py_XDECREF(grad_shard);
     Py_XDECREF(grad);
   }
 };
@@ -241,7 +243,6 @@ bool TrackedParams::read_directly(TrackedParam& s, Signature& sig) const {
   sig.data_version = data.version;
   sig.data_address = data.strided ? data.address : 0;
   if (sig.has_grad()) {
-    if (sig.grad != nullptr) sig.grad_local = Py_NewRef(sig.grad);
     sig.grad_version = grad.version;
     sig.grad_address = grad.strided ? grad.address : 0;
     sig.grad_strided = grad.strided;
@@ -268,9 +269,9 @@ bool TrackedParams::read_signature(TrackedParam& s, Signature& sig) const {
   if (sig.grad == Py_None) return true;
   // The gradient digested last has the layout read then; a new one is read.
   const bool known = !s.sharded && s.grad_ref != nullptr && weak_referent(s.grad_ref) == sig.grad;
-  sig.grad_local = local(s, sig.grad);
-  if (sig.grad_local == nullptr || !reads_.version(sig.grad, sig.grad_version)) return false;
-  return address(sig.grad_local, known ? &s.grad_strided : nullptr, sig.grad_strided, sig.grad_address);
+  if (s.sharded && (sig.grad_shard = sharded_local(sig.grad)) == nullptr) return false;
+  if (!reads_.version(sig.grad, sig.grad_version)) return false;
+  return address(sig.grad_local(), known ? &s.grad_strided : nullptr, sig.grad_strided, sig.grad_address);
 }
 
 // Holds `impl` (0: none) as the slot's gradient TensorImpl in place of the one it held.
@@ -326,7 +327,7 @@ bool TrackedParams::look(uint32_t index, std::vector<PyObject*>& tensors, std::v
       } else {
         Py_XSETREF(s.grad_ref, ref);
         hold_grad_impl(s, sig.grad_impl);
-        tensors.push_back(Py_NewRef(sig.grad_local));
+        tensors.push_back(Py_NewRef(sig.grad_local()));
         codes.push_back(static_cast<long>(index) * 2 + 1);
       }
     }
@@ -335,8 +336,8 @@ bool TrackedParams::look(uint32_t index, std::vector<PyObject*>& tensors, std::v
 }
 
 PyObject* TrackedParams::detect(PyObject* slots, bool only_changed) {
-  if (slots != Py_None && !slot_list(slots, listed_)) return nullptr;
-  const std::vector<uint32_t>& looked = slots == Py_None ? order_ : listed_;
+  if (slots != Py_None && !slot_list(slots, given_slots_)) return nullptr;
+  const std::vector<uint32_t>& looked = slots == Py_None ? order_ : given_slots_;
   written_.clear();
   grad_changed_.clear();
   std::vector<PyObject*> tensors;

@@ -234,7 +234,7 @@ class TrackedParams {
   // looking each up. Cleared with by_param_ (tracked parameters are held, so none is freed meanwhile).
   std::unordered_map<uintptr_t, std::vector<std::pair<PyObject*, uint32_t>>> held_by_;
   std::vector<uint32_t> written_;
-  std::vector<uint32_t> listed_;        // the slots detect was given (when not the order), kept for the allocation
+  std::vector<uint32_t> given_slots_;   // the slots detect was given (when not the order), kept for the allocation
   std::vector<uint32_t> grad_changed_;  // the slots whose gradient the last detect saw change
   // The names and tensors lists of the last write of listed_written_'s slots (names_and_tensors); strong.
   PyObject* listed_names_ = nullptr;
